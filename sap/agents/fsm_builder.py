@@ -1,0 +1,186 @@
+"""Rule FSM builder: derives a provenance-tagged dialogue FSM from tool docs and a probe of the executor."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from sap.fsm.probe import AUTH_NAME, LOGOUT_NAME, ProbeReport, probe
+from sap.model import FSM, FSMState, StateType, Tag, Toolset, ToolSpec, Transition
+from sap.provenance.fields import produces
+
+READ_VERBS = ("get", "list", "search", "find", "show", "view", "check", "lookup", "describe", "query", "fetch",
+              "read", "ls", "pwd", "cat", "grep", "head", "tail", "wc", "du", "diff", "count", "calculate",
+              "convert", "estimate", "sort")
+
+
+class FSMBuilder(Protocol):
+    """Builds a provenance-tagged FSM for a toolset (rule or LLM)."""
+
+    def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
+        """Draft an FSM; `feedback` lists V_spec violations of the previous draft."""
+
+
+@dataclass
+class ToolRole:
+    """How the builder classified one tool."""
+
+    spec: ToolSpec
+    kind: str  # "auth", "logout", "read", "action"
+    gated: bool  # needs an authenticated session
+    producers: dict[str, set[str]]  # required param -> tools whose results can fill it
+    from_config: set[str]  # required params that c0 can fill
+
+
+def _is_read_only(spec: ToolSpec, report: ProbeReport) -> bool:
+    """Read-only by the doc's flag, else by probing (never changed state), else by the name's verb."""
+    if spec.read_only is not None:
+        return spec.read_only
+    prof = report.profiles[spec.name]
+    if prof.successes:
+        return not prof.changed_state
+    return spec.name.lower().split("_")[0] in READ_VERBS
+
+
+def classify(toolset: Toolset, report: ProbeReport) -> dict[str, ToolRole]:
+    """Classify every tool and find which results feed which required parameters."""
+    roles: dict[str, ToolRole] = {}
+    for spec in toolset.tools:
+        prof = report.profiles[spec.name]
+        if AUTH_NAME.search(spec.name):
+            kind = "auth"
+        elif LOGOUT_NAME.search(spec.name):
+            kind = "logout"
+        else:
+            kind = "read" if _is_read_only(spec, report) else "action"
+        producers: dict[str, set[str]] = {}
+        from_config: set[str] = set()
+        for name in spec.required:
+            schema = spec.properties.get(name, {})
+            producers[name] = {
+                other for other, p in report.profiles.items()
+                if other != spec.name and any(produces(name, schema, out) for out in p.outputs)
+            }
+            if any(produces(name, schema, c0) for c0 in report.configs):
+                from_config.add(name)
+        roles[spec.name] = ToolRole(spec, kind, prof.auth_errors > 0, producers, from_config)
+    return roles
+
+
+def _tags(role: ToolRole, initial: bool) -> dict[str, Tag] | None:
+    """Per-argument tags for `role` on an edge; None if an argument cannot be sourced there."""
+    tags: dict[str, Tag] = {}
+    for name in role.spec.required:
+        has_upstream = bool(role.producers[name])
+        if not initial and has_upstream:
+            tags[name] = Tag.prev_output
+        elif name in role.from_config:
+            tags[name] = Tag.initial_state
+        elif has_upstream:
+            return None  # needs a result that cannot exist yet
+        elif not initial and _user_stated(name):
+            tags[name] = Tag.prev_user_msg
+        else:
+            tags[name] = Tag.self_create
+    return tags
+
+
+def _user_stated(name: str) -> bool:
+    """Parameters a user states and may refer back to later (dates, names, places)."""
+    n = name.lower()
+    return any(k in n for k in ("date", "check_in", "check_out", "city", "guests", "zip", "email"))
+
+
+class RuleFSMBuilder:
+    """Builds the FSM by code: phase states of the 13-type taxonomy, one or two tools per transition."""
+
+    def __init__(self, probe_seeds: int = 3) -> None:
+        self.probe_seeds = probe_seeds
+
+    def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
+        """Probe the toolset, classify its tools and lay out states and tagged transitions."""
+        roles = classify(toolset, probe(toolset, seeds=self.probe_seeds))
+        states = [FSMState(id="start", type=StateType.INITIAL, description="before the first request")]
+        edges: list[Transition] = []
+        auth = [r for r in roles.values() if r.kind == "auth"]
+        gated_exists = any(r.gated for r in roles.values())
+        work = [r for r in roles.values() if r.kind in ("read", "action")]
+        hub = "start"
+        if auth and gated_exists:
+            states.append(FSMState(id="authed", type=StateType.AUTH_COMPLETED, description="user authenticated"))
+            public = [r for r in work if not r.gated and _tags(r, True) is not None]
+            if public:
+                states.append(FSMState(id="needs_auth", type=StateType.AUTH_REQUIRED,
+                                       description="browsing; account actions need authentication"))
+                for r in public:
+                    edges.append(self._edge("start", "needs_auth", [r], roles, True))
+                    edges.append(self._edge("needs_auth", "needs_auth", [r], roles, False, weight=0.5))
+            for r in auth:
+                edges.append(self._edge("start", "authed", [r], roles, True))
+                if public:
+                    edges.append(self._edge("needs_auth", "authed", [r], roles, False, weight=2.0))
+            hub = "authed"
+        states += [
+            FSMState(id="found", type=StateType.FOUND, description="results of a lookup are on the table"),
+            FSMState(id="details", type=StateType.INFO_GATHERING, description="details of a found item gathered"),
+            FSMState(id="done", type=StateType.ACTION_COMPLETED, description="a change was carried out"),
+            FSMState(id="end", type=StateType.COMPLETED, description="the user's goal is wrapped up"),
+        ]
+        for src in (hub, "found", "details", "done"):
+            initial = src == "start"
+            for r in work:
+                tags = _tags(r, initial)
+                if tags is None:
+                    continue
+                consumes = Tag.prev_output in tags.values()
+                target = "done" if r.kind == "action" else ("details" if consumes else "found")
+                edges.append(self._edge(src, target, [r], roles, initial))
+                if r.kind == "read" and consumes and src in ("details", "done"):
+                    edges.append(self._edge(src, "end", [r], roles, initial, weight=0.3))
+            if not initial:
+                edges += self._pair_edges(src, work, roles)
+            for r in roles.values():
+                if r.kind == "logout" and src != "start":
+                    edges.append(self._edge(src, "end", [r], roles, False, weight=0.2))
+        edges = [e for e in edges if e is not None]
+        used = {e.source for e in edges} | {e.target for e in edges}
+        states = [s for s in states if s.id in used or s.id == "start"]
+        finals = [s for s in ("done", "end") if s in used]
+        self._normalize(edges)
+        return FSM(states=states, initial="start", finals=finals, transitions=edges)
+
+    def _pair_edges(self, src: str, work: list[ToolRole], roles: dict[str, ToolRole]) -> list[Transition]:
+        """Turns with two calls: a lookup whose result feeds an action in the same turn."""
+        out = []
+        for act in (r for r in work if r.kind == "action"):
+            feeders = sorted({p for ps in act.producers.values() for p in ps if roles[p].kind == "read"})
+            for feeder in feeders[:2]:
+                edge = self._edge(src, "done", [roles[feeder], act], roles, False, weight=0.5)
+                if edge is not None:
+                    out.append(edge)
+        return out
+
+    @staticmethod
+    def _edge(src: str, dst: str, tools: list[ToolRole], roles: dict[str, ToolRole], initial: bool,
+              weight: float = 1.0) -> Transition | None:
+        """A transition calling `tools` in order, with per-argument tags; None if some argument has no source."""
+        tag_map: dict[str, dict[str, Tag]] = {}
+        for r in tools:
+            tags = _tags(r, initial)
+            if tags is None:
+                return None
+            tag_map[r.spec.name] = tags
+        dependent = sum(t == Tag.prev_output for tags in tag_map.values() for t in tags.values())
+        return Transition(**{"from": src, "to": dst}, action=[r.spec.name for r in tools],
+                          condition=f"user asks to {' then '.join(r.spec.name for r in tools)}",
+                          weight=weight * (1.0 + dependent), is_critical=any(r.kind in ("action", "auth") for r in tools),
+                          provenance_tag=tag_map)
+
+    @staticmethod
+    def _normalize(edges: list[Transition]) -> None:
+        """Give each state's out-edges equal probabilities summing to one."""
+        by_src: dict[str, list[Transition]] = {}
+        for e in edges:
+            by_src.setdefault(e.source, []).append(e)
+        for group in by_src.values():
+            for e in group:
+                e.probability = 1.0 / len(group)

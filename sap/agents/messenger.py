@@ -1,0 +1,91 @@
+"""Messenger role: writes user and assistant messages after the calls are fixed; rule version uses templates."""
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, Protocol
+
+from sap.model import Tag, ToolCall, ToolSpec, Turn
+
+_OPENERS = ["Please {x}.", "Could you {x}?", "I'd like you to {x}.", "Can you {x}?", "Next, {x}."]
+_JOINERS = [" Then ", " After that, ", " Once that's done, "]
+_REF_PHRASES = ["the {p} from the {t} result", "that {p} you got from {t}", "the {p} {t} returned"]
+_STATED_PHRASES = ["the same {p} I mentioned earlier", "the {p} I gave you before"]
+
+
+class Messenger(Protocol):
+    """Writes each turn's user message and assistant reply (rule or LLM)."""
+
+    def write(self, turns: list[Turn], specs: dict[str, ToolSpec], rng: random.Random) -> list[Turn]:
+        """The turns with `user_message` and `assistant_message` filled in."""
+
+
+def describe_value(value: Any) -> str:
+    """A value as it must appear verbatim in text."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return ", ".join(describe_value(v) for v in value)
+    return json.dumps(value)
+
+
+def _humanize(param: str) -> str:
+    """`check_in` -> `check in`."""
+    return param.replace("_", " ")
+
+
+def _task_phrase(spec: ToolSpec) -> str:
+    """The tool's first description sentence, as a lower-case imperative phrase."""
+    text = (spec.description or spec.name.replace("_", " ")).strip().split("\n")[0]
+    text = text.split(". ")[0].rstrip(".")
+    return text[:1].lower() + text[1:]
+
+
+def _mention(name: str, call: ToolCall, history_names: dict[tuple[int, int], str], rng: random.Random) -> str:
+    """How the user refers to one argument: verbatim if new or from config, by reference otherwise."""
+    prov = call.args_prov[name]
+    value = call.args_exec[name]
+    src_tag = prov.tag
+    if src_tag == Tag.fallback:
+        src_tag = Tag.prev_output if prov.path and prov.turn is not None else (
+            Tag.prev_user_msg if prov.turn is not None else Tag.self_create)
+    if src_tag == Tag.prev_output:
+        tool = history_names.get((prov.turn, prov.call), "earlier")
+        return f"{_humanize(name)}: " + rng.choice(_REF_PHRASES).format(p=_humanize(name), t=tool)
+    if src_tag == Tag.prev_user_msg:
+        return f"{_humanize(name)}: " + rng.choice(_STATED_PHRASES).format(p=_humanize(name))
+    return f"{_humanize(name)} {describe_value(value)}"
+
+
+def _summary(call: ToolCall) -> str:
+    """A one-line account of a result for the assistant's reply."""
+    if isinstance(call.result, dict):
+        parts = []
+        for k, v in list(call.result.items())[:3]:
+            shown = v if isinstance(v, (str, int, float, bool)) else f"{len(v)} item(s)" if isinstance(v, (list, dict)) else v
+            parts.append(f"{_humanize(k)}: {shown}")
+        body = "; ".join(parts) if parts else "no details"
+    else:
+        body = str(call.result)[:120]
+    return f"{call.name} done ({body})."
+
+
+class RuleMessenger:
+    """Template messages: new and config values verbatim, history values by reference."""
+
+    def write(self, turns: list[Turn], specs: dict[str, ToolSpec], rng: random.Random) -> list[Turn]:
+        """Fill every turn's messages in order."""
+        names = {(t.index, i): c.name for t in turns for i, c in enumerate(t.calls)}
+        out = []
+        for turn in turns:
+            fragments = []
+            for call in turn.calls:
+                task = _task_phrase(specs[call.name])
+                details = [_mention(a, call, names, rng) for a in call.args_exec]
+                fragments.append(task + (f" ({'; '.join(details)})" if details else ""))
+            message = rng.choice(_OPENERS).format(x=fragments[0])
+            for frag in fragments[1:]:
+                message += rng.choice(_JOINERS) + frag[:1].upper() + frag[1:] + "."
+            reply = " ".join(_summary(c) for c in turn.calls)
+            out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
+        return out

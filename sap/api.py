@@ -1,0 +1,68 @@
+"""The Python entry points: synthesize records for a toolset, one graph thread per trajectory slot."""
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from sap.graphs.synthesis import SynthesisContext, synthesis_graph
+from sap.model import Toolset
+from sap.toolsets import load_toolset
+
+
+def derive_seed(run_seed: int, index: int) -> int:
+    """The trajectory seed of slot `index`: stable across runs, machines and Python versions."""
+    return int.from_bytes(hashlib.sha256(f"sap:{run_seed}:{index}".encode()).digest()[:8], "big")
+
+
+@dataclass
+class SynthesisSummary:
+    """What a run produced: the accepted records and why the other slots were dropped."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    attempted: int = 0
+    truncated: int = 0
+    dropped: Counter = field(default_factory=Counter)
+
+    @property
+    def accepted(self) -> int:
+        """Number of accepted records."""
+        return len(self.records)
+
+
+def _reason_kind(reason: str) -> str:
+    """A drop reason without its per-trajectory details, for the summary."""
+    if reason.startswith("code check"):
+        return "code check failed"
+    if "failed" in reason and "times" in reason:
+        return f"{reason.split(' failed')[0]} kept failing before 2 turns"
+    return reason
+
+
+def synthesize(toolset: Toolset | str, n: int, seed: int = 0, *, max_slots: int | None = None,
+               on_record: Callable[[dict[str, Any]], None] | None = None,
+               on_slot: Callable[[int, str], None] | None = None, **context: Any) -> SynthesisSummary:
+    """Synthesize `n` accepted trajectories for `toolset`; slots run in index order with seeds from (seed, index)."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    ts = load_toolset(toolset) if isinstance(toolset, str) else toolset
+    ctx = SynthesisContext(toolset=ts, run_seed=seed, **context)
+    graph = synthesis_graph(ctx)
+    summary = SynthesisSummary()
+    limit = max_slots if max_slots is not None else 5 * n + 20
+    index = 0
+    while summary.accepted < n and index < limit:
+        out = graph.invoke({"index": index, "seed": derive_seed(seed, index)})
+        summary.attempted += 1
+        if out.get("record") is not None:
+            summary.records.append(out["record"])
+            summary.truncated += out["status"] == "truncated"
+            if on_record is not None:
+                on_record(out["record"])
+        else:
+            summary.dropped[_reason_kind(out.get("drop_reason") or "unknown")] += 1
+        if on_slot is not None:
+            on_slot(index, out["status"])
+        index += 1
+    return summary

@@ -1,0 +1,50 @@
+"""The Executor protocol and the replay helper that rebuilds an executor from c0 and committed calls."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Protocol, runtime_checkable
+
+from sap.model import ToolCall
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """Outcome of one call: ok with a JSON value, or an error text."""
+
+    ok: bool
+    value: Any = None
+    error: str | None = None
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """A stateful tool environment that can be reset, rolled back and compared."""
+
+    def reset(self, c0: dict[str, Any]) -> None:
+        """Load the initial configuration c0, discarding all state."""
+
+    def execute(self, call: ToolCall) -> ExecResult:
+        """Run one call; never raises for tool failures."""
+
+    def snapshot(self) -> Any:
+        """An opaque copy of the current state."""
+
+    def restore(self, snap: Any) -> None:
+        """Return to a state taken by `snapshot`."""
+
+    def state(self) -> dict[str, Any]:
+        """A comparable JSON view of the current state."""
+
+
+class ReplayMismatch(RuntimeError):
+    """A committed call gave a different result when replayed."""
+
+
+def replay(executor: Executor, c0: dict[str, Any], calls: Iterable[ToolCall], check: bool = True) -> Executor:
+    """Reset `executor` to c0 and re-run `calls`; with `check`, raise if any result differs from the recorded one."""
+    executor.reset(c0)
+    for call in calls:
+        res = executor.execute(call)
+        if check and (res.ok != call.ok or (res.value if res.ok else res.error) != (call.result if call.ok else call.error)):
+            raise ReplayMismatch(f"replay of call {call.call_id} ({call.name}) gave {res!r}, recorded {call.result!r}")
+    return executor

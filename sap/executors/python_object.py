@@ -1,0 +1,142 @@
+"""Executor over plain Python objects whose public methods are the tools (BFCL style)."""
+from __future__ import annotations
+
+import copy
+import ctypes
+import inspect
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from sap.executors.base import ExecResult
+from sap.model import ToolCall
+
+
+class ToolTimeout(Exception):
+    """Raised inside a tool thread that ran past its time limit."""
+
+
+def _interrupt_thread(thread: threading.Thread) -> None:
+    """Ask a runaway tool thread to stop at its next bytecode (it cannot be killed outright)."""
+    if thread.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(ToolTimeout))
+
+
+class PythonObjectExecutor:
+    """Runs calls as method calls on instances of `classes`, each loaded from c0 by `_load_scenario`.
+
+    With one class, c0 is that class's configuration; with several, c0 maps class name -> configuration.
+    A tool that raises, runs past `timeout` seconds, or returns non-JSON gives an error result and the
+    state is rolled back to before the call. Snapshots are replay logs (c0 plus the calls run since), so
+    taking one is cheap and restoring one rebuilds fresh instances that a runaway thread cannot touch.
+    """
+
+    def __init__(self, classes: list[type], timeout: float = 5.0) -> None:
+        self.classes = list(classes)
+        self.timeout = timeout
+        self.instances: dict[str, Any] = {}
+        self._c0: dict[str, Any] = {}
+        self._log: list[tuple[str, dict[str, Any]]] = []
+        self._pool: ThreadPoolExecutor | None = None
+        self._worker: threading.Thread | None = None
+
+    def reset(self, c0: dict[str, Any]) -> None:
+        """Create fresh instances and load c0 into each."""
+        self._c0 = copy.deepcopy(c0)
+        self._log = []
+        self.instances = {}
+        for cls in self.classes:
+            inst = cls()
+            config = c0 if len(self.classes) == 1 else c0.get(cls.__name__, {})
+            loader = getattr(inst, "_load_scenario", None)
+            if loader is not None:
+                loader(copy.deepcopy(config))
+            self.instances[cls.__name__] = inst
+
+    def _method(self, name: str) -> Any:
+        """The bound public method called `name`, or None."""
+        if name.startswith("_"):
+            return None
+        for inst in self.instances.values():
+            fn = getattr(inst, name, None)
+            if callable(fn):
+                return fn
+        return None
+
+    def _run_in_worker(self, fn: Any, args: dict[str, Any]) -> Any:
+        """Call fn(**args) on the worker thread, waiting at most `timeout` seconds."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sap-tool")
+        holder: dict[str, threading.Thread] = {}
+
+        def run() -> Any:
+            holder["thread"] = threading.current_thread()
+            return fn(**args)
+
+        future = self._pool.submit(run)
+        try:
+            return future.result(timeout=self.timeout)
+        except FutureTimeout:
+            thread = holder.get("thread")
+            if thread is not None:
+                _interrupt_thread(thread)
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+            raise
+
+    def execute(self, call: ToolCall) -> ExecResult:
+        """Run one call; failures become error results, never exceptions."""
+        fn = self._method(call.name)
+        if fn is None:
+            return ExecResult(ok=False, error=f"unknown tool {call.name!r}")
+        try:
+            inspect.signature(fn).bind(**call.args_exec)
+        except TypeError as exc:
+            return ExecResult(ok=False, error=f"{call.name}: bad arguments: {exc}")
+        before = self.snapshot()
+        try:
+            value = self._run_in_worker(fn, copy.deepcopy(dict(call.args_exec)))
+        except FutureTimeout:
+            self.restore(before)
+            return ExecResult(ok=False, error=f"{call.name} timed out after {self.timeout:g} s")
+        except Exception as exc:  # a tool bug must not crash the run
+            self.restore(before)
+            return ExecResult(ok=False, error=f"{call.name} raised {type(exc).__name__}: {exc}")
+        try:
+            value = json.loads(json.dumps(value))
+        except (TypeError, ValueError) as exc:
+            self.restore(before)
+            return ExecResult(ok=False, error=f"{call.name} returned a non-JSON value: {exc}")
+        self._log.append((call.name, copy.deepcopy(dict(call.args_exec))))
+        if isinstance(value, dict) and "error" in value:
+            return ExecResult(ok=False, value=value, error=str(value["error"]))
+        return ExecResult(ok=True, value=value)
+
+    def close(self) -> None:
+        """Stop the worker thread."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def snapshot(self) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
+        """The replay log: c0 and the calls that ran to completion since."""
+        return self._c0, list(self._log)
+
+    def restore(self, snap: tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]) -> None:
+        """Rebuild fresh instances from c0 and re-run the logged calls."""
+        c0, log = snap
+        self.reset(c0)
+        for name, args in log:
+            self._run_in_worker(self._method(name), copy.deepcopy(args))
+        self._log = list(log)
+
+    def state(self) -> dict[str, Any]:
+        """Each instance's `_state()` (or its public attributes), by class name."""
+        out: dict[str, Any] = {}
+        for name, inst in self.instances.items():
+            getter = getattr(inst, "_state", None)
+            raw = getter() if callable(getter) else {k: v for k, v in vars(inst).items() if not k.startswith("_")}
+            out[name] = json.loads(json.dumps(raw, default=repr))
+        return out

@@ -1,0 +1,79 @@
+"""The JSONL record: OpenAI chat messages, tools, initial_config, per-argument provenance and meta."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sap
+from sap.model import ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
+
+SYSTEM_PROMPT = "You are a helpful assistant. Use the provided tools to carry out the user's requests."
+
+
+def _tool_content(call: ToolCall) -> str:
+    """A tool message body: the result as compact JSON."""
+    return json.dumps(call.result, ensure_ascii=False)
+
+
+def to_record(traj: Trajectory, toolset: Toolset, meta: dict[str, Any]) -> dict[str, Any]:
+    """The export record of an accepted trajectory."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": f"{SYSTEM_PROMPT} {toolset.description}".strip()}]
+    provenance = []
+    for turn in traj.turns:
+        messages.append({"role": "user", "content": turn.user_message})
+        for call in turn.calls:
+            call_id = call.call_id
+            messages.append({"role": "assistant", "content": None, "tool_calls": [{
+                "id": call_id, "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.args_exec, ensure_ascii=False)}}]})
+            messages.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": _tool_content(call)})
+            provenance.append({"call_id": call_id, "turn": turn.index, "name": call.name, "args": {
+                name: {"tag": p.tag.value, "source": p.source() if p.tag != Tag.fallback else _fallback_source(p),
+                       "fallback_from": p.fallback_from.value if p.fallback_from else None}
+                for name, p in call.args_prov.items()}})
+        messages.append({"role": "assistant", "content": turn.assistant_message})
+    return {
+        "id": traj.id,
+        "messages": messages,
+        "tools": [t.to_openai() for t in toolset.tools],
+        "initial_config": traj.c0,
+        "provenance": provenance,
+        "meta": {"seed": traj.seed, "toolset": toolset.name, "sap_version": sap.__version__,
+                 "rewrite_kind": traj.rewrite_kind, **meta},
+    }
+
+
+def _fallback_source(p: ArgProvenance) -> dict[str, Any] | None:
+    """Where a fallback value was actually taken from, if anywhere."""
+    src = {k: v for k, v in (("turn", p.turn), ("call", p.call), ("path", p.path)) if v is not None}
+    return src or None
+
+
+def record_to_trajectory(record: dict[str, Any]) -> Trajectory:
+    """Rebuild the trajectory (calls, results, provenance, messages) from an export record."""
+    prov_by_id = {p["call_id"]: p for p in record["provenance"]}
+    turns: list[Turn] = []
+    results: dict[str, Any] = {}
+    for msg in record["messages"]:
+        if msg["role"] == "tool":
+            results[msg["tool_call_id"]] = json.loads(msg["content"])
+    for msg in record["messages"]:
+        if msg["role"] == "user":
+            turns.append(Turn(index=len(turns), state="", transition=-1, user_message=msg["content"]))
+        elif msg["role"] == "assistant" and msg.get("tool_calls"):
+            for tc in msg["tool_calls"]:
+                p = prov_by_id[tc["id"]]
+                args_prov = {}
+                for name, a in p["args"].items():
+                    src = a.get("source") or {}
+                    args_prov[name] = ArgProvenance(tag=Tag(a["tag"]), turn=src.get("turn"), call=src.get("call"),
+                                                    path=src.get("path"),
+                                                    fallback_from=Tag(a["fallback_from"]) if a.get("fallback_from") else None)
+                turns[-1].calls.append(ToolCall(call_id=tc["id"], name=tc["function"]["name"],
+                                                args_exec=json.loads(tc["function"]["arguments"]),
+                                                args_prov=args_prov, result=results.get(tc["id"])))
+        elif msg["role"] == "assistant" and turns:
+            turns[-1].assistant_message = msg.get("content") or ""
+    meta = record.get("meta", {})
+    return Trajectory(id=record["id"], toolset=meta.get("toolset", ""), seed=meta.get("seed", 0),
+                      c0=record["initial_config"], turns=turns)

@@ -1,0 +1,1 @@
+"""FSM helpers: probing tools, the weighted walk over a provenance-tagged FSM."""

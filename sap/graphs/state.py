@@ -1,0 +1,25 @@
+"""The synthesis graph's state: plain JSON so that checkpoints serialize and stay small."""
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class SynthState(TypedDict, total=False):
+    """One trajectory's progress through the synthesis graph (last-value channels only)."""
+
+    index: int  # slot index in the run
+    seed: int  # trajectory seed, derived from (run seed, index)
+    fsm_hash: str
+    c0: dict[str, Any]
+    path: list[int]  # FSM transition indices, one per planned turn
+    turns: list[dict[str, Any]]  # Turn dumps; the last one may be in progress
+    turn_pos: int
+    call_pos: int
+    pending: dict[str, Any] | None  # the planned ToolCall awaiting execution
+    attempts: int  # attempts spent on the pending call
+    exec_error: str | None  # the executor's error on the previous attempt
+    failed_args: list[dict[str, Any]]  # argument sets that failed for the pending call
+    attempt_log: list[dict[str, Any]]  # every failed attempt: turn, call, tool, error
+    status: str  # running / truncated / accepted / dropped
+    drop_reason: str | None
+    record: dict[str, Any] | None  # the exported record once accepted

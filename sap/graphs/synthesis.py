@@ -1,0 +1,196 @@
+"""The synthesis graph: load_fsm -> sample_path -> plan_call <-> execute_call -> write_messages -> code_check -> persist."""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
+
+from sap.agents.fsm_builder import FSMBuilder, RuleFSMBuilder
+from sap.agents.messenger import Messenger, RuleMessenger
+from sap.agents.planner import HistoryCall, PlanRequest, Planner, RulePlanner, StatedValue
+from sap.executors.base import Executor, replay
+from sap.export.records import to_record
+from sap.fsm.walk import sample_path as walk
+from sap.graphs.state import SynthState
+from sap.model import FSM, Tag, ToolCall, Toolset, Trajectory, Turn
+from sap.provenance.checks import code_check
+
+_FSM_CACHE: dict[str, FSM] = {}
+_STATED_TAGS = (Tag.self_create, Tag.initial_state, Tag.prev_user_msg)
+
+
+def toolset_hash(toolset: Toolset) -> str:
+    """A hash of the toolset's name and tool docs: the FSM cache key."""
+    docs = json.dumps([toolset.name, [t.model_dump(mode="json") for t in toolset.tools]], sort_keys=True)
+    return hashlib.sha256(docs.encode()).hexdigest()[:16]
+
+
+@dataclass
+class SynthesisContext:
+    """What the graph's nodes share: the toolset, the agents, limits, and live executors by slot."""
+
+    toolset: Toolset
+    fsm_builder: FSMBuilder = field(default_factory=RuleFSMBuilder)
+    planner: Planner = field(default_factory=RulePlanner)
+    messenger: Messenger = field(default_factory=RuleMessenger)
+    min_turns: int = 3
+    max_turns: int = 8
+    max_attempts: int = 3
+    min_keep_turns: int = 2
+    run_seed: int = 0
+    executors: dict[int, tuple[Executor, tuple[str, ...]]] = field(default_factory=dict)
+
+    def fsm(self) -> tuple[str, FSM]:
+        """The toolset's FSM, built once per process and tool-doc hash."""
+        key = f"{toolset_hash(self.toolset)}:{type(self.fsm_builder).__name__}"
+        if key not in _FSM_CACHE:
+            _FSM_CACHE[key] = self.fsm_builder.build(self.toolset)
+        return key, _FSM_CACHE[key]
+
+    def executor_for(self, index: int, c0: dict[str, Any], committed: list[ToolCall]) -> Executor:
+        """The slot's executor in the state after `committed`; rebuilt by replay when absent or out of step."""
+        ids = tuple(c.call_id for c in committed)
+        cached = self.executors.get(index)
+        if cached is not None and cached[1] == ids:
+            return cached[0]
+        ex = cached[0] if cached is not None else self.toolset.executor_factory()
+        replay(ex, c0, committed)
+        self.executors[index] = (ex, ids)
+        return ex
+
+    def release(self, index: int) -> None:
+        """Forget the slot's executor and stop its worker."""
+        cached = self.executors.pop(index, None)
+        if cached is not None and hasattr(cached[0], "close"):
+            cached[0].close()
+
+
+def _turns(state: SynthState) -> list[Turn]:
+    """The state's turns as models."""
+    return [Turn.model_validate(t) for t in state.get("turns", [])]
+
+
+def _committed(turns: list[Turn]) -> list[ToolCall]:
+    """Every committed call in dialogue order."""
+    return [c for t in turns for c in t.calls]
+
+
+def trajectory_from_state(state: SynthState, toolset: Toolset) -> Trajectory:
+    """The trajectory the state describes."""
+    return Trajectory(id=f"{state['seed']:016x}-{state['index']}", toolset=toolset.name, seed=state["seed"],
+                      c0=state["c0"], turns=_turns(state))
+
+
+def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
+    """Compile the synthesis graph over `ctx`; invoke it with {"index": i, "seed": s}, one thread per trajectory."""
+    specs = {t.name: t for t in ctx.toolset.tools}
+
+    def load_fsm(state: SynthState) -> dict[str, Any]:
+        key, _ = ctx.fsm()
+        return {"fsm_hash": key, "status": "running"}
+
+    def sample_path(state: SynthState) -> dict[str, Any]:
+        _, fsm = ctx.fsm()
+        rng = random.Random(f"{state['seed']}:path")
+        return {"c0": ctx.toolset.sample_config(state["seed"]),
+                "path": walk(fsm, rng, ctx.min_turns, ctx.max_turns),
+                "turns": [], "turn_pos": 0, "call_pos": 0, "attempts": 0, "exec_error": None,
+                "failed_args": [], "attempt_log": [], "pending": None}
+
+    def plan_call(state: SynthState) -> dict[str, Any]:
+        _, fsm = ctx.fsm()
+        turn_pos, call_pos, attempts = state["turn_pos"], state["call_pos"], state["attempts"]
+        transition = fsm.transitions[state["path"][turn_pos]]
+        tool = transition.action[call_pos]
+        turns = _turns(state)
+        history = [HistoryCall(t.index, i, c) for t in turns for i, c in enumerate(t.calls)]
+        stated = [StatedValue(t.index, name, c.args_exec[name]) for t in turns for c in t.calls
+                  for name, p in c.args_prov.items() if p.tag in _STATED_TAGS or (p.tag == Tag.fallback and not p.path)]
+        req = PlanRequest(spec=specs[tool], tags=transition.provenance_tag.get(tool, {}), turn=turn_pos,
+                          index=call_pos, history=history, stated=stated, c0=state["c0"],
+                          rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
+                          last_error=state.get("exec_error"), failed_args=state.get("failed_args", []))
+        binding = ctx.planner.bind(req)
+        call = ToolCall(call_id=f"call_{turn_pos}_{call_pos}", name=tool, args_exec=binding.args_exec,
+                        args_prov=binding.args_prov, attempts=attempts + 1)
+        return {"pending": call.model_dump(mode="json")}
+
+    def execute_call(state: SynthState) -> Command[Literal["plan_call", "write_messages", "persist"]]:
+        _, fsm = ctx.fsm()
+        turns = _turns(state)
+        call = ToolCall.model_validate(state["pending"])
+        ex = ctx.executor_for(state["index"], state["c0"], _committed(turns))
+        snap = ex.snapshot()
+        res = ex.execute(call)
+        turn_pos, call_pos = state["turn_pos"], state["call_pos"]
+        transition = fsm.transitions[state["path"][turn_pos]]
+        if res.ok:
+            done = call.model_copy(update={"result": res.value, "ok": True, "error": None})
+            if call_pos == 0:
+                turns.append(Turn(index=turn_pos, state=transition.target, transition=state["path"][turn_pos]))
+            turns[-1].calls.append(done)
+            ctx.executors[state["index"]] = (ex, tuple(c.call_id for c in _committed(turns)))
+            next_call = call_pos + 1 < len(transition.action)
+            turn_pos, call_pos = (turn_pos, call_pos + 1) if next_call else (turn_pos + 1, 0)
+            update = {"turns": [t.model_dump(mode="json") for t in turns], "turn_pos": turn_pos, "call_pos": call_pos,
+                      "attempts": 0, "exec_error": None, "failed_args": [], "pending": None}
+            goto = "plan_call" if turn_pos < len(state["path"]) else "write_messages"
+            return Command(goto=goto, update=update)
+        ex.restore(snap)
+        attempts = state["attempts"] + 1
+        log = state.get("attempt_log", []) + [{"turn": turn_pos, "call": call_pos, "tool": call.name,
+                                               "attempt": attempts, "error": res.error}]
+        if attempts < ctx.max_attempts:
+            return Command(goto="plan_call", update={
+                "attempts": attempts, "exec_error": res.error, "attempt_log": log, "pending": None,
+                "failed_args": state.get("failed_args", []) + [call.args_exec]})
+        kept = [t for t in turns if t.index < turn_pos]
+        update = {"turns": [t.model_dump(mode="json") for t in kept], "attempt_log": log, "pending": None,
+                  "exec_error": res.error}
+        if len(kept) >= ctx.min_keep_turns:
+            return Command(goto="write_messages", update={**update, "status": "truncated"})
+        reason = f"{call.name} failed {attempts} times at turn {turn_pos}"
+        return Command(goto="persist", update={**update, "status": "dropped", "drop_reason": reason})
+
+    def write_messages(state: SynthState) -> dict[str, Any]:
+        turns = ctx.messenger.write(_turns(state), specs, random.Random(f"{state['seed']}:messages"))
+        return {"turns": [t.model_dump(mode="json") for t in turns]}
+
+    def check(state: SynthState) -> dict[str, Any]:
+        problems = code_check(trajectory_from_state(state, ctx.toolset))
+        if problems:
+            return {"status": "dropped", "drop_reason": f"code check: {problems[0]}"}
+        return {"status": "accepted" if state["status"] == "running" else state["status"]}
+
+    def persist(state: SynthState) -> dict[str, Any]:
+        ctx.release(state["index"])
+        if state["status"] not in ("accepted", "truncated"):
+            return {"record": None}
+        traj = trajectory_from_state(state, ctx.toolset)
+        _, fsm = ctx.fsm()
+        meta = {"index": state["index"], "run_seed": ctx.run_seed, "fsm": state["fsm_hash"],
+                "states": [t.state for t in traj.turns], "truncated": state["status"] == "truncated",
+                "retries": len(state.get("attempt_log", []))}
+        return {"record": to_record(traj, ctx.toolset, meta)}
+
+    builder = StateGraph(SynthState)
+    builder.add_node("load_fsm", load_fsm)
+    builder.add_node("sample_path", sample_path)
+    builder.add_node("plan_call", plan_call)
+    builder.add_node("execute_call", execute_call)
+    builder.add_node("write_messages", write_messages)
+    builder.add_node("code_check", check)
+    builder.add_node("persist", persist)
+    builder.add_edge(START, "load_fsm")
+    builder.add_edge("load_fsm", "sample_path")
+    builder.add_edge("sample_path", "plan_call")
+    builder.add_edge("plan_call", "execute_call")
+    builder.add_edge("write_messages", "code_check")
+    builder.add_edge("code_check", "persist")
+    builder.add_edge("persist", END)
+    return builder.compile(checkpointer=checkpointer)

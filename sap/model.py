@@ -1,0 +1,198 @@
+"""Pydantic types shared by every part of sap: tools, provenance, calls, turns, trajectories, FSMs."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from sap.executors.base import Executor
+
+
+class ToolSpec(BaseModel):
+    """One tool as the model sees it: name, description, JSON-schema parameters, optional response schema."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}, "required": []})
+    response: dict[str, Any] | None = None
+    read_only: bool | None = None
+    owner: str | None = None
+
+    @property
+    def properties(self) -> dict[str, dict[str, Any]]:
+        """The parameter schemas by name."""
+        return self.parameters.get("properties", {})
+
+    @property
+    def required(self) -> list[str]:
+        """Names of the required parameters."""
+        return list(self.parameters.get("required", []))
+
+    def to_openai(self) -> dict[str, Any]:
+        """The tool as an OpenAI `tools` entry."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+@dataclass
+class Toolset:
+    """Tools plus the means to run them: an executor factory and a sampler of initial configurations c0."""
+
+    name: str
+    description: str
+    tools: list[ToolSpec]
+    executor_factory: Callable[[], "Executor"]
+    sample_config: Callable[[int], dict[str, Any]]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def tool(self, name: str) -> ToolSpec:
+        """The spec of the tool called `name`."""
+        for spec in self.tools:
+            if spec.name == name:
+                return spec
+        raise KeyError(f"toolset {self.name!r} has no tool {name!r}")
+
+
+class Tag(str, Enum):
+    """Where an argument value comes from (SAP provenance tags)."""
+
+    initial_state = "initial_state"  # P_i: read from the initial configuration c0
+    prev_output = "prev_output"  # P_o: a field of an earlier tool result
+    self_create = "self_create"  # P_c: introduced by the user in this turn
+    prev_user_msg = "prev_user_msg"  # P_u: stated by the user in an earlier turn
+    fallback = "fallback"  # P_f: declared source unusable at run time
+
+
+class ArgProvenance(BaseModel):
+    """The declared and verified source of one argument value."""
+
+    tag: Tag
+    turn: int | None = None  # producing turn (P_o) or anchor turn (P_u)
+    call: int | None = None  # call index within the producing turn (P_o)
+    path: str | None = None  # JSON path inside the result (P_o) or inside c0 (P_i)
+    fallback_from: Tag | None = None  # the tag that could not be honoured (P_f)
+
+    def source(self) -> dict[str, Any] | None:
+        """The locating part as exported: turn/call/path for P_o, path for P_i, anchor turn for P_u."""
+        if self.tag == Tag.prev_output:
+            return {"turn": self.turn, "call": self.call, "path": self.path}
+        if self.tag == Tag.initial_state:
+            return {"path": self.path}
+        if self.tag == Tag.prev_user_msg:
+            return {"turn": self.turn}
+        return None
+
+
+class ToolCall(BaseModel):
+    """One executed tool call with its arguments, their provenance and the result."""
+
+    call_id: str
+    name: str
+    args_exec: dict[str, Any]
+    args_prov: dict[str, ArgProvenance]
+    result: Any = None
+    ok: bool = True
+    error: str | None = None
+    group: int = 0
+    attempts: int = 1
+
+
+class Turn(BaseModel):
+    """One user turn: the message, the calls it triggers and the assistant's reply."""
+
+    index: int
+    state: str  # FSM state reached after this turn
+    transition: int  # index of the FSM transition this turn follows
+    calls: list[ToolCall] = Field(default_factory=list)
+    user_message: str = ""
+    assistant_message: str = ""
+
+
+RewriteKind = Literal["base", "miss_param", "miss_func"]
+
+
+class Trajectory(BaseModel):
+    """A synthesized dialogue with its initial configuration, turns and checks."""
+
+    id: str
+    toolset: str
+    seed: int
+    c0: dict[str, Any]
+    turns: list[Turn]
+    virtual_history: list[dict[str, Any]] = Field(default_factory=list)
+    rewrite_kind: RewriteKind = "base"
+    checks: dict[str, Any] = Field(default_factory=dict)
+    judge: dict[str, Any] | None = None
+    stats: dict[str, Any] = Field(default_factory=dict)
+
+    def calls(self) -> list[tuple[int, int, ToolCall]]:
+        """Every call as (turn index, call index, call), in dialogue order."""
+        return [(t.index, i, c) for t in self.turns for i, c in enumerate(t.calls)]
+
+
+class StateType(str, Enum):
+    """The 13 dialogue-phase types of SAP's FSM taxonomy."""
+
+    INITIAL = "INITIAL"
+    AUTH_REQUIRED = "AUTH_REQUIRED"
+    AUTH_COMPLETED = "AUTH_COMPLETED"
+    INFO_GATHERING = "INFO_GATHERING"
+    SEARCHING = "SEARCHING"
+    FOUND = "FOUND"
+    UNAVAILABLE = "UNAVAILABLE"
+    ACTION_REQUIRED = "ACTION_REQUIRED"
+    ACTION_COMPLETED = "ACTION_COMPLETED"
+    ERROR = "ERROR"
+    REJECTION = "REJECTION"
+    COMPLETED = "COMPLETED"
+    NORMAL = "NORMAL"
+
+
+class FSMState(BaseModel):
+    """One dialogue phase."""
+
+    id: str
+    type: StateType
+    description: str = ""
+
+
+class Transition(BaseModel):
+    """An FSM edge: one user turn calling `action`, with a provenance tag per tool argument."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    source: str = Field(alias="from")
+    target: str = Field(alias="to")
+    action: list[str]
+    condition: str = ""
+    probability: float = 1.0
+    weight: float = 1.0
+    is_critical: bool = False
+    provenance_tag: dict[str, dict[str, Tag]] = Field(default_factory=dict)
+
+
+class FSM(BaseModel):
+    """States, initial state, final states and provenance-tagged transitions."""
+
+    states: list[FSMState]
+    initial: str
+    finals: list[str]
+    transitions: list[Transition]
+
+    def out_edges(self, state: str) -> list[int]:
+        """Indices of the transitions leaving `state`."""
+        return [i for i, t in enumerate(self.transitions) if t.source == state]
+
+    def state(self, state_id: str) -> FSMState:
+        """The state with id `state_id`."""
+        for s in self.states:
+            if s.id == state_id:
+                return s
+        raise KeyError(state_id)

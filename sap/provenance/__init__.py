@@ -1,0 +1,1 @@
+"""Provenance: field matching between results and parameters, binding rules, chain statistics."""

@@ -1,0 +1,124 @@
+"""Enumerate the fields of JSON values and match them to tool parameters by name and type."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+_ID_KEYS = ("id", "name")
+_TYPE_CHECKS: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One value inside a JSON document, with the names a parameter may know it by."""
+
+    path: str
+    names: tuple[str, ...]
+    value: Any
+
+
+def singular(word: str) -> str:
+    """A plain English singular of a plural key (orders -> order, entries -> entry, ids -> id)."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 2:
+        return word[:-1]
+    return word
+
+
+def _names(key: str, parent: str | None) -> tuple[str, ...]:
+    """Names of a field: its key, and for id/name keys the parent-qualified form (hotels[].id -> hotel_id)."""
+    names = [key]
+    if parent and key in _ID_KEYS:
+        names.append(f"{singular(parent)}_{key}")
+    return tuple(names)
+
+
+def iter_fields(doc: Any, path: str = "$", key: str | None = None, parent: str | None = None) -> Iterator[Field]:
+    """Every keyed value in `doc` (scalars, and lists of scalars as a whole), depth first, in document order."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from iter_fields(v, f"{path}.{k}", k, key)
+        return
+    if isinstance(doc, list):
+        if key is not None and doc and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in doc):
+            yield Field(path, (key,), doc)
+        for i, v in enumerate(doc):
+            if isinstance(v, (dict, list)):
+                yield from iter_fields(v, f"{path}[{i}]", key, parent)
+            elif key is not None:
+                yield Field(f"{path}[{i}]", (singular(key),), v)
+        return
+    if key is not None and doc is not None:
+        yield Field(path, _names(key, parent), doc)
+
+
+def type_ok(value: Any, schema: dict[str, Any]) -> bool:
+    """Whether `value` fits the JSON-schema type and enum of a parameter."""
+    if "enum" in schema and value not in schema["enum"]:
+        return False
+    kind = schema.get("type")
+    if kind is None:
+        return True
+    kinds = kind if isinstance(kind, list) else [kind]
+    for k in kinds:
+        allowed = _TYPE_CHECKS.get(k)
+        if allowed is None:
+            return True
+        if isinstance(value, bool) and k != "boolean":
+            continue
+        if isinstance(value, allowed):
+            if k == "array" and "items" in schema:
+                return all(type_ok(x, schema["items"]) for x in value)
+            return True
+    return False
+
+
+def match_score(param: str, names: tuple[str, ...]) -> int:
+    """How well a field's names fit a parameter name: 3 exact key, 2 qualified, 1 suffix (new_item_id <- item_id), 0 none."""
+    if param == names[0]:
+        return 3
+    if param in names[1:]:
+        return 2
+    if any("_" in n and param.endswith("_" + n) for n in names):
+        return 1
+    return 0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A value that can fill a parameter, found at `path`, with its match score."""
+
+    path: str
+    value: Any
+    score: int
+
+
+def candidates(param: str, schema: dict[str, Any], doc: Any) -> list[Candidate]:
+    """Values in `doc` that can fill `param`; array parameters also take a single matching element as a one-item list."""
+    out: list[Candidate] = []
+    is_array = schema.get("type") == "array"
+    item_schema = schema.get("items", {})
+    for f in iter_fields(doc):
+        score = match_score(param, f.names)
+        if score and type_ok(f.value, schema):
+            out.append(Candidate(f.path, f.value, score))
+        elif is_array and not isinstance(f.value, list):
+            item_score = match_score(singular(param), f.names)
+            if item_score and type_ok(f.value, item_schema):
+                out.append(Candidate(f.path, [f.value], item_score))
+    return out
+
+
+def produces(param: str, schema: dict[str, Any], doc: Any) -> bool:
+    """Whether `doc` holds at least one value that can fill `param`."""
+    return bool(candidates(param, schema, doc))
