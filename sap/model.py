@@ -185,6 +185,7 @@ class FSM(BaseModel):
     initial: str
     finals: list[str]
     transitions: list[Transition]
+    producers: dict[str, dict[str, list[str]]] = Field(default_factory=dict)  # tool -> arg -> tools whose results feed it
 
     def out_edges(self, state: str) -> list[int]:
         """Indices of the transitions leaving `state`."""

@@ -56,7 +56,7 @@ def classify(toolset: Toolset, report: ProbeReport) -> dict[str, ToolRole]:
         from_config: set[str] = set()
         for name in spec.required:
             schema = spec.properties.get(name, {})
-            producers[name] = {
+            producers[name] = set() if prof.prefers_new(name) else {
                 other for other, p in report.profiles.items()
                 if other != spec.name and any(produces(name, schema, out) for out in p.outputs)
             }
@@ -146,7 +146,9 @@ class RuleFSMBuilder:
         states = [s for s in states if s.id in used or s.id == "start"]
         finals = [s for s in ("done", "end") if s in used]
         self._normalize(edges)
-        return FSM(states=states, initial="start", finals=finals, transitions=edges)
+        producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
+        return FSM(states=states, initial="start", finals=finals, transitions=edges,
+                   producers={t: ps for t, ps in producers.items() if ps})
 
     def _pair_edges(self, src: str, work: list[ToolRole], roles: dict[str, ToolRole]) -> list[Transition]:
         """Turns with two calls: a lookup whose result feeds an action in the same turn."""

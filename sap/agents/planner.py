@@ -1,15 +1,32 @@
 """Planner role: binds each argument of a call by its provenance tag; the rule implementation works by code."""
 from __future__ import annotations
 
+import datetime as dt
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec
-from sap.provenance.fields import Candidate, candidates, match_score, type_ok
+from sap.provenance.fields import Candidate, candidates, iter_fields, match_score, type_ok
 from sap.provenance.generate import generate
 
 _OPTIONAL_RATE = 0.25
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_WORD = re.compile(r"[a-z]{4,}")
+_QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"")
+_OPTIONS = re.compile(r"(?:supported|valid|allowed|one of|choose from|expected)[^\[]{0,40}\[([^\]]*)\]", re.I)
+
+
+def error_quotes(error: str | None) -> set[str]:
+    """Values an error message quotes (the culprits it names)."""
+    return {a or b for a, b in _QUOTED.findall(error or "")}
+
+
+def error_options(error: str | None) -> list[str]:
+    """Alternatives an error message lists as valid (`supported: ['EUR', 'GBP']`)."""
+    m = _OPTIONS.search(error or "")
+    return [a or b for a, b in _QUOTED.findall(m.group(1))] if m else []
 
 
 @dataclass(frozen=True)
@@ -44,6 +61,7 @@ class PlanRequest:
     rng: random.Random
     last_error: str | None = None
     failed_args: list[dict[str, Any]] = field(default_factory=list)
+    upcoming: list[ToolSpec] = field(default_factory=list)  # the calls that follow in this turn
 
 
 @dataclass
@@ -61,114 +79,173 @@ class Planner(Protocol):
         """Choose argument values honouring the tags, avoiding what failed before."""
 
 
-def _fresh(options: list[Any], failed: list[Any]) -> list[Any]:
-    """Options not tried in a failed attempt, or all options if every one was tried."""
-    left = [o for o in options if o not in failed]
-    return left or options
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the shared leading part of two JSON paths, counted in characters up to a separator."""
+    n = 0
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            break
+        if x in ".[":
+            n = i
+    return n
+
+
+@dataclass
+class _CallContext:
+    """What is known while binding one call: its words, the values and paths bound so far, failures."""
+
+    req: PlanRequest
+    words: frozenset[str]
+    error_words: frozenset[str]
+    bound: dict[str, Any] = field(default_factory=dict)
+    sources: list[tuple[tuple[int, int] | None, str]] = field(default_factory=list)  # (history call or None=c0, path)
+
+    def failed(self, name: str) -> list[Any]:
+        """Values of `name` in the failed attempts of this call, and values the last error quoted."""
+        named = error_quotes(self.req.last_error) - set(error_options(self.req.last_error))
+        return [a[name] for a in self.req.failed_args if name in a] + sorted(named)
+
+    def rank(self, cand: Candidate, doc: tuple[int, int] | None, bad: frozenset[str]) -> tuple[int, int, int]:
+        """Preference: match score; sibling values the tool or the last error asks for (pending, hotel) and not
+        those that came with failed values (delivered, cancelled); nearness to the other picks of this call."""
+        hint = len(cand.siblings & self.words) + len(cand.siblings & (self.error_words - bad)) - 2 * len(cand.siblings & bad)
+        near = max((_common_prefix(cand.path, p) for d, p in self.sources if d == doc), default=0)
+        return cand.score, hint, near
 
 
 class RulePlanner:
     """Binds by code: P_o from earlier results, P_i from c0, P_u from stated values, P_c by generators."""
 
+    def __init__(self) -> None:
+        self._date_cache: tuple[dict[str, Any] | None, tuple[str, str] | None] = (None, None)
+
     def bind(self, req: PlanRequest) -> Binding:
         """Bind required arguments by tag, plus a few optional ones, with fallbacks recorded as P_f."""
-        args: dict[str, Any] = {}
+        text = " ".join(f"{t.name.replace('_', ' ')} {t.description}" for t in [req.spec, *req.upcoming])
+        words = frozenset(_WORD.findall(text.lower()))
+        ctx = _CallContext(req, words, frozenset(_WORD.findall((req.last_error or "").lower())))
         prov: dict[str, ArgProvenance] = {}
-        params = list(req.spec.required)
-        for name, schema in req.spec.properties.items():
-            if name not in params and self._wants_optional(name, schema, req):
-                params.append(name)
-        for name in params:
+        for name in self._params(req):
             schema = req.spec.properties.get(name, {})
             declared = req.tags.get(name, Tag.self_create)
-            failed = [a[name] for a in req.failed_args if name in a]
-            value, source = self._by_tag(declared, name, schema, req, failed)
+            value, source = self._by_tag(declared, name, schema, ctx)
             if source is None:
-                value, source = self._fallback(declared, name, schema, req, failed)
-            args[name], prov[name] = value, source
-        return Binding(args, prov)
+                value, source = self._fallback(declared, name, schema, ctx)
+            ctx.bound[name], prov[name] = value, source
+        return Binding(ctx.bound, prov)
 
-    def _wants_optional(self, name: str, schema: dict[str, Any], req: PlanRequest) -> bool:
-        """Fill an optional parameter now and then, when it is an enum or flag (safe to choose)."""
-        return ("enum" in schema or schema.get("type") == "boolean") and req.rng.random() < _OPTIONAL_RATE
+    def _params(self, req: PlanRequest) -> list[str]:
+        """Required parameters, then optional ones worth filling: flags the last error named, a few enums/flags."""
+        params = list(req.spec.required)
+        error = (req.last_error or "").lower()
+        for name, schema in req.spec.properties.items():
+            if name in params:
+                continue
+            if schema.get("type") == "boolean" and name.lower() in error:
+                params.append(name)
+            elif ("enum" in schema or schema.get("type") == "boolean") and req.rng.random() < _OPTIONAL_RATE:
+                params.append(name)
+        return params
 
-    def _by_tag(self, tag: Tag, name: str, schema: dict[str, Any], req: PlanRequest,
-                failed: list[Any]) -> tuple[Any, ArgProvenance | None]:
+    def _by_tag(self, tag: Tag, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
         """Bind from the declared source; (None, None) if that source has nothing usable."""
         if tag == Tag.prev_output:
-            return self._from_history(name, schema, req, failed)
+            return self._from_history(name, schema, ctx)
         if tag == Tag.initial_state:
-            return self._from_config(name, schema, req, failed)
+            return self._from_config(name, schema, ctx)
         if tag == Tag.prev_user_msg:
-            return self._from_stated(name, schema, req, failed)
-        return self._create(name, schema, req, failed), ArgProvenance(tag=Tag.self_create)
+            return self._from_stated(name, schema, ctx)
+        return self._create(name, schema, ctx), ArgProvenance(tag=Tag.self_create)
 
-    def _fallback(self, declared: Tag, name: str, schema: dict[str, Any], req: PlanRequest,
-                  failed: list[Any]) -> tuple[Any, ArgProvenance]:
+    def _fallback(self, declared: Tag, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance]:
         """The first other source that works, recorded as a fallback from the declared tag."""
         for tag in (Tag.prev_output, Tag.initial_state, Tag.prev_user_msg):
             if tag == declared:
                 continue
-            value, src = self._by_tag(tag, name, schema, req, failed)
+            value, src = self._by_tag(tag, name, schema, ctx)
             if src is not None:
                 return value, src.model_copy(update={"tag": Tag.fallback, "fallback_from": declared})
-        value = self._create(name, schema, req, failed)
-        return value, ArgProvenance(tag=Tag.fallback, fallback_from=declared)
+        return self._create(name, schema, ctx), ArgProvenance(tag=Tag.fallback, fallback_from=declared)
 
-    def _pick(self, found: list[Candidate], failed: list[Any], rng: random.Random) -> Candidate:
-        """Best-scoring candidate, avoiding failed values."""
-        best = max(c.score for c in found)
-        top = [c for c in found if c.score == best]
-        values = _fresh([c.value for c in top], failed)
-        return rng.choice([c for c in top if c.value in values])
+    def _choose(self, name: str, pool: list[tuple[tuple[int, int] | None, Candidate]],
+                ctx: _CallContext) -> tuple[tuple[int, int] | None, Candidate] | None:
+        """The best-ranked candidate not already failed or used by another argument of this call."""
+        failed = ctx.failed(name)
+        bad = frozenset().union(*(c.siblings for _, c in pool if c.value in failed)) & ctx.error_words
+        taken = list(ctx.bound.values())
+        fresh = [p for p in pool if p[1].value not in failed and p[1].value not in taken]
+        pool = fresh or [p for p in pool if p[1].value not in failed] or pool
+        if not pool:
+            return None
+        ranks = [ctx.rank(c, doc, bad) for doc, c in pool]
+        best = max(ranks)
+        top = [p for p, r in zip(pool, ranks) if r == best]
+        newest = max((d for d, _ in top), key=lambda d: (-1, -1) if d is None else d)
+        if ctx.req.rng.random() < 0.6:
+            top = [p for p in top if p[0] == newest]
+        doc, cand = ctx.req.rng.choice(top)
+        ctx.sources.append((doc, cand.path))
+        return doc, cand
 
-    def _from_history(self, name: str, schema: dict[str, Any], req: PlanRequest,
-                      failed: list[Any]) -> tuple[Any, ArgProvenance | None]:
-        """A field of an earlier result: this turn's earlier calls first, else mostly the newest producer."""
-        per_call = [(h, candidates(name, schema, h.call.result)) for h in req.history if h.call.ok]
-        per_call = [(h, cs) for h, cs in per_call if cs]
-        if not per_call:
+    def _from_history(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
+        """A field of an earlier successful result, preferring this turn's calls, then the newest producer."""
+        pool = [((h.turn, h.index), c) for h in ctx.req.history if h.call.ok
+                for c in candidates(name, schema, h.call.result)]
+        failed = ctx.failed(name)
+        same_turn = [p for p in pool if p[0][0] == ctx.req.turn and p[1].value not in failed]
+        picked = self._choose(name, same_turn or pool, ctx)
+        if picked is None:
             return None, None
-        same_turn = [p for p in per_call if p[0].turn == req.turn]
-        if same_turn:
-            h, found = same_turn[-1]
-        elif req.rng.random() < 0.6:
-            h, found = per_call[-1]
-        else:
-            h, found = req.rng.choice(per_call)
-        if all(c.value in failed for c in found):
-            pool = [(h2, c) for h2, cs in per_call for c in cs if c.value not in failed]
-            if pool:
-                h, c = req.rng.choice(pool)
-                return c.value, ArgProvenance(tag=Tag.prev_output, turn=h.turn, call=h.index, path=c.path)
-        c = self._pick(found, failed, req.rng)
-        return c.value, ArgProvenance(tag=Tag.prev_output, turn=h.turn, call=h.index, path=c.path)
+        (turn, index), cand = picked
+        return cand.value, ArgProvenance(tag=Tag.prev_output, turn=turn, call=index, path=cand.path)
 
-    def _from_config(self, name: str, schema: dict[str, Any], req: PlanRequest,
-                     failed: list[Any]) -> tuple[Any, ArgProvenance | None]:
+    def _from_config(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
         """A value of the initial configuration c0."""
-        found = candidates(name, schema, req.c0)
-        if not found:
+        picked = self._choose(name, [(None, c) for c in candidates(name, schema, ctx.req.c0)], ctx)
+        if picked is None:
             return None, None
-        c = self._pick(found, failed, req.rng)
-        return c.value, ArgProvenance(tag=Tag.initial_state, path=c.path)
+        return picked[1].value, ArgProvenance(tag=Tag.initial_state, path=picked[1].path)
 
-    def _from_stated(self, name: str, schema: dict[str, Any], req: PlanRequest,
-                     failed: list[Any]) -> tuple[Any, ArgProvenance | None]:
+    def _from_stated(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
         """A value the user stated in an earlier turn for a parameter of the same meaning."""
+        req = ctx.req
         found = [s for s in req.stated if s.turn < req.turn and match_score(name, (s.param,)) and type_ok(s.value, schema)]
-        values = _fresh([s.value for s in found], failed)
-        found = [s for s in found if s.value in values]
+        failed = ctx.failed(name)
+        found = [s for s in found if s.value not in failed] or found
         if not found:
             return None, None
         s = req.rng.choice(found)
         return s.value, ArgProvenance(tag=Tag.prev_user_msg, turn=s.turn)
 
-    def _create(self, name: str, schema: dict[str, Any], req: PlanRequest, failed: list[Any]) -> Any:
-        """A new value from the generators, different from failed ones where possible."""
-        value = generate(name, schema, req.rng)
-        for _ in range(5):
-            if value not in failed:
-                break
-            value = generate(name, schema, req.rng)
+    def _create(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> Any:
+        """A new value: dates inside the configuration's calendar and after dates bound before; else generators."""
+        failed = ctx.failed(name)
+        options = [o for o in error_options(ctx.req.last_error) if type_ok(o, schema) and o not in failed]
+        if options:
+            return ctx.req.rng.choice(options)
+        for _ in range(6):
+            value = generate(name, schema, ctx.req.rng)
+            if isinstance(value, str) and _ISO_DATE.match(value):
+                value = self._date(ctx)
+            if value not in failed and value not in ctx.bound.values():
+                return value
         return value
+
+    def _date(self, ctx: _CallContext) -> str:
+        """An ISO date within the span of dates in c0, later than the dates already bound in this call."""
+        lo, hi = self._date_span(ctx.req.c0) or ("2026-01-01", "2026-12-28")
+        earlier = [v for v in ctx.bound.values() if isinstance(v, str) and _ISO_DATE.match(v)]
+        start = dt.date.fromisoformat(max([lo] + earlier))
+        end = dt.date.fromisoformat(hi)
+        if earlier:
+            start += dt.timedelta(days=1)
+            end = min(end, start + dt.timedelta(days=6))
+        span = max((end - start).days, 0)
+        return (start + dt.timedelta(days=ctx.req.rng.randint(0, span))).isoformat()
+
+    def _date_span(self, c0: dict[str, Any]) -> tuple[str, str] | None:
+        """Earliest and latest ISO dates found in c0 (cached for the last c0 seen)."""
+        if self._date_cache[0] is not c0:
+            dates = sorted(f.value for f in iter_fields(c0) if isinstance(f.value, str) and _ISO_DATE.match(f.value))
+            self._date_cache = (c0, (dates[0], dates[-1]) if dates else None)
+        return self._date_cache[1]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,16 @@ class ToolProfile:
     failures: int = 0
     changed_state: bool = False
     auth_errors: int = 0  # failures before any login that name authentication
+    bound_ok: Counter = field(default_factory=Counter)  # (param, "history" | "generated") -> successes
+    bound_failed: Counter = field(default_factory=Counter)  # (param, "history" | "generated") -> failures
+    bound_changed: Counter = field(default_factory=Counter)  # (param, source) -> successes that changed state
+
+    def prefers_new(self, param: str) -> bool:
+        """Whether `param` wants a fresh value: earlier results either failed or changed nothing, fresh ones worked."""
+        hist_ok, gen_ok = self.bound_ok[(param, "history")], self.bound_ok[(param, "generated")]
+        never_worked = gen_ok > 0 and hist_ok == 0 and self.bound_failed[(param, "history")] > 0
+        no_op = self.bound_changed[(param, "generated")] > 0 and hist_ok > 0 and self.bound_changed[(param, "history")] == 0
+        return never_worked or no_op
 
 
 @dataclass
@@ -34,14 +45,18 @@ class ProbeReport:
     configs: list[dict[str, Any]]
 
 
-def _bind_for_probe(spec: ToolSpec, docs: list[Any], rng: random.Random) -> dict[str, Any]:
-    """Fill required parameters from earlier results or c0 (newest first), else generate them."""
+def _bind_for_probe(spec: ToolSpec, docs: list[Any], rng: random.Random) -> tuple[dict[str, Any], dict[str, str]]:
+    """Fill required parameters from earlier results or c0 (newest first) or fresh values; say which per parameter."""
     args: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     for name in spec.required:
         schema = spec.properties.get(name, {})
         found = next((c for doc in reversed(docs) for c in [candidates(name, schema, doc)] if c), None)
-        args[name] = rng.choice(found).value if found else generate(name, schema, rng)
-    return args
+        if found and rng.random() < 0.75:
+            args[name], sources[name] = rng.choice(found).value, "history"
+        else:
+            args[name], sources[name] = generate(name, schema, rng), "generated"
+    return args, sources
 
 
 def probe(toolset: Toolset, seeds: int = 3, passes: int = 4, keep: int = 4) -> ProbeReport:
@@ -63,10 +78,12 @@ def probe(toolset: Toolset, seeds: int = 3, passes: int = 4, keep: int = 4) -> P
         for round_no, tools in enumerate(order):
             for spec in tools:
                 before = ex.state()
-                call = ToolCall(call_id="probe", name=spec.name, args_exec=_bind_for_probe(spec, docs, rng),
+                args, sources = _bind_for_probe(spec, docs, rng)
+                call = ToolCall(call_id="probe", name=spec.name, args_exec=args,
                                 args_prov={k: ArgProvenance(tag=Tag.self_create) for k in spec.required})
                 res = ex.execute(call)
                 prof = profiles[spec.name]
+                (prof.bound_ok if res.ok else prof.bound_failed).update(sources.items())
                 if res.ok:
                     prof.successes += 1
                     if len(prof.outputs) < keep:
@@ -74,6 +91,7 @@ def probe(toolset: Toolset, seeds: int = 3, passes: int = 4, keep: int = 4) -> P
                     docs.append(res.value)
                     if ex.state() != before:
                         prof.changed_state = True
+                        prof.bound_changed.update(sources.items())
                     if spec in auth_tools:
                         logged_in = True
                 else:

@@ -20,6 +20,7 @@ class SynthState(TypedDict, total=False):
     exec_error: str | None  # the executor's error on the previous attempt
     failed_args: list[dict[str, Any]]  # argument sets that failed for the pending call
     attempt_log: list[dict[str, Any]]  # every failed attempt: turn, call, tool, error
+    blacklist: list[str]  # tools that failed at the attempt cap; re-planned paths avoid them
     status: str  # running / truncated / accepted / dropped
     drop_reason: str | None
     record: dict[str, Any] | None  # the exported record once accepted

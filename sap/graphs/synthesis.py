@@ -15,6 +15,7 @@ from sap.agents.messenger import Messenger, RuleMessenger
 from sap.agents.planner import HistoryCall, PlanRequest, Planner, RulePlanner, StatedValue
 from sap.executors.base import Executor, replay
 from sap.export.records import to_record
+from sap.fsm.walk import NoPathError
 from sap.fsm.walk import sample_path as walk
 from sap.graphs.state import SynthState
 from sap.model import FSM, Tag, ToolCall, Toolset, Trajectory, Turn
@@ -41,6 +42,7 @@ class SynthesisContext:
     min_turns: int = 3
     max_turns: int = 8
     max_attempts: int = 3
+    max_replans: int = 2
     min_keep_turns: int = 2
     run_seed: int = 0
     executors: dict[int, tuple[Executor, tuple[str, ...]]] = field(default_factory=dict)
@@ -100,7 +102,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         return {"c0": ctx.toolset.sample_config(state["seed"]),
                 "path": walk(fsm, rng, ctx.min_turns, ctx.max_turns),
                 "turns": [], "turn_pos": 0, "call_pos": 0, "attempts": 0, "exec_error": None,
-                "failed_args": [], "attempt_log": [], "pending": None}
+                "failed_args": [], "attempt_log": [], "blacklist": [], "pending": None}
 
     def plan_call(state: SynthState) -> dict[str, Any]:
         _, fsm = ctx.fsm()
@@ -114,7 +116,8 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         req = PlanRequest(spec=specs[tool], tags=transition.provenance_tag.get(tool, {}), turn=turn_pos,
                           index=call_pos, history=history, stated=stated, c0=state["c0"],
                           rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
-                          last_error=state.get("exec_error"), failed_args=state.get("failed_args", []))
+                          last_error=state.get("exec_error"), failed_args=state.get("failed_args", []),
+                          upcoming=[specs[t] for t in transition.action[call_pos + 1:]])
         binding = ctx.planner.bind(req)
         call = ToolCall(call_id=f"call_{turn_pos}_{call_pos}", name=tool, args_exec=binding.args_exec,
                         args_prov=binding.args_prov, attempts=attempts + 1)
@@ -152,10 +155,29 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         kept = [t for t in turns if t.index < turn_pos]
         update = {"turns": [t.model_dump(mode="json") for t in kept], "attempt_log": log, "pending": None,
                   "exec_error": res.error}
+        blacklist = state.get("blacklist", []) + [call.name]
+        if len(blacklist) <= ctx.max_replans:
+            new_path = replan(fsm, state, kept, set(blacklist))
+            if new_path is not None:
+                return Command(goto="plan_call", update={
+                    **update, "path": new_path, "blacklist": blacklist, "call_pos": 0, "attempts": 0,
+                    "exec_error": None, "failed_args": []})
         if len(kept) >= ctx.min_keep_turns:
             return Command(goto="write_messages", update={**update, "status": "truncated"})
         reason = f"{call.name} failed {attempts} times at turn {turn_pos}"
         return Command(goto="persist", update={**update, "status": "dropped", "drop_reason": reason})
+
+    def replan(fsm: FSM, state: SynthState, kept: list[Turn], blacklist: set[str]) -> list[int] | None:
+        """The kept turns' path plus a fresh walk from where they ended, avoiding blacklisted tools."""
+        done = len(kept)
+        rng = random.Random(f"{state['seed']}:replan:{len(blacklist)}")
+        try:
+            rest = walk(fsm, rng, max(1, ctx.min_turns - done), max(1, ctx.max_turns - done),
+                        start=kept[-1].state if kept else fsm.initial,
+                        seen={c.name for t in kept for c in t.calls}, blacklist=blacklist)
+        except NoPathError:
+            return None
+        return state["path"][:done] + rest
 
     def write_messages(state: SynthState) -> dict[str, Any]:
         turns = ctx.messenger.write(_turns(state), specs, random.Random(f"{state['seed']}:messages"))

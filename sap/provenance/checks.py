@@ -61,7 +61,7 @@ def code_check(traj: Trajectory) -> list[str]:
                 problem = _check_output_ref(traj, turn_no, index, prov, value)
             elif problem is None and tag == Tag.initial_state:
                 try:
-                    if resolve(traj.c0, prov.path or "") != value:
+                    if (found := resolve(traj.c0, prov.path or "")) != value and [found] != value:
                         problem = f"initial_state value {value!r} differs from c0 at {prov.path}"
                 except PathError as exc:
                     problem = str(exc)

@@ -1,10 +1,14 @@
 """Enumerate the fields of JSON values and match them to tool parameters by name and type."""
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 _ID_KEYS = ("id", "name")
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_TRAILING_DIGITS = re.compile(r"_?\d+$")
 _TYPE_CHECKS: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "integer": (int,),
@@ -22,6 +26,12 @@ class Field:
     path: str
     names: tuple[str, ...]
     value: Any
+    siblings: frozenset[str] = frozenset()  # lower-cased string values beside it in the same object
+
+
+def child_path(path: str, key: str) -> str:
+    """`path.key`, or `path["key"]` when the key is not a plain identifier."""
+    return f"{path}.{key}" if _PLAIN_KEY.match(key) else f"{path}[{json.dumps(key)}]"
 
 
 def singular(word: str) -> str:
@@ -43,23 +53,25 @@ def _names(key: str, parent: str | None) -> tuple[str, ...]:
     return tuple(names)
 
 
-def iter_fields(doc: Any, path: str = "$", key: str | None = None, parent: str | None = None) -> Iterator[Field]:
+def iter_fields(doc: Any, path: str = "$", key: str | None = None, parent: str | None = None,
+                siblings: frozenset[str] = frozenset()) -> Iterator[Field]:
     """Every keyed value in `doc` (scalars, and lists of scalars as a whole), depth first, in document order."""
     if isinstance(doc, dict):
+        near = frozenset(v.lower() for v in doc.values() if isinstance(v, str) and len(v) < 40)
         for k, v in doc.items():
-            yield from iter_fields(v, f"{path}.{k}", k, key)
+            yield from iter_fields(v, child_path(path, str(k)), str(k), key, near)
         return
     if isinstance(doc, list):
         if key is not None and doc and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in doc):
-            yield Field(path, (key,), doc)
+            yield Field(path, (key,), doc, siblings)
         for i, v in enumerate(doc):
             if isinstance(v, (dict, list)):
                 yield from iter_fields(v, f"{path}[{i}]", key, parent)
             elif key is not None:
-                yield Field(f"{path}[{i}]", (singular(key),), v)
+                yield Field(f"{path}[{i}]", (singular(key),), v, siblings)
         return
     if key is not None and doc is not None:
-        yield Field(path, _names(key, parent), doc)
+        yield Field(path, _names(key, parent), doc, siblings)
 
 
 def type_ok(value: Any, schema: dict[str, Any]) -> bool:
@@ -84,10 +96,10 @@ def type_ok(value: Any, schema: dict[str, Any]) -> bool:
 
 
 def match_score(param: str, names: tuple[str, ...]) -> int:
-    """How well a field's names fit a parameter name: 3 exact key, 2 qualified, 1 suffix (new_item_id <- item_id), 0 none."""
+    """How well a field's names fit a parameter: 3 exact key, 2 qualified or numbered (file_name2), 1 suffix, 0 none."""
     if param == names[0]:
         return 3
-    if param in names[1:]:
+    if param in names[1:] or _TRAILING_DIGITS.sub("", param) in names:
         return 2
     if any("_" in n and param.endswith("_" + n) for n in names):
         return 1
@@ -101,6 +113,7 @@ class Candidate:
     path: str
     value: Any
     score: int
+    siblings: frozenset[str] = frozenset()
 
 
 def candidates(param: str, schema: dict[str, Any], doc: Any) -> list[Candidate]:
@@ -111,11 +124,11 @@ def candidates(param: str, schema: dict[str, Any], doc: Any) -> list[Candidate]:
     for f in iter_fields(doc):
         score = match_score(param, f.names)
         if score and type_ok(f.value, schema):
-            out.append(Candidate(f.path, f.value, score))
+            out.append(Candidate(f.path, f.value, score, f.siblings))
         elif is_array and not isinstance(f.value, list):
             item_score = match_score(singular(param), f.names)
             if item_score and type_ok(f.value, item_schema):
-                out.append(Candidate(f.path, [f.value], item_score))
+                out.append(Candidate(f.path, [f.value], item_score, f.siblings))
     return out
 
 

@@ -1,10 +1,11 @@
 """Resolve the simple JSON paths sap records ($.key[0].field) inside a document."""
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+_TOKEN = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
 
 
 class PathError(LookupError):
@@ -20,7 +21,7 @@ def resolve(doc: Any, path: str) -> Any:
         if m.start() != pos:
             raise PathError(f"malformed path {path!r}")
         pos = m.end()
-        key, idx = m.group(1), m.group(2)
+        key, idx = (json.loads(m.group(3)) if m.group(3) else m.group(1)), m.group(2)
         try:
             cur = cur[int(idx)] if idx is not None else cur[key]
         except (KeyError, IndexError, TypeError) as exc:

@@ -1,4 +1,4 @@
-"""Virtual in-memory file system with a current directory: a tree of folders and text files driven by shell-like tools."""
+"""Virtual in-memory file system with a current directory: folders and text files handled by shell-like tools."""
 from __future__ import annotations
 
 import copy
@@ -73,12 +73,11 @@ def _file_count(node: dict) -> int:
 
 
 def _human(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KB", "MB"):
-        if value < 1024 or unit == "MB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
 
 
 def _text(content: str) -> dict:
@@ -86,11 +85,6 @@ def _text(content: str) -> dict:
     if len(content) <= MAX_CHARS:
         return {"content": content}
     return {"content": content[:MAX_CHARS], "truncated": True}
-
-
-def _check_name(name: str, label: str, value: str) -> None:
-    if name in ("", ".", ".."):
-        raise _ToolError(f"{label} {value!r} does not end in a valid name")
 
 
 class FileSystem:
@@ -185,7 +179,6 @@ class FileSystem:
         parts = self._resolve(path, label)
         if not parts:
             raise _ToolError(f"{label} {path!r} is the root folder")
-        _check_name(parts[-1], label, path)
         parent = self._lookup(parts[:-1])
         if not _is_dir(parent):
             raise _ToolError(f"{label} {path!r}: parent folder {self._abs(parts[:-1])!r} does not exist")
@@ -201,11 +194,13 @@ class FileSystem:
         parts, node = self._file(file_name)
         return self._rel(parts), node["content"].splitlines()
 
+    def _folder_ref(self, parts: list[str]) -> dict:
+        """How results name a folder: as `folder` (for cd) and `dir_name` (for rmdir)."""
+        return {"folder": self._rel(parts), "dir_name": self._rel(parts)}
+
     def _ref(self, parts: list[str], node: dict) -> dict:
         """How results name a file or a folder so that later tools can take it as an argument."""
-        if _is_file(node):
-            return {"file_name": self._rel(parts)}
-        return {"folder": self._rel(parts), "dir_name": self._rel(parts)}
+        return {"file_name": self._rel(parts)} if _is_file(node) else self._folder_ref(parts)
 
     def _transfer(self, file_name: str, destination: str, keep_source: bool) -> dict:
         """Copy (keep_source) or move a file or folder to `destination` (an existing folder or a new name)."""
@@ -277,7 +272,7 @@ class FileSystem:
         folders = [parts for parts, child in hits if _is_dir(child)]
         return {
             "matches": [{"path": self._abs(p), "file_name": self._rel(p)} for p in files[:MAX_LISTED]],
-            "folders": [{"path": self._abs(p), **self._ref(p, _new_dir())} for p in folders[:MAX_LISTED]],
+            "folders": [{"path": self._abs(p), **self._folder_ref(p)} for p in folders[:MAX_LISTED]],
             "match_count": len(files),
             "folder_count": len(folders),
         }
@@ -316,7 +311,7 @@ class FileSystem:
         """
         parts, parent = self._vacant(dir_name, "dir_name")
         parent["contents"][parts[-1]] = _new_dir()
-        return {**self._ref(parts, _new_dir()), "path": self._abs(parts)}
+        return {**self._folder_ref(parts), "path": self._abs(parts)}
 
     @_tool
     def touch(self, file_name: str) -> dict:
@@ -598,7 +593,8 @@ def _month_row(rng: random.Random) -> str:
 
 
 def _photo_row(rng: random.Random) -> str:
-    return f"IMG_{rng.randint(1000, 9999)}.jpg,{rng.choice(_CITIES)},2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+    date = f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+    return f"IMG_{rng.randint(1000, 9999)}.jpg,{rng.choice(_CITIES)},{date}"
 
 
 _CSV_SCHEMAS = {  # file name stem -> (header, row maker)
