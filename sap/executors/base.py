@@ -24,7 +24,7 @@ class Executor(Protocol):
         """Load the initial configuration c0, discarding all state."""
 
     def execute(self, call: ToolCall) -> ExecResult:
-        """Run one call; never raises for tool failures."""
+        """Run one call; never raises for tool failures, and a failed call leaves the state as it was."""
 
     def snapshot(self) -> Any:
         """An opaque copy of the current state."""

@@ -1,7 +1,6 @@
 """Executor over plain Python objects whose public methods are the tools (BFCL style)."""
 from __future__ import annotations
 
-import copy
 import ctypes
 import inspect
 import json
@@ -28,14 +27,16 @@ class PythonObjectExecutor:
     """Runs calls as method calls on instances of `classes`, each loaded from c0 by `_load_scenario`.
 
     With one class, c0 is that class's configuration; with several, c0 maps class name -> configuration.
-    A tool that raises, runs past `timeout` seconds, or returns non-JSON gives an error result and the
-    state is rolled back to before the call. Snapshots are replay logs (c0 plus the calls run since), so
+    A failed call leaves the state as it was: a tool that raises, runs past `timeout` seconds or returns
+    non-JSON gives an error result and is rolled back; so is a returned `{"error": ...}` unless
+    `trust_error_results` says the classes are known (tested) to change nothing when they return one. Snapshots are replay logs (c0 plus the calls run since), so
     taking one is cheap and restoring one rebuilds fresh instances that a runaway thread cannot touch.
     """
 
-    def __init__(self, classes: list[type], timeout: float = 5.0) -> None:
+    def __init__(self, classes: list[type], timeout: float = 5.0, trust_error_results: bool = False) -> None:
         self.classes = list(classes)
         self.timeout = timeout
+        self.trust_error_results = trust_error_results
         self.instances: dict[str, Any] = {}
         self._c0: dict[str, Any] = {}
         self._log: list[tuple[str, dict[str, Any]]] = []
@@ -43,8 +44,8 @@ class PythonObjectExecutor:
         self._worker: threading.Thread | None = None
 
     def reset(self, c0: dict[str, Any]) -> None:
-        """Create fresh instances and load c0 into each."""
-        self._c0 = copy.deepcopy(c0)
+        """Create fresh instances and load c0 into each (c0 itself is never modified)."""
+        self._c0 = c0
         self._log = []
         self.instances = {}
         for cls in self.classes:
@@ -52,7 +53,7 @@ class PythonObjectExecutor:
             config = c0 if len(self.classes) == 1 else c0.get(cls.__name__, {})
             loader = getattr(inst, "_load_scenario", None)
             if loader is not None:
-                loader(copy.deepcopy(config))
+                loader(json.loads(json.dumps(config)))
             self.instances[cls.__name__] = inst
 
     def _method(self, name: str) -> Any:
@@ -97,7 +98,7 @@ class PythonObjectExecutor:
             return ExecResult(ok=False, error=f"{call.name}: bad arguments: {exc}")
         before = self.snapshot()
         try:
-            value = self._run_in_worker(fn, copy.deepcopy(dict(call.args_exec)))
+            value = self._run_in_worker(fn, json.loads(json.dumps(call.args_exec)))
         except FutureTimeout:
             self.restore(before)
             return ExecResult(ok=False, error=f"{call.name} timed out after {self.timeout:g} s")
@@ -109,8 +110,10 @@ class PythonObjectExecutor:
         except (TypeError, ValueError) as exc:
             self.restore(before)
             return ExecResult(ok=False, error=f"{call.name} returned a non-JSON value: {exc}")
-        self._log.append((call.name, copy.deepcopy(dict(call.args_exec))))
+        self._log.append((call.name, json.loads(json.dumps(call.args_exec))))
         if isinstance(value, dict) and "error" in value:
+            if not self.trust_error_results:
+                self.restore(before)
             return ExecResult(ok=False, value=value, error=str(value["error"]))
         return ExecResult(ok=True, value=value)
 
@@ -129,7 +132,7 @@ class PythonObjectExecutor:
         c0, log = snap
         self.reset(c0)
         for name, args in log:
-            self._run_in_worker(self._method(name), copy.deepcopy(args))
+            self._run_in_worker(self._method(name), json.loads(json.dumps(args)))
         self._log = list(log)
 
     def state(self) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """The synthesis graph: load_fsm -> sample_path -> plan_call <-> execute_call -> write_messages -> code_check -> persist."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
+import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
@@ -46,6 +48,7 @@ class SynthesisContext:
     min_keep_turns: int = 2
     run_seed: int = 0
     executors: dict[int, tuple[Executor, tuple[str, ...]]] = field(default_factory=dict)
+    node_seconds: dict[str, float] | None = None  # when a dict, each node's cumulative wall time is added to it
 
     def fsm(self) -> tuple[str, FSM]:
         """The toolset's FSM, built once per process and tool-doc hash."""
@@ -88,6 +91,18 @@ def trajectory_from_state(state: SynthState, toolset: Toolset) -> Trajectory:
                       c0=state["c0"], turns=_turns(state))
 
 
+def _timed(name: str, fn: Callable[[SynthState], Any], sink: dict[str, float]) -> Callable[[SynthState], Any]:
+    """`fn` with its wall time added to sink[name] on every call."""
+    @functools.wraps(fn)
+    def run(state: SynthState) -> Any:
+        start = time.perf_counter()
+        try:
+            return fn(state)
+        finally:
+            sink[name] = sink.get(name, 0.0) + time.perf_counter() - start
+    return run
+
+
 def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
     """Compile the synthesis graph over `ctx`; invoke it with {"index": i, "seed": s}, one thread per trajectory."""
     specs = {t.name: t for t in ctx.toolset.tools}
@@ -128,23 +143,24 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         turns = _turns(state)
         call = ToolCall.model_validate(state["pending"])
         ex = ctx.executor_for(state["index"], state["c0"], _committed(turns))
-        snap = ex.snapshot()
         res = ex.execute(call)
         turn_pos, call_pos = state["turn_pos"], state["call_pos"]
         transition = fsm.transitions[state["path"][turn_pos]]
         if res.ok:
-            done = call.model_copy(update={"result": res.value, "ok": True, "error": None})
+            done = call.model_copy(update={"result": res.value, "ok": True, "error": None}).model_dump(mode="json")
+            # append without re-dumping earlier turns, so their result objects (and field indexes) are reused
+            new_turns = list(state["turns"])
             if call_pos == 0:
-                turns.append(Turn(index=turn_pos, state=transition.target, transition=state["path"][turn_pos]))
-            turns[-1].calls.append(done)
-            ctx.executors[state["index"]] = (ex, tuple(c.call_id for c in _committed(turns)))
+                new_turns.append(Turn(index=turn_pos, state=transition.target,
+                                      transition=state["path"][turn_pos]).model_dump(mode="json"))
+            new_turns[-1] = {**new_turns[-1], "calls": new_turns[-1]["calls"] + [done]}
+            ctx.executors[state["index"]] = (ex, tuple(c.call_id for c in _committed(turns)) + (call.call_id,))
             next_call = call_pos + 1 < len(transition.action)
             turn_pos, call_pos = (turn_pos, call_pos + 1) if next_call else (turn_pos + 1, 0)
-            update = {"turns": [t.model_dump(mode="json") for t in turns], "turn_pos": turn_pos, "call_pos": call_pos,
+            update = {"turns": new_turns, "turn_pos": turn_pos, "call_pos": call_pos,
                       "attempts": 0, "exec_error": None, "failed_args": [], "pending": None}
             goto = "plan_call" if turn_pos < len(state["path"]) else "write_messages"
             return Command(goto=goto, update=update)
-        ex.restore(snap)
         attempts = state["attempts"] + 1
         log = state.get("attempt_log", []) + [{"turn": turn_pos, "call": call_pos, "tool": call.name,
                                                "attempt": attempts, "error": res.error}]
@@ -153,7 +169,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                 "attempts": attempts, "exec_error": res.error, "attempt_log": log, "pending": None,
                 "failed_args": state.get("failed_args", []) + [call.args_exec]})
         kept = [t for t in turns if t.index < turn_pos]
-        update = {"turns": [t.model_dump(mode="json") for t in kept], "attempt_log": log, "pending": None,
+        update = {"turns": [t for t in state["turns"] if t["index"] < turn_pos], "attempt_log": log, "pending": None,
                   "exec_error": res.error}
         blacklist = state.get("blacklist", []) + [call.name]
         if len(blacklist) <= ctx.max_replans:
@@ -201,13 +217,10 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         return {"record": to_record(traj, ctx.toolset, meta)}
 
     builder = StateGraph(SynthState)
-    builder.add_node("load_fsm", load_fsm)
-    builder.add_node("sample_path", sample_path)
-    builder.add_node("plan_call", plan_call)
-    builder.add_node("execute_call", execute_call)
-    builder.add_node("write_messages", write_messages)
-    builder.add_node("code_check", check)
-    builder.add_node("persist", persist)
+    nodes = {"load_fsm": load_fsm, "sample_path": sample_path, "plan_call": plan_call, "execute_call": execute_call,
+             "write_messages": write_messages, "code_check": check, "persist": persist}
+    for name, fn in nodes.items():
+        builder.add_node(name, _timed(name, fn, ctx.node_seconds) if ctx.node_seconds is not None else fn)
     builder.add_edge(START, "load_fsm")
     builder.add_edge("load_fsm", "sample_path")
     builder.add_edge("sample_path", "plan_call")

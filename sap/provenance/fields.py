@@ -116,18 +116,51 @@ class Candidate:
     siblings: frozenset[str] = frozenset()
 
 
+class FieldIndex:
+    """The fields of one document by each name they answer to, in document order."""
+
+    def __init__(self, doc: Any) -> None:
+        self.by_name: dict[str, list[tuple[int, Field]]] = {}
+        for order, f in enumerate(iter_fields(doc)):
+            for name in set(f.names):
+                self.by_name.setdefault(name, []).append((order, f))
+
+    def lookup(self, param: str) -> list[Field]:
+        """Fields whose names could match `param`: exact, digit-stripped, or a `_`-suffix of it."""
+        keys = {param, _TRAILING_DIGITS.sub("", param)}
+        keys.update(param[i + 1:] for i, ch in enumerate(param) if ch == "_")
+        hits = {order: f for k in keys for order, f in self.by_name.get(k, ())}
+        return [hits[o] for o in sorted(hits)]
+
+
+_INDEX_CACHE: dict[int, tuple[Any, FieldIndex]] = {}
+
+
+def index_of(doc: Any) -> FieldIndex:
+    """The field index of `doc`, cached by identity (documents are results and configs, never mutated)."""
+    hit = _INDEX_CACHE.get(id(doc))
+    if hit is not None and hit[0] is doc:
+        return hit[1]
+    if len(_INDEX_CACHE) > 4096:
+        _INDEX_CACHE.clear()
+    index = FieldIndex(doc)
+    _INDEX_CACHE[id(doc)] = (doc, index)
+    return index
+
+
 def candidates(param: str, schema: dict[str, Any], doc: Any) -> list[Candidate]:
     """Values in `doc` that can fill `param`; array parameters also take a single matching element as a one-item list."""
     out: list[Candidate] = []
-    is_array = schema.get("type") == "array"
-    item_schema = schema.get("items", {})
-    for f in iter_fields(doc):
+    index = index_of(doc)
+    for f in index.lookup(param):
         score = match_score(param, f.names)
         if score and type_ok(f.value, schema):
             out.append(Candidate(f.path, f.value, score, f.siblings))
-        elif is_array and not isinstance(f.value, list):
-            item_score = match_score(singular(param), f.names)
-            if item_score and type_ok(f.value, item_schema):
+    if schema.get("type") == "array":
+        item_schema, item = schema.get("items", {}), singular(param)
+        for f in index.lookup(item):
+            item_score = match_score(item, f.names)
+            if item_score and not isinstance(f.value, list) and type_ok(f.value, item_schema):
                 out.append(Candidate(f.path, [f.value], item_score, f.siblings))
     return out
 

@@ -30,16 +30,21 @@ def builtin_names() -> list[str]:
 
 
 def toolset_from_module(module: ModuleType, timeout: float = 5.0) -> Toolset:
-    """A toolset from a domain module defining NAME, DESCRIPTION, TOOL_CLASS and sample_config(seed)."""
+    """A toolset from a domain module defining NAME, DESCRIPTION, TOOL_CLASS and sample_config(seed).
+
+    A module may set ERROR_RESULTS_CHANGE_NOTHING = True when its tests show that a returned {"error": ...}
+    never changes state; its executors then skip the rollback replay after such results.
+    """
     missing = [a for a in ("NAME", "TOOL_CLASS", "sample_config") if not hasattr(module, a)]
     if missing:
         raise ToolDocError(f"domain module lacks {', '.join(missing)}", file=getattr(module, "__file__", None))
     cls = module.TOOL_CLASS
+    trusted = bool(getattr(module, "ERROR_RESULTS_CHANGE_NOTHING", False))
     return Toolset(
         name=module.NAME,
         description=getattr(module, "DESCRIPTION", ""),
         tools=tools_from_class(cls),
-        executor_factory=lambda: PythonObjectExecutor([cls], timeout=timeout),
+        executor_factory=lambda: PythonObjectExecutor([cls], timeout=timeout, trust_error_results=trusted),
         sample_config=module.sample_config,
     )
 

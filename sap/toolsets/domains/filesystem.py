@@ -498,6 +498,8 @@ class FileSystem:
 
 
 TOOL_CLASS = FileSystem
+# Error results leave the state untouched (checked in tests/test_domains_contract.py).
+ERROR_RESULTS_CHANGE_NOTHING = True
 
 
 # ----- sample configurations -----------------------------------------------------------

@@ -541,6 +541,8 @@ class OnlineStore:
 
 
 TOOL_CLASS = OnlineStore
+# Error results leave the state untouched (checked in tests/test_domains_contract.py).
+ERROR_RESULTS_CHANGE_NOTHING = True
 
 # ----- sample configurations ------------------------------------------------------
 

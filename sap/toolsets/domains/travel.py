@@ -539,6 +539,8 @@ class TravelBooking:
 
 
 TOOL_CLASS = TravelBooking
+# Error results leave the state untouched (checked in tests/test_domains_contract.py).
+ERROR_RESULTS_CHANGE_NOTHING = True
 
 # ----- sample configurations ------------------------------------------------------
 

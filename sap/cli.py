@@ -1,0 +1,155 @@
+"""The `sap` command: list toolsets, synthesize, validate and summarize datasets."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from sap.toolsets import UnknownToolset, ToolDocError, builtin_names, load_toolset
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed as one line, exit code 2."""
+
+
+def _cmd_toolsets(args: argparse.Namespace) -> int:
+    rows = []
+    for name in builtin_names():
+        ts = load_toolset(name)
+        rows.append({"name": name, "tools": len(ts.tools), "description": ts.description})
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        width = max(len(r["name"]) for r in rows)
+        for r in rows:
+            print(f"{r['name']:<{width}}  {r['tools']:>3} tools  {r['description']}")
+    return 0
+
+
+def _check_writable(path: str) -> None:
+    """Refuse an output path that cannot be written, before any work is done."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"output path {path} is a directory")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"output directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UsageError(f"output path {path} is not writable")
+
+
+class _Progress:
+    """A one-line progress display on stderr when it is a terminal."""
+
+    def __init__(self, target: int) -> None:
+        self.target, self.accepted, self.dropped = target, 0, 0
+        self.live = sys.stderr.isatty()
+
+    def slot(self, index: int, status: str) -> None:
+        self.accepted += status in ("accepted", "truncated")
+        self.dropped += status not in ("accepted", "truncated")
+        if self.live:
+            done = self.accepted * 30 // self.target
+            sys.stderr.write(f"\r[{'#' * done}{'.' * (30 - done)}] {self.accepted}/{self.target} accepted, "
+                             f"{self.dropped} dropped")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.live:
+            sys.stderr.write("\n")
+
+
+def _cmd_synthesize(args: argparse.Namespace) -> int:
+    from sap.api import synthesize
+
+    if args.n < 1:
+        raise UsageError(f"-n must be at least 1, got {args.n}")
+    _check_writable(args.output)
+    toolset = load_toolset(args.toolset)
+    progress = _Progress(args.n)
+    with open(args.output, "w", encoding="utf-8") as out:
+        def write(record: dict[str, Any]) -> None:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            out.flush()
+
+        summary = synthesize(toolset, args.n, seed=args.seed, on_record=write, on_slot=progress.slot,
+                             min_turns=args.min_turns, max_turns=args.max_turns)
+    progress.close()
+    print(f"accepted {summary.accepted}/{args.n} ({summary.truncated} truncated at a failing turn) "
+          f"from {summary.attempted} slots -> {args.output}")
+    for reason, count in summary.dropped.most_common():
+        print(f"  dropped {count}: {reason}")
+    return 0 if summary.accepted == args.n else 1
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from sap.validate import validate_file
+
+    count, problems = validate_file(args.file, args.toolset)
+    for p in problems:
+        print(p)
+    print(f"{count} records, {len({p.record for p in problems})} failed")
+    return 1 if problems else 0
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    from sap.provenance.stats import dataset_stats
+    from sap.validate import read_records
+
+    stats = dataset_stats(r for _, r in read_records(args.file))
+    if args.json:
+        print(json.dumps(stats))
+        return 0
+    print(f"records {stats['records']}, arguments {stats['arguments']}")
+    print(f"turns per trajectory {stats['mean_turns']:.2f}, calls per trajectory {stats['mean_calls']:.2f}")
+    print("tags: " + ", ".join(f"{k} {v:.1%}" for k, v in stats["tag_distribution"].items()))
+    print(f"chain length L: mean {stats['mean_chain_length']:.2f}, max {stats['max_chain_length']}, "
+          f"share L>=1 {stats['dependent_share']:.1%}")
+    print(f"tool coverage {stats['tool_coverage']:.1%}: " + ", ".join(f"{k} {v}" for k, v in stats["tool_counts"].items()))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the `sap` command."""
+    parser = argparse.ArgumentParser(prog="sap", description="Synthesize multi-turn tool-use data with provenance.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("toolsets", help="list the built-in toolsets")
+    p.add_argument("--json", action="store_true", help="print a JSON list of {name, tools, description}")
+    p.set_defaults(fn=_cmd_toolsets)
+    p = sub.add_parser("synthesize", help="synthesize trajectories into a JSONL file")
+    p.add_argument("--toolset", required=True, help="built-in name or path to a domain module (.py)")
+    p.add_argument("-n", type=int, required=True, help="number of accepted trajectories wanted")
+    p.add_argument("-o", "--output", required=True, help="JSONL file to write")
+    p.add_argument("--seed", type=int, default=0, help="run seed (same seed, same output)")
+    p.add_argument("--min-turns", type=int, default=3)
+    p.add_argument("--max-turns", type=int, default=8)
+    p.set_defaults(fn=_cmd_synthesize)
+    p = sub.add_parser("validate", help="replay every record on its executor and check its provenance")
+    p.add_argument("file")
+    p.add_argument("--toolset", help="toolset to replay on (default: each record's meta.toolset)")
+    p.set_defaults(fn=_cmd_validate)
+    p = sub.add_parser("stats", help="provenance and chain statistics of a JSONL file")
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(fn=_cmd_stats)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; bad input prints one line and returns 2."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except (UsageError, UnknownToolset, ToolDocError) as exc:
+        print(f"sap {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, IsADirectoryError, PermissionError, ValueError) as exc:
+        print(f"sap {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

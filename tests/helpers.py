@@ -1,0 +1,40 @@
+"""Small builders shared by the executor, planner, checks and retry tests."""
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+from sap.agents.planner import HistoryCall, PlanRequest, StatedValue
+from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec
+
+_ids = itertools.count()
+
+
+def call(name: str, args: dict[str, Any] | None = None, *, result: Any = None, ok: bool = True,
+         error: str | None = None, prov: dict[str, ArgProvenance] | None = None, call_id: str | None = None) -> ToolCall:
+    """A ToolCall with self_create provenance for every argument unless `prov` is given."""
+    args = dict(args or {})
+    if prov is None:
+        prov = {k: ArgProvenance(tag=Tag.self_create) for k in args}
+    return ToolCall(call_id=call_id or f"c{next(_ids)}", name=name, args_exec=args, args_prov=prov,
+                    result=result, ok=ok, error=error)
+
+
+def spec(name: str, description: str = "", required: dict[str, dict[str, Any]] | None = None,
+         optional: dict[str, dict[str, Any]] | None = None) -> ToolSpec:
+    """A ToolSpec with the given required and optional parameter schemas."""
+    required = dict(required or {})
+    props = {**required, **(optional or {})}
+    return ToolSpec(name=name, description=description,
+                    parameters={"type": "object", "properties": props, "required": list(required)})
+
+
+def request(tool: ToolSpec, tags: dict[str, Tag] | None = None, *, turn: int = 1, index: int = 0,
+            history: list[HistoryCall] | None = None, stated: list[StatedValue] | None = None,
+            c0: dict[str, Any] | None = None, seed: int = 0, last_error: str | None = None,
+            failed_args: list[dict[str, Any]] | None = None, upcoming: list[ToolSpec] | None = None) -> PlanRequest:
+    """A PlanRequest with empty defaults."""
+    return PlanRequest(spec=tool, tags=dict(tags or {}), turn=turn, index=index, history=list(history or []),
+                       stated=list(stated or []), c0=c0 if c0 is not None else {}, rng=random.Random(seed),
+                       last_error=last_error, failed_args=list(failed_args or []), upcoming=list(upcoming or []))
