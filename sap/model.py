@@ -79,6 +79,16 @@ class ArgProvenance(BaseModel):
     path: str | None = None  # JSON path inside the result (P_o) or inside c0 (P_i)
     fallback_from: Tag | None = None  # the tag that could not be honoured (P_f)
 
+    def effective_tag(self) -> Tag:
+        """The tag of the source actually used: for a fallback, what its located source amounts to."""
+        if self.tag != Tag.fallback:
+            return self.tag
+        if self.path and self.turn is not None:
+            return Tag.prev_output
+        if self.turn is not None:
+            return Tag.prev_user_msg
+        return Tag.initial_state if self.path else Tag.self_create
+
     def source(self) -> dict[str, Any] | None:
         """The locating part as exported: turn/call/path for P_o, path for P_i, anchor turn for P_u."""
         if self.tag == Tag.prev_output:

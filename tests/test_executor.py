@@ -72,7 +72,9 @@ class Counter:
         return object()
 
     def refuse(self, reason: str):
-        """Return an error dict."""
+        """Change state, then return an error dict."""
+        self.count += 1000
+        self.notes.append("refused")
         return {"error": f"refused: {reason}", "code": 7}
 
     def need_two(self, a: int, b: str):
@@ -173,11 +175,30 @@ def test_non_json_return_is_an_error_and_rolls_back(ex, tool):
     assert ex.state() == before
 
 
-def test_error_dict_is_not_ok_with_its_error_text(ex):
+def test_error_dict_is_not_ok_with_its_error_text_and_rolls_back(ex):
+    before = ex.state()
     res = ex.execute(call("refuse", {"reason": "closed"}))
     assert not res.ok
     assert res.error == "refused: closed"
     assert res.value == {"error": "refused: closed", "code": 7}
+    assert ex.state() == before
+    # the failed call is not part of the replay log: a later restore does not re-run it
+    ex.execute(call("bump"))
+    snap, at_snap = ex.snapshot(), ex.state()
+    ex.restore(snap)
+    assert ex.state() == at_snap == {"Counter": {"count": 2, "notes": ["start"], "runs": 0}}
+
+
+def test_trusted_error_results_skip_the_rollback():
+    ex = PythonObjectExecutor([Counter], timeout=TIMEOUT, trust_error_results=True)
+    ex.reset({"count": 1})
+    res = ex.execute(call("refuse", {"reason": "closed"}))
+    assert not res.ok and res.error == "refused: closed"
+    assert ex.state()["Counter"]["count"] == 1001  # trusted: the class's own change is kept, no replay
+    # a raising tool is still rolled back when error results are trusted
+    ex.execute(call("explode", {"text": "t"}))
+    assert ex.state()["Counter"]["count"] == 1001
+    ex.close()
 
 
 @pytest.mark.parametrize("name", ["nope", "_load_scenario", "__init__", "count"])

@@ -29,6 +29,7 @@ class ToolRole:
     gated: bool  # needs an authenticated session
     producers: dict[str, set[str]]  # required param -> tools whose results can fill it
     from_config: set[str]  # required params that c0 can fill
+    fresh: set[str]  # required params that only work with a new value (a new folder name, a new address)
 
 
 def _is_read_only(spec: ToolSpec, report: ProbeReport) -> bool:
@@ -62,32 +63,39 @@ def classify(toolset: Toolset, report: ProbeReport) -> dict[str, ToolRole]:
             }
             if any(produces(name, schema, c0) for c0 in report.configs):
                 from_config.add(name)
-        roles[spec.name] = ToolRole(spec, kind, prof.auth_errors > 0, producers, from_config)
+        fresh = {name for name in spec.required if prof.prefers_new(name)}
+        roles[spec.name] = ToolRole(spec, kind, prof.auth_errors > 0, producers, from_config, fresh)
     return roles
 
 
-def _tags(role: ToolRole, initial: bool) -> dict[str, Tag] | None:
-    """Per-argument tags for `role` on an edge; None if an argument cannot be sourced there."""
+def _tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(),
+          restate: bool = True) -> dict[str, Tag] | None:
+    """Per-argument tags for `role` on an edge; None if an argument cannot be sourced there.
+
+    Off the initial state: results feed arguments (prev_output); a value users state elsewhere in the toolset
+    (`stated`) is referred back to (prev_user_msg) when `restate`; otherwise config (initial_state) or a new value
+    (self_create). Arguments that need a fresh value are never restated.
+    """
     tags: dict[str, Tag] = {}
     for name in role.spec.required:
         has_upstream = bool(role.producers[name])
         if not initial and has_upstream:
             tags[name] = Tag.prev_output
+        elif not initial and restate and name in stated and name not in role.fresh:
+            tags[name] = Tag.prev_user_msg
         elif name in role.from_config:
             tags[name] = Tag.initial_state
         elif has_upstream:
             return None  # needs a result that cannot exist yet
-        elif not initial and _user_stated(name):
-            tags[name] = Tag.prev_user_msg
         else:
             tags[name] = Tag.self_create
     return tags
 
 
-def _user_stated(name: str) -> bool:
-    """Parameters a user states and may refer back to later (dates, names, places)."""
-    n = name.lower()
-    return any(k in n for k in ("date", "check_in", "check_out", "city", "guests", "zip", "email"))
+def stated_params(roles: dict[str, ToolRole]) -> frozenset[str]:
+    """Parameters that some tool takes straight from the user (no tool result feeds them)."""
+    return frozenset(name for r in roles.values() for name in r.spec.required
+                     if not r.producers[name] and name not in r.fresh)
 
 
 class RuleFSMBuilder:
@@ -99,6 +107,7 @@ class RuleFSMBuilder:
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """Probe the toolset, classify its tools and lay out states and tagged transitions."""
         roles = classify(toolset, probe(toolset, seeds=self.probe_seeds))
+        stated = stated_params(roles)
         states = [FSMState(id="start", type=StateType.INITIAL, description="before the first request")]
         edges: list[Transition] = []
         auth = [r for r in roles.values() if r.kind == "auth"]
@@ -128,16 +137,16 @@ class RuleFSMBuilder:
         for src in (hub, "found", "details", "done"):
             initial = src == "start"
             for r in work:
-                tags = _tags(r, initial)
+                tags = _tags(r, initial, stated)
                 if tags is None:
                     continue
                 consumes = Tag.prev_output in tags.values()
                 target = "done" if r.kind == "action" else ("details" if consumes else "found")
-                edges.append(self._edge(src, target, [r], roles, initial))
+                edges += self._variants(src, target, [r], roles, initial, stated)
                 if r.kind == "read" and consumes and src in ("details", "done"):
-                    edges.append(self._edge(src, "end", [r], roles, initial, weight=0.3))
+                    edges.append(self._edge(src, "end", [r], roles, initial, weight=0.3, stated=stated))
             if not initial:
-                edges += self._pair_edges(src, work, roles)
+                edges += self._pair_edges(src, work, roles, stated)
             for r in roles.values():
                 if r.kind == "logout" and src != "start":
                     edges.append(self._edge(src, "end", [r], roles, False, weight=0.2))
@@ -150,24 +159,34 @@ class RuleFSMBuilder:
         return FSM(states=states, initial="start", finals=finals, transitions=edges,
                    producers={t: ps for t, ps in producers.items() if ps})
 
-    def _pair_edges(self, src: str, work: list[ToolRole], roles: dict[str, ToolRole]) -> list[Transition]:
+    def _pair_edges(self, src: str, work: list[ToolRole], roles: dict[str, ToolRole],
+                    stated: frozenset[str]) -> list[Transition]:
         """Turns with two calls: a lookup whose result feeds an action in the same turn."""
         out = []
         for act in (r for r in work if r.kind == "action"):
             feeders = sorted({p for ps in act.producers.values() for p in ps if roles[p].kind == "read"})
             for feeder in feeders[:2]:
-                edge = self._edge(src, "done", [roles[feeder], act], roles, False, weight=0.5)
-                if edge is not None:
-                    out.append(edge)
+                out += self._variants(src, "done", [roles[feeder], act], roles, False, stated, weight=0.5)
         return out
+
+    def _variants(self, src: str, dst: str, tools: list[ToolRole], roles: dict[str, ToolRole], initial: bool,
+                  stated: frozenset[str], weight: float = 1.0) -> list[Transition]:
+        """The edge, and when it restates earlier user values (prev_user_msg), also a variant that does not."""
+        edge = self._edge(src, dst, tools, roles, initial, weight=weight, stated=stated)
+        if edge is None:
+            return []
+        if not any(t == Tag.prev_user_msg for tags in edge.provenance_tag.values() for t in tags.values()):
+            return [edge]
+        plain = self._edge(src, dst, tools, roles, initial, weight=weight * 0.5, stated=stated, restate=False)
+        return [edge] + ([plain] if plain is not None else [])
 
     @staticmethod
     def _edge(src: str, dst: str, tools: list[ToolRole], roles: dict[str, ToolRole], initial: bool,
-              weight: float = 1.0) -> Transition | None:
+              weight: float = 1.0, stated: frozenset[str] = frozenset(), restate: bool = True) -> Transition | None:
         """A transition calling `tools` in order, with per-argument tags; None if some argument has no source."""
         tag_map: dict[str, dict[str, Tag]] = {}
         for r in tools:
-            tags = _tags(r, initial)
+            tags = _tags(r, initial, stated, restate)
             if tags is None:
                 return None
             tag_map[r.spec.name] = tags

@@ -45,10 +45,7 @@ def _mention(name: str, call: ToolCall, history_names: dict[tuple[int, int], str
     """How the user refers to one argument: verbatim if new or from config, by reference otherwise."""
     prov = call.args_prov[name]
     value = call.args_exec[name]
-    src_tag = prov.tag
-    if src_tag == Tag.fallback:
-        src_tag = Tag.prev_output if prov.path and prov.turn is not None else (
-            Tag.prev_user_msg if prov.turn is not None else Tag.self_create)
+    src_tag = prov.effective_tag()
     if src_tag == Tag.prev_output:
         tool = history_names.get((prov.turn, prov.call), "earlier")
         return f"{_humanize(name)}: " + rng.choice(_REF_PHRASES).format(p=_humanize(name), t=tool)

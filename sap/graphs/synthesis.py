@@ -20,11 +20,10 @@ from sap.export.records import to_record
 from sap.fsm.walk import NoPathError
 from sap.fsm.walk import sample_path as walk
 from sap.graphs.state import SynthState
-from sap.model import FSM, Tag, ToolCall, Toolset, Trajectory, Turn
+from sap.model import FSM, ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
 from sap.provenance.checks import code_check
 
 _FSM_CACHE: dict[str, FSM] = {}
-_STATED_TAGS = (Tag.self_create, Tag.initial_state, Tag.prev_user_msg)
 
 
 def toolset_hash(toolset: Toolset) -> str:
@@ -73,6 +72,16 @@ class SynthesisContext:
         cached = self.executors.pop(index, None)
         if cached is not None and hasattr(cached[0], "close"):
             cached[0].close()
+
+
+def stated_value(turn: int, name: str, value: Any, prov: ArgProvenance) -> StatedValue | None:
+    """Where the user said `value` verbatim: this turn for new or config values, the anchor turn for restated ones."""
+    tag = prov.effective_tag()
+    if tag in (Tag.self_create, Tag.initial_state):
+        return StatedValue(turn, name, value)
+    if tag == Tag.prev_user_msg:
+        return StatedValue(prov.turn, name, value)
+    return None
 
 
 def _turns(state: SynthState) -> list[Turn]:
@@ -126,8 +135,8 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         tool = transition.action[call_pos]
         turns = _turns(state)
         history = [HistoryCall(t.index, i, c) for t in turns for i, c in enumerate(t.calls)]
-        stated = [StatedValue(t.index, name, c.args_exec[name]) for t in turns for c in t.calls
-                  for name, p in c.args_prov.items() if p.tag in _STATED_TAGS or (p.tag == Tag.fallback and not p.path)]
+        stated = [s for t in turns for c in t.calls for name, p in c.args_prov.items()
+                  if (s := stated_value(t.index, name, c.args_exec[name], p)) is not None]
         req = PlanRequest(spec=specs[tool], tags=transition.provenance_tag.get(tool, {}), turn=turn_pos,
                           index=call_pos, history=history, stated=stated, c0=state["c0"],
                           rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
@@ -190,7 +199,10 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         try:
             rest = walk(fsm, rng, max(1, ctx.min_turns - done), max(1, ctx.max_turns - done),
                         start=kept[-1].state if kept else fsm.initial,
-                        seen={c.name for t in kept for c in t.calls}, blacklist=blacklist)
+                        seen={c.name for t in kept for c in t.calls},
+                        stated={a for t in kept for c in t.calls for a, p in c.args_prov.items()
+                                if stated_value(t.index, a, None, p) is not None},
+                        blacklist=blacklist)
         except NoPathError:
             return None
         return state["path"][:done] + rest

@@ -51,12 +51,9 @@ def code_check(traj: Trajectory) -> list[str]:
         for name, prov in call.args_prov.items():
             value = call.args_exec.get(name)
             problem = None
-            tag = prov.tag
-            if tag == Tag.fallback:
-                if prov.fallback_from is None:
-                    problem = "fallback without fallback_from"
-                tag = Tag.prev_output if prov.path and prov.turn is not None else (
-                    Tag.prev_user_msg if prov.turn is not None else Tag.initial_state if prov.path else Tag.self_create)
+            tag = prov.effective_tag()
+            if prov.tag == Tag.fallback and prov.fallback_from is None:
+                problem = "fallback without fallback_from"
             if problem is None and tag == Tag.prev_output:
                 problem = _check_output_ref(traj, turn_no, index, prov, value)
             elif problem is None and tag == Tag.initial_state:
