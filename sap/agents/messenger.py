@@ -8,7 +8,7 @@ from typing import Any, Protocol
 from sap.model import Tag, ToolCall, ToolSpec, Turn
 
 _OPENERS = ["Please {x}.", "Could you {x}?", "I'd like you to {x}.", "Can you {x}?", "Next, {x}."]
-_JOINERS = [" Then ", " After that, ", " Once that's done, "]
+_JOINERS = [" Then, ", " After that, ", " Once that's done, "]
 _REF_PHRASES = ["the {p} from the {t} result", "that {p} you got from {t}", "the {p} {t} returned"]
 _STATED_PHRASES = ["the same {p} I mentioned earlier", "the {p} I gave you before"]
 
@@ -82,7 +82,7 @@ class RuleMessenger:
                 fragments.append(task + (f" ({'; '.join(details)})" if details else ""))
             message = rng.choice(_OPENERS).format(x=fragments[0])
             for frag in fragments[1:]:
-                message += rng.choice(_JOINERS) + frag[:1].upper() + frag[1:] + "."
+                message += rng.choice(_JOINERS) + frag + "."
             reply = " ".join(_summary(c) for c in turn.calls)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out

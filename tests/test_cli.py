@@ -1,0 +1,91 @@
+"""The `sap` command: toolsets, synthesize (determinism, bad input), validate (tampering), stats."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sap.cli import main
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_toolsets_json_lists_builtins_with_counts(capsys):
+    code, out, _ = _run(capsys, "toolsets", "--json")
+    rows = json.loads(out)
+    assert code == 0
+    assert {r["name"] for r in rows} == {"filesystem", "store", "travel"}
+    assert sum(r["tools"] for r in rows) >= 30
+    assert all(r["description"] for r in rows)
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path, capsys):
+    a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    assert _run(capsys, "synthesize", "--toolset", "store", "-n", "8", "-o", str(a), "--seed", "3")[0] == 0
+    assert _run(capsys, "synthesize", "--toolset", "store", "-n", "8", "-o", str(b), "--seed", "3")[0] == 0
+    assert _run(capsys, "synthesize", "--toolset", "store", "-n", "8", "-o", str(c), "--seed", "4")[0] == 0
+    assert a.read_bytes() == b.read_bytes()
+    assert a.read_bytes() != c.read_bytes()
+    assert len(a.read_text().splitlines()) == 8
+
+
+def test_summary_reports_accepted(tmp_path, capsys):
+    code, out, _ = _run(capsys, "synthesize", "--toolset", "filesystem", "-n", "5", "-o", str(tmp_path / "f.jsonl"))
+    assert code == 0
+    assert out.startswith("accepted 5/5")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--toolset", "nope", "-n", "2"], "built-in: filesystem, store, travel"),
+    (["--toolset", "store", "-n", "0"], "-n must be at least 1"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    out_path = tmp_path / "x.jsonl"
+    code, _, err = _run(capsys, "synthesize", *argv, "-o", str(out_path))
+    assert code == 2
+    assert message in err and err.count("\n") == 1
+    assert not out_path.exists()
+
+
+def test_unwritable_output_is_refused_before_work(tmp_path, capsys):
+    code, _, err = _run(capsys, "synthesize", "--toolset", "store", "-n", "2", "-o", str(tmp_path / "no" / "x.jsonl"))
+    assert code == 2 and "does not exist" in err
+    code, _, err = _run(capsys, "synthesize", "--toolset", "store", "-n", "2", "-o", str(tmp_path))
+    assert code == 2 and "is a directory" in err
+
+
+def test_validate_passes_clean_file_and_names_a_tampered_call(tmp_path, capsys):
+    path = tmp_path / "t.jsonl"
+    assert _run(capsys, "synthesize", "--toolset", "travel", "-n", "4", "-o", str(path))[0] == 0
+    code, out, _ = _run(capsys, "validate", str(path))
+    assert code == 0 and "4 records, 0 failed" in out
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    tool_msg = next(m for m in records[2]["messages"] if m["role"] == "tool")
+    tool_msg["content"] = json.dumps({"forged": True})
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    code, out, _ = _run(capsys, "validate", str(path))
+    assert code == 1
+    assert f"record {records[2]['id']}" in out and tool_msg["tool_call_id"] in out
+
+
+def test_validate_reports_bad_json_line(tmp_path, capsys):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("{not json}\n")
+    code, _, err = _run(capsys, "validate", str(path))
+    assert code == 2 and "bad.jsonl:1" in err
+
+
+def test_stats_json_has_the_documented_keys(tmp_path, capsys):
+    path = tmp_path / "s.jsonl"
+    assert _run(capsys, "synthesize", "--toolset", "filesystem", "-n", "6", "-o", str(path))[0] == 0
+    code, out, _ = _run(capsys, "stats", str(path), "--json")
+    stats = json.loads(out)
+    assert code == 0
+    assert stats["records"] == 6
+    assert set(stats) >= {"records", "tag_distribution", "mean_chain_length", "max_chain_length",
+                          "dependent_share", "mean_turns", "tool_coverage"}
+    assert abs(sum(stats["tag_distribution"].values()) - 1.0) < 1e-9
