@@ -239,7 +239,6 @@ def test_arguments_without_provenance_and_failed_calls_are_flagged():
     assert any("committed call failed: nope" in p for p in problems)
 
 
-@pytest.mark.xfail(strict=True, reason="negative turn/call indices pass the 'earlier' check and index from the end")
 def test_negative_reference_indices_are_flagged():
     t = good_trajectory()
     prov = dict(t.turns[1].calls[0].args_prov)

@@ -76,13 +76,11 @@ def test_self_create_respects_enum_and_integer_bounds():
     assert modes == {"fast", "slow", "auto"} and counts == {3, 4, 5}  # values are generated, not fixed
 
 
-@pytest.mark.xfail(strict=True, reason="generate._number treats exclusiveMinimum/Maximum as inclusive bounds")
 def test_self_create_respects_exclusive_bounds():
     tool = spec("configure", "Configure.", {"count": {"type": "integer", "exclusiveMinimum": 3, "exclusiveMaximum": 6}})
     assert {bind(request(tool, seed=s)).args_exec["count"] for s in range(60)} <= {4, 5}
 
 
-@pytest.mark.xfail(strict=True, reason="generate._number uses a default minimum of 1 even when maximum < 1")
 def test_self_create_respects_maximum_below_one():
     tool = spec("configure", "Configure.", {"offset": {"type": "integer", "maximum": -2}})
     assert all(bind(request(tool, seed=s)).args_exec["offset"] <= -2 for s in range(20))
@@ -180,7 +178,6 @@ def test_value_quoted_by_last_error_is_avoided():
     assert got == {"B"}
 
 
-@pytest.mark.xfail(strict=True, reason="_create avoids failed enum values only by 6 random redraws")
 def test_failed_enum_value_is_avoided_for_self_create():
     tool = spec("set_mode", "Set the mode.", {"mode": {"type": "string", "enum": ["on", "off"]}})
     assert {bind(request(tool, failed_args=[{"mode": "on"}], seed=s)).args_exec["mode"] for s in range(200)} == {"off"}

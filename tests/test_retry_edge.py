@@ -113,6 +113,9 @@ class FixedFSM:
     def build(self, toolset, feedback=None):
         return self.fsm
 
+    def cache_key(self):
+        return f"fixed:{self.fsm.model_dump_json()}"
+
 
 def states(*ids):
     kinds = {"start": StateType.INITIAL, "end": StateType.COMPLETED}
@@ -130,7 +133,7 @@ USE_TOKEN = {"token": Tag.prev_output}
 @pytest.fixture(autouse=True)
 def fresh(monkeypatch):
     CALLS.clear()
-    monkeypatch.setattr(synthesis, "_FSM_CACHE", {})  # the cache is keyed by builder class, not instance
+    monkeypatch.setattr(synthesis, "_FSM_CACHE", {})  # isolate tests from FSMs cached by earlier ones
     yield
 
 

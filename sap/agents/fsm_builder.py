@@ -19,6 +19,9 @@ class FSMBuilder(Protocol):
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """Draft an FSM; `feedback` lists V_spec violations of the previous draft."""
 
+    def cache_key(self) -> str:
+        """What, besides the tool docs, determines the FSM this builder makes."""
+
 
 @dataclass
 class ToolRole:
@@ -103,6 +106,10 @@ class RuleFSMBuilder:
 
     def __init__(self, probe_seeds: int = 3) -> None:
         self.probe_seeds = probe_seeds
+
+    def cache_key(self) -> str:
+        """The builder kind and its probe size."""
+        return f"rule:{self.probe_seeds}"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """Probe the toolset, classify its tools and lay out states and tagged transitions."""

@@ -221,6 +221,8 @@ class RulePlanner:
         """A new value: dates inside the configuration's calendar and after dates bound before; else generators."""
         failed = ctx.failed(name)
         options = [o for o in error_options(ctx.req.last_error) if type_ok(o, schema) and o not in failed]
+        if not options and schema.get("enum"):
+            options = [o for o in schema["enum"] if o not in failed]
         if options:
             return ctx.req.rng.choice(options)
         for _ in range(6):

@@ -13,8 +13,8 @@ from sap.executors.base import ExecResult
 from sap.model import ToolCall
 
 
-class ToolTimeout(Exception):
-    """Raised inside a tool thread that ran past its time limit."""
+class ToolTimeout(BaseException):
+    """Raised inside a tool thread that ran past its time limit (a BaseException, so `except Exception` won't eat it)."""
 
 
 def _interrupt_thread(thread: threading.Thread) -> None:
@@ -44,8 +44,8 @@ class PythonObjectExecutor:
         self._worker: threading.Thread | None = None
 
     def reset(self, c0: dict[str, Any]) -> None:
-        """Create fresh instances and load c0 into each (c0 itself is never modified)."""
-        self._c0 = c0
+        """Create fresh instances and load c0 into each; the executor keeps its own copy of c0."""
+        self._c0 = json.loads(json.dumps(c0))
         self._log = []
         self.instances = {}
         for cls in self.classes:

@@ -51,7 +51,7 @@ class SynthesisContext:
 
     def fsm(self) -> tuple[str, FSM]:
         """The toolset's FSM, built once per process and tool-doc hash."""
-        key = f"{toolset_hash(self.toolset)}:{type(self.fsm_builder).__name__}"
+        key = f"{toolset_hash(self.toolset)}:{self.fsm_builder.cache_key()}"
         if key not in _FSM_CACHE:
             _FSM_CACHE[key] = self.fsm_builder.build(self.toolset)
         return key, _FSM_CACHE[key]

@@ -24,6 +24,8 @@ def _check_output_ref(traj: Trajectory, turn: int, index: int, prov: ArgProvenan
     """A prev_output reference must point at an earlier successful call whose result holds the value."""
     if prov.turn is None or prov.call is None or prov.path is None:
         return "prev_output without turn, call and path"
+    if prov.turn < 0 or prov.call < 0:
+        return f"prev_output points at negative turn {prov.turn} call {prov.call}"
     if (prov.turn, prov.call) >= (turn, index):
         return f"prev_output points at turn {prov.turn} call {prov.call}, not earlier"
     if prov.turn >= len(traj.turns) or prov.call >= len(traj.turns[prov.turn].calls):
@@ -65,7 +67,7 @@ def code_check(traj: Trajectory) -> list[str]:
                 if problem is None and not mentions(message, value):
                     problem = f"config value {value!r} not stated in the user message"
             elif problem is None and tag == Tag.prev_user_msg:
-                if prov.turn is None or prov.turn >= turn_no:
+                if prov.turn is None or not 0 <= prov.turn < turn_no:
                     problem = f"prev_user_msg anchor {prov.turn} is not an earlier turn"
                 elif not mentions(traj.turns[prov.turn].user_message, value):
                     problem = f"value {value!r} does not appear in the user message of anchor turn {prov.turn}"

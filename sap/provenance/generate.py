@@ -1,6 +1,7 @@
 """Type- and name-aware generators for values a user introduces (self_create)."""
 from __future__ import annotations
 
+import math
 import random
 import string
 from typing import Any
@@ -58,12 +59,22 @@ def _string_for(name: str, rng: random.Random) -> str:
 
 
 def _number(schema: dict[str, Any], integer: bool, rng: random.Random) -> int | float:
-    """A number inside the schema's bounds."""
-    lo = schema.get("minimum", schema.get("exclusiveMinimum", 1))
-    hi = schema.get("maximum", schema.get("exclusiveMaximum", max(lo, 0) + 10))
+    """A number inside the schema's bounds (inclusive minimum/maximum, exclusive exclusiveMinimum/Maximum)."""
+    step = 1 if integer else 0.01
+    lo = schema.get("minimum")
+    if lo is None and "exclusiveMinimum" in schema:
+        lo = schema["exclusiveMinimum"] + step
+    hi = schema.get("maximum")
+    if hi is None and "exclusiveMaximum" in schema:
+        hi = schema["exclusiveMaximum"] - step
+    if lo is None:
+        lo = 1 if hi is None or hi >= 1 else hi - 10
+    if hi is None:
+        hi = max(lo, 0) + 10
+    hi = max(lo, hi)
     if integer:
-        return rng.randint(int(lo), int(max(lo, hi)))
-    return round(rng.uniform(float(lo), float(max(lo, hi))), 2)
+        return rng.randint(math.ceil(lo), max(math.ceil(lo), math.floor(hi)))
+    return min(hi, max(lo, round(rng.uniform(float(lo), float(hi)), 2)))
 
 
 def generate(name: str, schema: dict[str, Any], rng: random.Random) -> Any:
