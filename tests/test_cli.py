@@ -89,3 +89,57 @@ def test_stats_json_has_the_documented_keys(tmp_path, capsys):
     assert set(stats) >= {"records", "tag_distribution", "mean_chain_length", "max_chain_length",
                           "dependent_share", "mean_turns", "tool_coverage"}
     assert abs(sum(stats["tag_distribution"].values()) - 1.0) < 1e-9
+
+
+USER_DOMAIN = '''
+"""A user's own two-tool domain for the CLI test."""
+import random
+
+NAME = "counter"
+DESCRIPTION = "Named counters."
+
+
+class Counters:
+    def __init__(self) -> None:
+        self._counts = {}
+
+    def _load_scenario(self, config: dict) -> None:
+        self._counts = dict(config["counts"])
+
+    def list_counters(self) -> dict:
+        """List the counters and their values."""
+        return {"counters": [{"counter_name": k, "value": v} for k, v in sorted(self._counts.items())]}
+
+    def increment(self, counter_name: str, by: int = 1) -> dict:
+        """Increment a counter.
+
+        Args:
+            counter_name: name of an existing counter
+            by: amount to add
+        """
+        if counter_name not in self._counts:
+            return {"error": f"no counter {counter_name!r}"}
+        self._counts[counter_name] += by
+        return {"counter_name": counter_name, "value": self._counts[counter_name]}
+
+
+TOOL_CLASS = Counters
+
+
+def sample_config(seed: int) -> dict:
+    rng = random.Random(seed)
+    return {"counts": {name: rng.randint(0, 9) for name in rng.sample(["apples", "pears", "plums", "figs"], 3)}}
+'''
+
+
+def test_a_user_domain_module_synthesizes_and_validates(tmp_path, capsys):
+    module = tmp_path / "counters.py"
+    module.write_text(USER_DOMAIN)
+    out = tmp_path / "c.jsonl"
+    code, _, err = _run(capsys, "synthesize", "--toolset", str(module), "-n", "5", "-o", str(out),
+                        "--min-turns", "2", "--max-turns", "4")
+    assert code == 0, err
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    tags = {a["tag"] for r in records for p in r["provenance"] for a in p["args"].values()}
+    assert "prev_output" in tags  # increment's counter_name is bound from list_counters' result
+    assert _run(capsys, "validate", str(out), "--toolset", str(module))[0] == 0

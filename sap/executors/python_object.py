@@ -10,6 +10,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from sap.executors.base import ExecResult
+from sap.jsonutil import json_copy
 from sap.model import ToolCall
 
 
@@ -45,7 +46,11 @@ class PythonObjectExecutor:
 
     def reset(self, c0: dict[str, Any]) -> None:
         """Create fresh instances and load c0 into each; the executor keeps its own copy of c0."""
-        self._c0 = json.loads(json.dumps(c0))
+        self._load(json_copy(c0))
+
+    def _load(self, c0: dict[str, Any]) -> None:
+        """Create fresh instances from the executor's private c0 (each loader gets a copy of its part)."""
+        self._c0 = c0
         self._log = []
         self.instances = {}
         for cls in self.classes:
@@ -53,7 +58,7 @@ class PythonObjectExecutor:
             config = c0 if len(self.classes) == 1 else c0.get(cls.__name__, {})
             loader = getattr(inst, "_load_scenario", None)
             if loader is not None:
-                loader(json.loads(json.dumps(config)))
+                loader(json_copy(config))
             self.instances[cls.__name__] = inst
 
     def _method(self, name: str) -> Any:
@@ -98,7 +103,7 @@ class PythonObjectExecutor:
             return ExecResult(ok=False, error=f"{call.name}: bad arguments: {exc}")
         before = self.snapshot()
         try:
-            value = self._run_in_worker(fn, json.loads(json.dumps(call.args_exec)))
+            value = self._run_in_worker(fn, json_copy(call.args_exec))
         except FutureTimeout:
             self.restore(before)
             return ExecResult(ok=False, error=f"{call.name} timed out after {self.timeout:g} s")
@@ -110,7 +115,7 @@ class PythonObjectExecutor:
         except (TypeError, ValueError) as exc:
             self.restore(before)
             return ExecResult(ok=False, error=f"{call.name} returned a non-JSON value: {exc}")
-        self._log.append((call.name, json.loads(json.dumps(call.args_exec))))
+        self._log.append((call.name, json_copy(call.args_exec)))
         if isinstance(value, dict) and "error" in value:
             if not self.trust_error_results:
                 self.restore(before)
@@ -130,9 +135,9 @@ class PythonObjectExecutor:
     def restore(self, snap: tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]) -> None:
         """Rebuild fresh instances from c0 and re-run the logged calls."""
         c0, log = snap
-        self.reset(c0)
+        self._load(c0)
         for name, args in log:
-            self._run_in_worker(self._method(name), json.loads(json.dumps(args)))
+            self._run_in_worker(self._method(name), json_copy(args))
         self._log = list(log)
 
     def state(self) -> dict[str, Any]:

@@ -53,25 +53,31 @@ def _names(key: str, parent: str | None) -> tuple[str, ...]:
     return tuple(names)
 
 
-def iter_fields(doc: Any, path: str = "$", key: str | None = None, parent: str | None = None,
-                siblings: frozenset[str] = frozenset()) -> Iterator[Field]:
+def iter_fields(doc: Any) -> Iterator[Field]:
     """Every keyed value in `doc` (scalars, and lists of scalars as a whole), depth first, in document order."""
+    out: list[Field] = []
+    _collect(doc, "$", None, None, frozenset(), out)
+    return iter(out)
+
+
+def _collect(doc: Any, path: str, key: str | None, parent: str | None, siblings: frozenset[str],
+             out: list[Field]) -> None:
+    """Append the fields of `doc`, found at `path` under `key` (whose own parent key is `parent`), to `out`."""
     if isinstance(doc, dict):
         near = frozenset(v.lower() for v in doc.values() if isinstance(v, str) and len(v) < 40)
         for k, v in doc.items():
-            yield from iter_fields(v, child_path(path, str(k)), str(k), key, near)
-        return
-    if isinstance(doc, list):
+            k = str(k)
+            _collect(v, child_path(path, k), k, key, near, out)
+    elif isinstance(doc, list):
         if key is not None and doc and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in doc):
-            yield Field(path, (key,), doc, siblings)
+            out.append(Field(path, (key,), doc, siblings))
         for i, v in enumerate(doc):
             if isinstance(v, (dict, list)):
-                yield from iter_fields(v, f"{path}[{i}]", key, parent)
+                _collect(v, f"{path}[{i}]", key, parent, frozenset(), out)
             elif key is not None:
-                yield Field(f"{path}[{i}]", (singular(key),), v, siblings)
-        return
-    if key is not None and doc is not None:
-        yield Field(path, _names(key, parent), doc, siblings)
+                out.append(Field(f"{path}[{i}]", (singular(key),), v, siblings))
+    elif key is not None and doc is not None:
+        out.append(Field(path, _names(key, parent), doc, siblings))
 
 
 def type_ok(value: Any, schema: dict[str, Any]) -> bool:

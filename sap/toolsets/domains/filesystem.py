@@ -7,6 +7,8 @@ import functools
 import random
 from typing import Any, Callable, Iterator, Literal, Optional
 
+from sap.jsonutil import json_copy
+
 NAME = "filesystem"
 DESCRIPTION = (
     "Virtual file system with a current directory: list, navigate, create, read, search, copy, move, "
@@ -102,7 +104,7 @@ class FileSystem:
         (self._root_name, root), = tree.items()
         if not _is_dir(root):
             raise ValueError(f"root {self._root_name!r} must be a directory")
-        self._root = copy.deepcopy(root)
+        self._root = json_copy(root)
         self._cwd = []
         start = config.get("current_directory")
         if start:
@@ -112,7 +114,7 @@ class FileSystem:
                 raise ValueError(f"bad config: {exc}") from exc
 
     def _state(self) -> dict:
-        return {"root": {self._root_name: copy.deepcopy(self._root)}, "current_directory": self._abs(self._cwd)}
+        return {"root": {self._root_name: json_copy(self._root)}, "current_directory": self._abs(self._cwd)}
 
     # ----- path helpers --------------------------------------------------------
 

@@ -6,6 +6,8 @@ import functools
 import random
 from typing import Any, Callable, Literal, Optional
 
+from sap.jsonutil import json_copy
+
 NAME = "store"
 DESCRIPTION = (
     "Online retail store: authenticate a customer, look up orders and products, cancel or modify pending orders, "
@@ -62,7 +64,7 @@ class OnlineStore:
         self._variants: dict[str, tuple[dict, dict]] = {}
 
     def _load_scenario(self, config: dict) -> None:
-        config = copy.deepcopy(config)
+        config = json_copy(config)
         self._users = {u["user_id"]: u for u in config.get("users", [])}
         self._products = {p["product_id"]: p for p in config.get("products", [])}
         self._orders = {o["order_id"]: o for o in config.get("orders", [])}
@@ -72,7 +74,7 @@ class OnlineStore:
         self._variants = {v["item_id"]: (p, v) for p in self._products.values() for v in p["variants"]}
 
     def _state(self) -> dict:
-        return copy.deepcopy({
+        return json_copy({
             "current_user_id": self._current_user_id,
             "users": self._users,
             "products": self._products,

@@ -10,6 +10,8 @@ import zlib
 from datetime import date, datetime, timedelta
 from typing import Any, Callable, Literal, Optional
 
+from sap.jsonutil import json_copy
+
 NAME = "travel"
 DESCRIPTION = (
     "Travel booking: search locations, hotels and flights, check room and seat availability, book hotels and flights "
@@ -83,7 +85,7 @@ class TravelBooking:
         self._next_booking_number = DEFAULT_BOOKING_NUMBER
 
     def _load_scenario(self, config: dict) -> None:
-        config = copy.deepcopy(config)
+        config = json_copy(config)
         self._today = config["today"]
         self._last_day = config.get("last_day") or (
             date.fromisoformat(self._today) + timedelta(days=CALENDAR_DAYS - 1)).isoformat()
@@ -96,7 +98,7 @@ class TravelBooking:
         self._next_booking_number = int(config.get("next_booking_number", DEFAULT_BOOKING_NUMBER))
 
     def _state(self) -> dict:
-        return copy.deepcopy({
+        return json_copy({
             "today": self._today,
             "last_day": self._last_day,
             "traveler": self._traveler,
