@@ -95,20 +95,42 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def _cmd_stats(args: argparse.Namespace) -> int:
-    from sap.provenance.stats import dataset_stats
-    from sap.validate import read_records
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
 
-    stats = dataset_stats(r for _, r in read_records(args.file))
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    from sap.provenance.external import file_stats
+
+    stats = file_stats(args.file, args.answers)
     if args.json:
         print(json.dumps(stats))
         return 0
-    print(f"records {stats['records']}, arguments {stats['arguments']}")
-    print(f"turns per trajectory {stats['mean_turns']:.2f}, calls per trajectory {stats['mean_calls']:.2f}")
+    print(f"format {stats['format']}: records {stats['records']}, arguments {stats['arguments']}"
+          + (" (tags inferred from the dialogue)" if stats["format"] != "sap" else ""))
+    print(f"turns per trajectory {stats['mean_turns']:.2f}, calls per trajectory {stats['mean_calls']:.2f}, "
+          f"with parallel calls {_pct(stats['parallel_share'])}")
     print("tags: " + ", ".join(f"{k} {v:.1%}" for k, v in stats["tag_distribution"].items()))
     print(f"chain length L: mean {stats['mean_chain_length']:.2f}, max {stats['max_chain_length']}, "
           f"share L>=1 {stats['dependent_share']:.1%}")
-    print(f"tool coverage {stats['tool_coverage']:.1%}: " + ", ".join(f"{k} {v}" for k, v in stats["tool_counts"].items()))
+    print("kinds: " + ", ".join(f"{k} {v}" for k, v in stats["kind_counts"].items()))
+    spread = stats["frequency_spread"]
+    uncalled = stats["uncalled_tools"]
+    print(f"tool coverage {_pct(stats['tool_coverage'])}"
+          + ("" if uncalled is None else f", {uncalled} uncalled")
+          + ("" if spread is None else f", call count spread {spread:.1f}x")
+          + ": " + ", ".join(f"{k} {v}" for k, v in stats["tool_counts"].items()))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from sap.report import ReportUnavailable, write_report
+
+    try:
+        index = write_report(args.file, args.output, answers=args.answers)
+    except ReportUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+    print(f"wrote {index}")
     return 0
 
 
@@ -131,10 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--toolset", help="toolset to replay on (default: each record's meta.toolset)")
     p.set_defaults(fn=_cmd_validate)
-    p = sub.add_parser("stats", help="provenance and chain statistics of a JSONL file")
+    p = sub.add_parser("stats", help="provenance and chain statistics of a sap, OpenAI-messages or BFCL file")
     p.add_argument("file")
+    p.add_argument("--answers", help="BFCL possible_answer file (default: possible_answer/<same name> beside FILE)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(fn=_cmd_stats)
+    p = sub.add_parser("report", help="write an HTML report with charts of a JSONL file's statistics")
+    p.add_argument("file")
+    p.add_argument("-o", "--output", required=True, help="directory to write index.html and the PNG charts into")
+    p.add_argument("--answers", help="BFCL possible_answer file (default: possible_answer/<same name> beside FILE)")
+    p.set_defaults(fn=_cmd_report)
     return parser
 
 

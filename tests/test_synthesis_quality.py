@@ -37,6 +37,19 @@ def test_dependency_figures_meet_the_spine_targets(domain_run):
     assert stats["max_chain_length"] >= 5
     assert stats["dependent_share"] >= 0.4
     assert stats["fallback_rate"] < 0.15
+    assert stats["tag_distribution"]["prev_user_msg"] >= 0.05
+
+
+def test_parallel_groups_and_closed_virtual_history(domain_run):
+    _, summary = domain_run
+    from sap.export.records import record_to_trajectory
+    from sap.provenance.checks import closure_check
+
+    parallel = sum(any(len(m.get("tool_calls") or []) > 1 for m in r["messages"]) for r in summary.records)
+    assert parallel / len(summary.records) >= 0.2
+    anchored = [r for r in summary.records if r["meta"]["virtual_history"]]
+    assert anchored, "remap-bind-restore never registered a value"
+    assert all(closure_check(record_to_trajectory(r)) == [] for r in anchored)
 
 
 def test_records_have_the_documented_shape(domain_run):
@@ -46,10 +59,11 @@ def test_records_have_the_documented_shape(domain_run):
         assert record["messages"][0]["role"] == "system"
         call_ids = []
         for i, msg in enumerate(record["messages"]):
-            for tc in msg.get("tool_calls") or []:
+            calls = msg.get("tool_calls") or []
+            for k, tc in enumerate(calls):  # a parallel group: its tool messages follow in the same order
                 assert isinstance(tc["function"]["arguments"], str)
                 json.loads(tc["function"]["arguments"])
-                nxt = record["messages"][i + 1]
+                nxt = record["messages"][i + 1 + k]
                 assert nxt["role"] == "tool" and nxt["tool_call_id"] == tc["id"]
                 call_ids.append(tc["id"])
         assert [p["call_id"] for p in record["provenance"]] == call_ids

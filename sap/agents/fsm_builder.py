@@ -32,7 +32,6 @@ class ToolRole:
     gated: bool  # needs an authenticated session
     producers: dict[str, set[str]]  # required param -> tools whose results can fill it
     from_config: set[str]  # required params that c0 can fill
-    fresh: set[str]  # required params that only work with a new value (a new folder name, a new address)
 
 
 def _is_read_only(spec: ToolSpec, report: ProbeReport) -> bool:
@@ -66,8 +65,7 @@ def classify(toolset: Toolset, report: ProbeReport) -> dict[str, ToolRole]:
             }
             if any(produces(name, schema, c0) for c0 in report.configs):
                 from_config.add(name)
-        fresh = {name for name in spec.required if prof.prefers_new(name)}
-        roles[spec.name] = ToolRole(spec, kind, prof.auth_errors > 0, producers, from_config, fresh)
+        roles[spec.name] = ToolRole(spec, kind, prof.auth_errors > 0, producers, from_config)
     return roles
 
 
@@ -77,14 +75,14 @@ def _tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(),
 
     Off the initial state: results feed arguments (prev_output); a value users state elsewhere in the toolset
     (`stated`) is referred back to (prev_user_msg) when `restate`; otherwise config (initial_state) or a new value
-    (self_create). Arguments that need a fresh value are never restated.
+    (self_create). A restated value may be a fresh one the user announced earlier (virtual history).
     """
     tags: dict[str, Tag] = {}
     for name in role.spec.required:
         has_upstream = bool(role.producers[name])
         if not initial and has_upstream:
             tags[name] = Tag.prev_output
-        elif not initial and restate and name in stated and name not in role.fresh:
+        elif not initial and restate and name in stated:
             tags[name] = Tag.prev_user_msg
         elif name in role.from_config:
             tags[name] = Tag.initial_state
@@ -97,8 +95,7 @@ def _tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(),
 
 def stated_params(roles: dict[str, ToolRole]) -> frozenset[str]:
     """Parameters that some tool takes straight from the user (no tool result feeds them)."""
-    return frozenset(name for r in roles.values() for name in r.spec.required
-                     if not r.producers[name] and name not in r.fresh)
+    return frozenset(name for r in roles.values() for name in r.spec.required if not r.producers[name])
 
 
 class RuleFSMBuilder:
@@ -168,8 +165,15 @@ class RuleFSMBuilder:
 
     def _pair_edges(self, src: str, work: list[ToolRole], roles: dict[str, ToolRole],
                     stated: frozenset[str]) -> list[Transition]:
-        """Turns with two calls: a lookup whose result feeds an action in the same turn."""
+        """Turns with two calls: a lookup whose result feeds an action in the same turn, or the same
+        lookup on two different earlier values (independent calls: one parallel group)."""
         out = []
+        lookups = [r for r in work if r.kind == "read" and any(r.producers.values())]
+        for i, r in enumerate(lookups):
+            out += self._variants(src, "details", [r, r], roles, False, stated, weight=0.5)
+            other = lookups[(i + 1) % len(lookups)]
+            if other is not r and r.spec.name not in {p for ps in other.producers.values() for p in ps}:
+                out += self._variants(src, "details", [r, other], roles, False, stated, weight=0.5)
         for act in (r for r in work if r.kind == "action"):
             feeders = sorted({p for ps in act.producers.values() for p in ps if roles[p].kind == "read"})
             for feeder in feeders[:2]:

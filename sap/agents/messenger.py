@@ -11,13 +11,16 @@ _OPENERS = ["Please {x}.", "Could you {x}?", "I'd like you to {x}.", "Can you {x
 _JOINERS = [" Then, ", " After that, ", " Once that's done, "]
 _REF_PHRASES = ["the {p} from the {t} result", "that {p} you got from {t}", "the {p} {t} returned"]
 _STATED_PHRASES = ["the same {p} I mentioned earlier", "the {p} I gave you before"]
+_AHEAD_PHRASES = ["By the way, for later: the {p} is {v}.", "Keep in mind for later that the {p} will be {v}.",
+                  "Also, note the {p} {v}; I'll need it further on."]
 
 
 class Messenger(Protocol):
     """Writes each turn's user message and assistant reply (rule or LLM)."""
 
-    def write(self, turns: list[Turn], specs: dict[str, ToolSpec], rng: random.Random) -> list[Turn]:
-        """The turns with `user_message` and `assistant_message` filled in."""
+    def write(self, turns: list[Turn], specs: dict[str, ToolSpec], rng: random.Random,
+              virtual: list[dict[str, Any]] = ()) -> list[Turn]:
+        """The turns with messages filled in; `virtual` lists values (turn, param, value) to state ahead of use."""
 
 
 def describe_value(value: Any) -> str:
@@ -70,8 +73,9 @@ def _summary(call: ToolCall) -> str:
 class RuleMessenger:
     """Template messages: new and config values verbatim, history values by reference."""
 
-    def write(self, turns: list[Turn], specs: dict[str, ToolSpec], rng: random.Random) -> list[Turn]:
-        """Fill every turn's messages in order."""
+    def write(self, turns: list[Turn], specs: dict[str, ToolSpec], rng: random.Random,
+              virtual: list[dict[str, Any]] = ()) -> list[Turn]:
+        """Fill every turn's messages in order, stating virtual-history values in their anchor turns."""
         names = {(t.index, i): c.name for t in turns for i, c in enumerate(t.calls)}
         out = []
         for turn in turns:
@@ -83,6 +87,8 @@ class RuleMessenger:
             message = rng.choice(_OPENERS).format(x=fragments[0])
             for frag in fragments[1:]:
                 message += rng.choice(_JOINERS) + frag + "."
+            for v in (v for v in virtual if v["turn"] == turn.index):
+                message += " " + rng.choice(_AHEAD_PHRASES).format(p=_humanize(v["param"]), v=describe_value(v["value"]))
             reply = " ".join(_summary(c) for c in turn.calls)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out

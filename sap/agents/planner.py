@@ -62,6 +62,7 @@ class PlanRequest:
     last_error: str | None = None
     failed_args: list[dict[str, Any]] = field(default_factory=list)
     upcoming: list[ToolSpec] = field(default_factory=list)  # the calls that follow in this turn
+    virtual: list[StatedValue] = field(default_factory=list)  # values registered in earlier user turns (P_u)
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Binding:
 
     args_exec: dict[str, Any]
     args_prov: dict[str, ArgProvenance]
+    virtual: list[StatedValue] = field(default_factory=list)  # new virtual-history entries this binding needs
 
 
 class Planner(Protocol):
@@ -99,6 +101,7 @@ class _CallContext:
     error_words: frozenset[str]
     bound: dict[str, Any] = field(default_factory=dict)
     sources: list[tuple[tuple[int, int] | None, str]] = field(default_factory=list)  # (history call or None=c0, path)
+    virtual: list[StatedValue] = field(default_factory=list)
 
     def failed(self, name: str) -> list[Any]:
         """Values of `name` in the failed attempts of this call, and values the last error quoted."""
@@ -132,7 +135,7 @@ class RulePlanner:
             if source is None:
                 value, source = self._fallback(declared, name, schema, ctx)
             ctx.bound[name], prov[name] = value, source
-        return Binding(ctx.bound, prov)
+        return Binding(ctx.bound, prov, ctx.virtual)
 
     def _params(self, req: PlanRequest) -> list[str]:
         """Required parameters, then optional ones worth filling: flags the last error named, a few enums/flags."""
@@ -147,14 +150,15 @@ class RulePlanner:
                 params.append(name)
         return params
 
-    def _by_tag(self, tag: Tag, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
-        """Bind from the declared source; (None, None) if that source has nothing usable."""
+    def _by_tag(self, tag: Tag, name: str, schema: dict[str, Any], ctx: _CallContext,
+                declared: bool = True) -> tuple[Any, ArgProvenance | None]:
+        """Bind from a source; (None, None) if it has nothing usable. Only a declared P_u may register virtual history."""
         if tag == Tag.prev_output:
             return self._from_history(name, schema, ctx)
         if tag == Tag.initial_state:
             return self._from_config(name, schema, ctx)
         if tag == Tag.prev_user_msg:
-            return self._from_stated(name, schema, ctx)
+            return self._from_stated(name, schema, ctx, virtual_ok=declared)
         return self._create(name, schema, ctx), ArgProvenance(tag=Tag.self_create)
 
     def _fallback(self, declared: Tag, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance]:
@@ -162,7 +166,7 @@ class RulePlanner:
         for tag in (Tag.prev_output, Tag.initial_state, Tag.prev_user_msg):
             if tag == declared:
                 continue
-            value, src = self._by_tag(tag, name, schema, ctx)
+            value, src = self._by_tag(tag, name, schema, ctx, declared=False)
             if src is not None:
                 return value, src.model_copy(update={"tag": Tag.fallback, "fallback_from": declared})
         return self._create(name, schema, ctx), ArgProvenance(tag=Tag.fallback, fallback_from=declared)
@@ -172,7 +176,9 @@ class RulePlanner:
         """The best-ranked candidate not already failed or used by another argument of this call."""
         failed = ctx.failed(name)
         bad = frozenset().union(*(c.siblings for _, c in pool if c.value in failed)) & ctx.error_words
-        taken = list(ctx.bound.values())
+        taken = list(ctx.bound.values()) + [h.call.args_exec[name] for h in ctx.req.history
+                                            if h.turn == ctx.req.turn and h.call.name == ctx.req.spec.name
+                                            and name in h.call.args_exec]
         fresh = [p for p in pool if p[1].value not in failed and p[1].value not in taken]
         pool = fresh or [p for p in pool if p[1].value not in failed] or pool
         if not pool:
@@ -192,7 +198,10 @@ class RulePlanner:
         pool = [((h.turn, h.index), c) for h in ctx.req.history if h.call.ok
                 for c in candidates(name, schema, h.call.result)]
         failed = ctx.failed(name)
-        same_turn = [p for p in pool if p[0][0] == ctx.req.turn and p[1].value not in failed]
+        this_turn = {h.index: h.call.name for h in ctx.req.history if h.turn == ctx.req.turn}
+        same_turn = [p for p in pool if p[0][0] == ctx.req.turn and p[1].value not in failed
+                     and this_turn.get(p[0][1]) != ctx.req.spec.name]  # a repeated lookup runs beside its twin
+        pool = [p for p in pool if not (p[0][0] == ctx.req.turn and this_turn.get(p[0][1]) == ctx.req.spec.name)]
         picked = self._choose(name, same_turn or pool, ctx)
         if picked is None:
             return None, None
@@ -206,16 +215,32 @@ class RulePlanner:
             return None, None
         return picked[1].value, ArgProvenance(tag=Tag.initial_state, path=picked[1].path)
 
-    def _from_stated(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
-        """A value the user stated in an earlier turn for a parameter of the same meaning."""
+    def _from_stated(self, name: str, schema: dict[str, Any], ctx: _CallContext,
+                     virtual_ok: bool = True) -> tuple[Any, ArgProvenance | None]:
+        """A value the user stated in an earlier turn: one really stated there (usually), else remap-bind-restore.
+
+        Remap-bind-restore binds a fresh value as if self_create, picks an earlier anchor turn that does not
+        already anchor a different value for this parameter, and registers (param, value) there in the
+        virtual history, so the messenger states it in that turn and the closure check can verify it.
+        """
         req = ctx.req
-        found = [s for s in req.stated if s.turn < req.turn and match_score(name, (s.param,)) and type_ok(s.value, schema)]
+        earlier = [s for s in [*req.stated, *req.virtual, *ctx.virtual] if s.turn < req.turn]
         failed = ctx.failed(name)
-        found = [s for s in found if s.value not in failed] or found
-        if not found:
+        found = [s for s in earlier if match_score(name, (s.param,)) and type_ok(s.value, schema)
+                 and s.value not in failed]
+        if found and (not virtual_ok or req.rng.random() < 0.6):
+            s = req.rng.choice(found)
+            return s.value, ArgProvenance(tag=Tag.prev_user_msg, turn=s.turn)
+        if req.turn < 1 or not virtual_ok:
             return None, None
-        s = req.rng.choice(found)
-        return s.value, ArgProvenance(tag=Tag.prev_user_msg, turn=s.turn)
+        value = self._create(name, schema, ctx)
+        busy = {s.turn for s in earlier if s.param == name and s.value != value}
+        anchors = [k for k in range(req.turn) if k not in busy]
+        if not anchors:
+            return None, None
+        anchor = req.rng.choice(anchors)
+        ctx.virtual.append(StatedValue(anchor, name, value))
+        return value, ArgProvenance(tag=Tag.prev_user_msg, turn=anchor)
 
     def _create(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> Any:
         """A new value: dates inside the configuration's calendar and after dates bound before; else generators."""

@@ -21,13 +21,15 @@ def to_record(traj: Trajectory, toolset: Toolset, meta: dict[str, Any]) -> dict[
     provenance = []
     for turn in traj.turns:
         messages.append({"role": "user", "content": turn.user_message})
-        for call in turn.calls:
-            call_id = call.call_id
+        for group in _groups(turn):
             messages.append({"role": "assistant", "content": None, "tool_calls": [{
-                "id": call_id, "type": "function",
-                "function": {"name": call.name, "arguments": json.dumps(call.args_exec, ensure_ascii=False)}}]})
-            messages.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": _tool_content(call)})
-            provenance.append({"call_id": call_id, "turn": turn.index, "name": call.name, "args": {
+                "id": call.call_id, "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.args_exec, ensure_ascii=False)}}
+                for call in group]})
+            messages += [{"role": "tool", "tool_call_id": call.call_id, "name": call.name, "content": _tool_content(call)}
+                         for call in group]
+        for call in turn.calls:
+            provenance.append({"call_id": call.call_id, "turn": turn.index, "name": call.name, "args": {
                 name: {"tag": p.tag.value, "source": p.source() if p.tag != Tag.fallback else _fallback_source(p),
                        "fallback_from": p.fallback_from.value if p.fallback_from else None}
                 for name, p in call.args_prov.items()}})
@@ -39,8 +41,18 @@ def to_record(traj: Trajectory, toolset: Toolset, meta: dict[str, Any]) -> dict[
         "initial_config": traj.c0,
         "provenance": provenance,
         "meta": {"seed": traj.seed, "toolset": toolset.name, "sap_version": sap.__version__,
-                 "rewrite_kind": traj.rewrite_kind, **meta},
+                 "rewrite_kind": traj.rewrite_kind, "virtual_history": traj.virtual_history, **meta},
     }
+
+
+def _groups(turn: Turn) -> list[list[ToolCall]]:
+    """The turn's calls split into their parallel groups, in order."""
+    groups: list[list[ToolCall]] = []
+    for call in turn.calls:
+        if not groups or groups[-1][-1].group != call.group:
+            groups.append([])
+        groups[-1].append(call)
+    return groups
 
 
 def _fallback_source(p: ArgProvenance) -> dict[str, Any] | None:
@@ -61,6 +73,7 @@ def record_to_trajectory(record: dict[str, Any]) -> Trajectory:
         if msg["role"] == "user":
             turns.append(Turn(index=len(turns), state="", transition=-1, user_message=msg["content"]))
         elif msg["role"] == "assistant" and msg.get("tool_calls"):
+            group = max((c.group for c in turns[-1].calls), default=-1) + 1
             for tc in msg["tool_calls"]:
                 p = prov_by_id[tc["id"]]
                 args_prov = {}
@@ -71,9 +84,9 @@ def record_to_trajectory(record: dict[str, Any]) -> Trajectory:
                                                     fallback_from=Tag(a["fallback_from"]) if a.get("fallback_from") else None)
                 turns[-1].calls.append(ToolCall(call_id=tc["id"], name=tc["function"]["name"],
                                                 args_exec=json.loads(tc["function"]["arguments"]),
-                                                args_prov=args_prov, result=results.get(tc["id"])))
+                                                args_prov=args_prov, result=results.get(tc["id"]), group=group))
         elif msg["role"] == "assistant" and turns:
             turns[-1].assistant_message = msg.get("content") or ""
     meta = record.get("meta", {})
     return Trajectory(id=record["id"], toolset=meta.get("toolset", ""), seed=meta.get("seed", 0),
-                      c0=record["initial_config"], turns=turns)
+                      c0=record["initial_config"], turns=turns, virtual_history=meta.get("virtual_history", []))

@@ -10,9 +10,10 @@ class NoPathError(RuntimeError):
     """The FSM has no path of the requested length to a final state."""
 
 
-def feasible(fsm: FSM, edge: int, seen_tools: set[str], stated: set[str]) -> bool:
-    """Whether `edge`'s prev_output arguments have a producing tool earlier (on the path or in the same turn)
-    and its prev_user_msg arguments a same-named argument the user stated in an earlier turn."""
+def feasible(fsm: FSM, edge: int, seen_tools: set[str]) -> bool:
+    """Whether every prev_output argument on `edge` has a producing tool earlier on the path or in the same turn.
+
+    prev_user_msg arguments need no check: any earlier turn can anchor them (virtual history)."""
     seen = set(seen_tools)
     t = fsm.transitions[edge]
     for tool in t.action:
@@ -20,22 +21,12 @@ def feasible(fsm: FSM, edge: int, seen_tools: set[str], stated: set[str]) -> boo
             makers = fsm.producers.get(tool, {}).get(arg)
             if tag == Tag.prev_output and makers is not None and not seen.intersection(makers):
                 return False
-            if tag == Tag.prev_user_msg and arg not in stated:
-                return False
         seen.add(tool)
     return True
 
 
-def stated_args(fsm: FSM, edge: int) -> set[str]:
-    """Arguments whose values the user states on `edge` (new or configuration values, or restated ones)."""
-    t = fsm.transitions[edge]
-    return {a for tags in t.provenance_tag.values() for a, tag in tags.items()
-            if tag in (Tag.self_create, Tag.initial_state, Tag.prev_user_msg)}
-
-
 def sample_path(fsm: FSM, rng: random.Random, min_turns: int, max_turns: int, tries: int = 50, *,
-                start: str | None = None, seen: set[str] = frozenset(), stated: set[str] = frozenset(),
-                blacklist: set[str] = frozenset()) -> list[int]:
+                start: str | None = None, seen: set[str] = frozenset(), blacklist: set[str] = frozenset()) -> list[int]:
     """Transition indices of a walk of min..max turns ending in a final state, edges drawn by probability x weight.
 
     Edges whose prev_output arguments have no producer earlier on the path are skipped while others exist.
@@ -44,17 +35,16 @@ def sample_path(fsm: FSM, rng: random.Random, min_turns: int, max_turns: int, tr
     finals = set(fsm.finals)
     for _ in range(tries):
         target = rng.randint(min_turns, max_turns)
-        state, path, tools, said = start or fsm.initial, [], set(seen), set(stated)
+        state, path, tools = start or fsm.initial, [], set(seen)
         while len(path) < target + 3:
             out = [e for e in fsm.out_edges(state) if not blacklist.intersection(fsm.transitions[e].action)]
             if not out:
                 break
-            out = [e for e in out if feasible(fsm, e, tools, said)] or out
+            out = [e for e in out if feasible(fsm, e, tools)] or out
             weights = [fsm.transitions[i].probability * fsm.transitions[i].weight for i in out]
             edge = rng.choices(out, weights=weights)[0]
             path.append(edge)
             tools.update(fsm.transitions[edge].action)
-            said |= stated_args(fsm, edge)
             state = fsm.transitions[edge].target
             if len(path) >= target and state in finals:
                 return path

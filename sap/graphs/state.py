@@ -16,6 +16,8 @@ class SynthState(TypedDict, total=False):
     turn_pos: int
     call_pos: int
     pending: dict[str, Any] | None  # the planned ToolCall awaiting execution
+    pending_virtual: list[dict[str, Any]]  # virtual-history entries the pending call needs
+    virtual_history: list[dict[str, Any]]  # committed P_u registrations: turn (anchor), param, value, used_at
     attempts: int  # attempts spent on the pending call
     exec_error: str | None  # the executor's error on the previous attempt
     failed_args: list[dict[str, Any]]  # argument sets that failed for the pending call

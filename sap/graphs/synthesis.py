@@ -1,4 +1,5 @@
-"""The synthesis graph: load_fsm -> sample_path -> plan_call <-> execute_call -> write_messages -> code_check -> persist."""
+"""The synthesis graph: load_fsm -> sample_path -> plan_call <-> execute_call -> group_parallel -> write_messages
+-> code_check -> persist."""
 from __future__ import annotations
 
 import functools
@@ -22,6 +23,7 @@ from sap.fsm.walk import sample_path as walk
 from sap.graphs.state import SynthState
 from sap.model import FSM, ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
 from sap.provenance.checks import code_check
+from sap.provenance.groups import group_calls
 
 _FSM_CACHE: dict[str, FSM] = {}
 
@@ -97,7 +99,7 @@ def _committed(turns: list[Turn]) -> list[ToolCall]:
 def trajectory_from_state(state: SynthState, toolset: Toolset) -> Trajectory:
     """The trajectory the state describes."""
     return Trajectory(id=f"{state['seed']:016x}-{state['index']}", toolset=toolset.name, seed=state["seed"],
-                      c0=state["c0"], turns=_turns(state))
+                      c0=state["c0"], turns=_turns(state), virtual_history=state.get("virtual_history", []))
 
 
 def _timed(name: str, fn: Callable[[SynthState], Any], sink: dict[str, float]) -> Callable[[SynthState], Any]:
@@ -126,7 +128,8 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         return {"c0": ctx.toolset.sample_config(state["seed"]),
                 "path": walk(fsm, rng, ctx.min_turns, ctx.max_turns),
                 "turns": [], "turn_pos": 0, "call_pos": 0, "attempts": 0, "exec_error": None,
-                "failed_args": [], "attempt_log": [], "blacklist": [], "pending": None}
+                "failed_args": [], "attempt_log": [], "blacklist": [], "pending": None, "pending_virtual": [],
+                "virtual_history": []}
 
     def plan_call(state: SynthState) -> dict[str, Any]:
         _, fsm = ctx.fsm()
@@ -141,13 +144,16 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                           index=call_pos, history=history, stated=stated, c0=state["c0"],
                           rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
                           last_error=state.get("exec_error"), failed_args=state.get("failed_args", []),
-                          upcoming=[specs[t] for t in transition.action[call_pos + 1:]])
+                          upcoming=[specs[t] for t in transition.action[call_pos + 1:]],
+                          virtual=[StatedValue(v["turn"], v["param"], v["value"]) for v in state.get("virtual_history", [])])
         binding = ctx.planner.bind(req)
         call = ToolCall(call_id=f"call_{turn_pos}_{call_pos}", name=tool, args_exec=binding.args_exec,
                         args_prov=binding.args_prov, attempts=attempts + 1)
-        return {"pending": call.model_dump(mode="json")}
+        return {"pending": call.model_dump(mode="json"),
+                "pending_virtual": [{"turn": v.turn, "param": v.param, "value": v.value, "used_at": turn_pos}
+                                    for v in binding.virtual]}
 
-    def execute_call(state: SynthState) -> Command[Literal["plan_call", "write_messages", "persist"]]:
+    def execute_call(state: SynthState) -> Command[Literal["plan_call", "group_parallel", "persist"]]:
         _, fsm = ctx.fsm()
         turns = _turns(state)
         call = ToolCall.model_validate(state["pending"])
@@ -167,8 +173,9 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
             next_call = call_pos + 1 < len(transition.action)
             turn_pos, call_pos = (turn_pos, call_pos + 1) if next_call else (turn_pos + 1, 0)
             update = {"turns": new_turns, "turn_pos": turn_pos, "call_pos": call_pos,
-                      "attempts": 0, "exec_error": None, "failed_args": [], "pending": None}
-            goto = "plan_call" if turn_pos < len(state["path"]) else "write_messages"
+                      "attempts": 0, "exec_error": None, "failed_args": [], "pending": None, "pending_virtual": [],
+                      "virtual_history": state.get("virtual_history", []) + state.get("pending_virtual", [])}
+            goto = "plan_call" if turn_pos < len(state["path"]) else "group_parallel"
             return Command(goto=goto, update=update)
         attempts = state["attempts"] + 1
         log = state.get("attempt_log", []) + [{"turn": turn_pos, "call": call_pos, "tool": call.name,
@@ -178,7 +185,8 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                 "attempts": attempts, "exec_error": res.error, "attempt_log": log, "pending": None,
                 "failed_args": state.get("failed_args", []) + [call.args_exec]})
         kept = [t for t in turns if t.index < turn_pos]
-        update = {"turns": [t for t in state["turns"] if t["index"] < turn_pos], "attempt_log": log, "pending": None,
+        update = {"turns": [t for t in state["turns"] if t["index"] < turn_pos], "pending_virtual": [],
+                  "virtual_history": [v for v in state.get("virtual_history", []) if v["used_at"] < turn_pos], "attempt_log": log, "pending": None,
                   "exec_error": res.error}
         blacklist = state.get("blacklist", []) + [call.name]
         if len(blacklist) <= ctx.max_replans:
@@ -188,7 +196,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                     **update, "path": new_path, "blacklist": blacklist, "call_pos": 0, "attempts": 0,
                     "exec_error": None, "failed_args": []})
         if len(kept) >= ctx.min_keep_turns:
-            return Command(goto="write_messages", update={**update, "status": "truncated"})
+            return Command(goto="group_parallel", update={**update, "status": "truncated"})
         reason = f"{call.name} failed {attempts} times at turn {turn_pos}"
         return Command(goto="persist", update={**update, "status": "dropped", "drop_reason": reason})
 
@@ -199,16 +207,17 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         try:
             rest = walk(fsm, rng, max(1, ctx.min_turns - done), max(1, ctx.max_turns - done),
                         start=kept[-1].state if kept else fsm.initial,
-                        seen={c.name for t in kept for c in t.calls},
-                        stated={a for t in kept for c in t.calls for a, p in c.args_prov.items()
-                                if stated_value(t.index, a, None, p) is not None},
-                        blacklist=blacklist)
+                        seen={c.name for t in kept for c in t.calls}, blacklist=blacklist)
         except NoPathError:
             return None
         return state["path"][:done] + rest
 
+    def group_parallel(state: SynthState) -> dict[str, Any]:
+        return {"turns": [group_calls(t).model_dump(mode="json") for t in _turns(state)]}
+
     def write_messages(state: SynthState) -> dict[str, Any]:
-        turns = ctx.messenger.write(_turns(state), specs, random.Random(f"{state['seed']}:messages"))
+        turns = ctx.messenger.write(_turns(state), specs, random.Random(f"{state['seed']}:messages"),
+                                    state.get("virtual_history", []))
         return {"turns": [t.model_dump(mode="json") for t in turns]}
 
     def check(state: SynthState) -> dict[str, Any]:
@@ -230,13 +239,15 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
 
     builder = StateGraph(SynthState)
     nodes = {"load_fsm": load_fsm, "sample_path": sample_path, "plan_call": plan_call, "execute_call": execute_call,
-             "write_messages": write_messages, "code_check": check, "persist": persist}
+             "group_parallel": group_parallel, "write_messages": write_messages, "code_check": check,
+             "persist": persist}
     for name, fn in nodes.items():
         builder.add_node(name, _timed(name, fn, ctx.node_seconds) if ctx.node_seconds is not None else fn)
     builder.add_edge(START, "load_fsm")
     builder.add_edge("load_fsm", "sample_path")
     builder.add_edge("sample_path", "plan_call")
     builder.add_edge("plan_call", "execute_call")
+    builder.add_edge("group_parallel", "write_messages")
     builder.add_edge("write_messages", "code_check")
     builder.add_edge("code_check", "persist")
     builder.add_edge("persist", END)

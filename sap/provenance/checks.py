@@ -75,4 +75,16 @@ def code_check(traj: Trajectory) -> list[str]:
                 problem = f"new value {value!r} not stated in the user message"
             if problem:
                 problems.append(f"{where} arg {name}: {problem}")
+    return problems + closure_check(traj)
+
+
+def closure_check(traj: Trajectory) -> list[str]:
+    """Every virtual-history value must appear verbatim in the user message of its anchor turn."""
+    problems = []
+    for v in traj.virtual_history:
+        turn = v.get("turn")
+        if not isinstance(turn, int) or not 0 <= turn < len(traj.turns):
+            problems.append(f"virtual history: {v.get('param')} anchored at missing turn {turn}")
+        elif not mentions(traj.turns[turn].user_message, v.get("value")):
+            problems.append(f"virtual history: {v.get('param')}={v.get('value')!r} not stated in user message {turn}")
     return problems

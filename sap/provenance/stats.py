@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from sap.model import Tag
 
@@ -62,34 +62,104 @@ def _turns(record: dict[str, Any]) -> int:
     return sum(m["role"] == "user" for m in record["messages"])
 
 
-def dataset_stats(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Summary statistics of a set of records (see `sap stats`)."""
-    records = list(records)
-    tags: Counter = Counter()
+def has_parallel_calls(messages: Iterable[dict[str, Any]]) -> bool:
+    """Whether some assistant message carries two or more tool calls."""
+    return any(m.get("role") == "assistant" and len(m.get("tool_calls") or []) >= 2 for m in messages)
+
+
+def record_kind(record: dict[str, Any]) -> str:
+    """The record's kind: `meta.kind`, else `meta.rewrite_kind`, else "base"."""
+    meta = record.get("meta") or {}
+    return str(meta.get("kind") or meta.get("rewrite_kind") or "base")
+
+
+@dataclass
+class RecordSummary:
+    """What the dataset figures need from one record, whatever format it came in.
+
+    `tools` is None when the record does not say which tools were offered, and `parallel` is None when
+    the format cannot show whether calls were issued together.
+    """
+
+    turns: int
+    calls: list[str]
+    nodes: list[ArgNode]
+    tools: set[str] | None
+    parallel: bool | None
+    kind: str = "base"
+
+
+def sap_summary(record: dict[str, Any]) -> RecordSummary:
+    """The summary of one sap export record (declared provenance)."""
+    return RecordSummary(turns=_turns(record), calls=[p["name"] for p in record["provenance"]],
+                         nodes=arg_nodes(record), tools={t["function"]["name"] for t in record.get("tools", [])},
+                         parallel=has_parallel_calls(record["messages"]), kind=record_kind(record))
+
+
+def _covered(tool: str, called: Counter) -> bool:
+    """Whether a documented tool was called, by its name or as the last part of a dotted call name."""
+    return tool in called or any(name.rsplit(".", 1)[-1] == tool for name in called)
+
+
+def summarize(summaries: Iterable[RecordSummary], tags: Sequence[str]) -> dict[str, Any]:
+    """The dataset figures of `sap stats` over record summaries; `tag_distribution` has one share per tag in `tags`.
+
+    Figures that the records cannot show (tool coverage without tool docs, parallel calls in a format
+    without them) are None. With no tool docs in any record, `tool_coverage` is None and
+    `uncalled_tools` is None.
+    """
+    summaries = list(summaries)
+    tag_counts: Counter = Counter()
     lengths: list[int] = []
-    used_tools: Counter = Counter()
-    all_tools: set[str] = set()
-    turns = calls = 0
-    for rec in records:
-        turns += _turns(rec)
-        calls += len(rec["provenance"])
-        all_tools |= {t["function"]["name"] for t in rec.get("tools", [])}
-        used_tools.update(p["name"] for p in rec["provenance"])
-        for node in arg_nodes(rec):
-            tags[node.tag] += 1
+    used: Counter = Counter()
+    kinds: Counter = Counter()
+    documented: set[str] | None = None
+    turns = calls = parallel = 0
+    parallel_known = False
+    for s in summaries:
+        turns += s.turns
+        calls += len(s.calls)
+        used.update(s.calls)
+        kinds[s.kind] += 1
+        if s.tools is not None:
+            documented = (documented or set()) | s.tools
+        if s.parallel is not None:
+            parallel_known = True
+            parallel += s.parallel
+        for node in s.nodes:
+            tag_counts[node.tag] += 1
             lengths.append(node.chain_length)
-    n_args = sum(tags.values())
-    share = {t.value: (tags[t.value] / n_args if n_args else 0.0) for t in Tag}
+    n_args = sum(tag_counts.values())
+    share = {t: (tag_counts[t] / n_args if n_args else 0.0) for t in tags}
+    n = len(summaries)
+    called = [c for c in used.values() if c > 0]
     return {
-        "records": len(records),
+        "records": n,
         "arguments": n_args,
         "tag_distribution": share,
-        "fallback_rate": share[Tag.fallback.value],
+        "fallback_rate": share.get(Tag.fallback.value),
         "mean_chain_length": sum(lengths) / len(lengths) if lengths else 0.0,
         "max_chain_length": max(lengths, default=0),
         "dependent_share": sum(1 for x in lengths if x >= 1) / len(lengths) if lengths else 0.0,
-        "mean_turns": turns / len(records) if records else 0.0,
-        "mean_calls": calls / len(records) if records else 0.0,
-        "tool_coverage": len(set(used_tools) & all_tools) / len(all_tools) if all_tools else 0.0,
-        "tool_counts": dict(sorted(used_tools.items())),
+        "chain_length_counts": {str(k): v for k, v in sorted(Counter(lengths).items())},
+        "mean_turns": turns / n if n else 0.0,
+        "mean_calls": calls / n if n else 0.0,
+        "parallel_share": (parallel / n if n else 0.0) if parallel_known or not n else None,
+        "kind_counts": dict(sorted(kinds.items())),
+        "tool_coverage": (sum(_covered(t, used) for t in documented) / len(documented) if documented else 0.0)
+        if documented is not None else None,
+        "tool_counts": dict(sorted(used.items())),
+        "frequency_spread": max(called) / min(called) if called else None,
+        "uncalled_tools": sum(not _covered(t, used) for t in documented) if documented is not None else None,
     }
+
+
+def dataset_stats(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Summary statistics of a set of sap records (see `sap stats`).
+
+    Besides the tag shares and chain figures: `parallel_share` is the share of records with an
+    assistant message carrying 2+ tool calls, `kind_counts` counts `meta.kind` (or `meta.rewrite_kind`,
+    default "base"), `frequency_spread` is the largest over the smallest call count among the tools
+    called at least once (None if none was), and `uncalled_tools` counts the offered tools never called.
+    """
+    return summarize((sap_summary(r) for r in records), [t.value for t in Tag])

@@ -1,0 +1,353 @@
+"""Judge role: checks a finished trajectory against SAP's five criteria and accepts it or rejects it.
+
+A rejection has one of two kinds. `reject_text` means the calls are sound but a message is wrong, so the
+messages can be rewritten. `reject_truth` means the ground truth itself (the calls, or the dialogue's
+structure) is wrong, so the trajectory is discarded. The rule judge checks by code whatever code can check.
+An LLM judge returns the same `Verdict` through the same `Judge` protocol.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from sap.agents.fsm_builder import READ_VERBS
+from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn
+from sap.provenance.checks import mentions
+from sap.provenance.fields import iter_fields
+from sap.provenance.jsonpath import PathError, resolve
+
+Criterion = Literal["message_matches_calls", "config_consistency", "state_evolves", "reads_as_user",
+                    "scenario_structure"]
+Decision = Literal["accept", "reject_text", "reject_truth"]
+
+CRITERIA: tuple[str, ...] = ("message_matches_calls", "config_consistency", "state_evolves", "reads_as_user",
+                             "scenario_structure")
+TEXT_CRITERIA = frozenset({"message_matches_calls", "reads_as_user"})  # a failure can be fixed by rewriting text
+TRUTH_CRITERIA = frozenset({"config_consistency", "state_evolves", "scenario_structure"})  # calls or structure wrong
+
+MIN_MESSAGE_CHARS = 15
+MAX_MESSAGE_CHARS = 1200
+MIN_RESTATED_CHARS = 4  # shorter history values are not looked for (too many accidental hits)
+
+_STATED = (Tag.self_create, Tag.initial_state)  # values the user must state in the turn itself
+_HISTORY = (Tag.prev_output, Tag.prev_user_msg)  # values the user must refer to, not restate
+_RAW_JSON = re.compile(r'\{\s*"[^"\n]*"\s*:|\[\s*\{')
+_API_WORDS = re.compile(r"\b(?:args|parameters?|functions?)\b", re.I)
+_WORD = re.compile(r"[a-z]+")
+_QUESTION = re.compile(r"\?")
+_CANNOT = re.compile(r"\b(?:can ?not|can't|can’t|unable|not able|isn't possible|is not possible|not supported|"
+                     r"don't have|do not have|no (?:tool|way|function|means)|not available|beyond)\b", re.I)
+_STOPWORDS = frozenset("""
+    about above after again also an and any are because been before being below between both but by can could
+    does doing down during each either else every from further have having here into itself just more most
+    much must need only other otherwise over same should since some such than that their theirs them then
+    there these they this those through under unless until upon very want were what when where whether which
+    while will with within without would your yours given optionally the one its all not
+""".split())
+
+
+class Finding(BaseModel):
+    """One failed criterion: which, where (turn index, or None for the whole dialogue) and why."""
+
+    criterion: Criterion
+    turn: int | None = None
+    detail: str
+
+    @property
+    def kind(self) -> Literal["text", "truth"]:
+        """`text` if rewriting the messages can fix it, `truth` if the calls or structure are wrong."""
+        return "text" if self.criterion in TEXT_CRITERIA else "truth"
+
+
+class Verdict(BaseModel):
+    """The judge's decision on one trajectory, with every finding behind it."""
+
+    decision: Decision
+    reasons: list[Finding] = Field(default_factory=list)
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the trajectory passed."""
+        return self.decision == "accept"
+
+    @property
+    def criteria(self) -> set[str]:
+        """The names of the criteria that failed."""
+        return {f.criterion for f in self.reasons}
+
+    @classmethod
+    def from_findings(cls, findings: list[Finding]) -> "Verdict":
+        """Any ground-truth finding rejects as truth; else any text finding rejects as text; else accept."""
+        if any(f.kind == "truth" for f in findings):
+            decision: Decision = "reject_truth"
+        elif findings:
+            decision = "reject_text"
+        else:
+            decision = "accept"
+        return cls(decision=decision, reasons=list(findings))
+
+
+class Judge(Protocol):
+    """Judges a trajectory against SAP's criteria (rule or LLM)."""
+
+    def judge(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> Verdict:
+        """The verdict on `traj`, whose calls use the tools in `specs` (by name)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# text helpers
+
+
+def _norm(text: str) -> str:
+    """Lower-case with whitespace collapsed."""
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def _occurs(text: str, value: str) -> bool:
+    """Whether `value` occurs in `text` as a whole token run (case- and whitespace-insensitive); a part of a longer
+    identifier (`roadmap` in `roadmap_review.log`) does not count."""
+    needle = _norm(value)
+    if not needle:
+        return False
+    return re.search(r"(?<![a-z0-9_-])" + re.escape(needle) + r"(?![a-z0-9_-])", _norm(text)) is not None
+
+
+def _stem(word: str) -> str:
+    """A crude stem, so that `bookings`, `booked` and `booking` meet `book`."""
+    for suffix in ("ings", "ing", "ies", "es", "ed", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def content_words(spec: ToolSpec) -> set[str]:
+    """Stems of the content words (4+ letters, no stop words) of a tool's description, else of its name."""
+    text = spec.description or spec.name.replace("_", " ")
+    words = {w for w in _WORD.findall(text.lower()) if len(w) >= 4 and w not in _STOPWORDS}
+    if not words:
+        words = {w for w in _WORD.findall(spec.name.lower()) if len(w) >= 4}
+    return {_stem(w) for w in words}
+
+
+def _message_stems(message: str) -> set[str]:
+    """Stems of every word of a message."""
+    return {_stem(w) for w in _WORD.findall(message.lower())}
+
+
+def _strings(value: Any) -> list[str]:
+    """The string values inside an argument value (itself, or the strings of a list)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def _changes_state(spec: ToolSpec | None, name: str) -> bool:
+    """Whether a tool changes something: its doc's read_only flag, else a non-read verb leading its name."""
+    if spec is not None and spec.read_only is not None:
+        return not spec.read_only
+    return name.lower().split("_")[0] not in READ_VERBS
+
+
+def _signature(turn: Turn) -> tuple[tuple[str, str], ...]:
+    """The calls of a turn as comparable (name, canonical arguments) pairs."""
+    return tuple((c.name, json.dumps(c.args_exec, sort_keys=True, default=str)) for c in turn.calls)
+
+
+def _single_values(c0: dict[str, Any]) -> dict[str, Any]:
+    """Keys of c0 that hold exactly one distinct value anywhere in it, with that value."""
+    seen: dict[str, dict[str, Any]] = defaultdict(dict)
+    for f in iter_fields(c0):
+        seen[f.names[0]][json.dumps(f.value, sort_keys=True, default=str)] = f.value
+    return {k: next(iter(v.values())) for k, v in seen.items() if len(v) == 1}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values, strings compared case- and whitespace-insensitively."""
+    if isinstance(a, str) and isinstance(b, str):
+        return _norm(a) == _norm(b)
+    return a == b
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the rule judge
+
+
+class RuleJudge:
+    """Checks by code what code can check of SAP's five judge criteria; lists every finding."""
+
+    def judge(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> Verdict:
+        """All findings on `traj`, and the decision they lead to."""
+        findings: list[Finding] = []
+        findings += self.message_matches_calls(traj, specs)
+        findings += self.config_consistency(traj, specs)
+        findings += self.state_evolves(traj, specs)
+        findings += self.reads_as_user(traj, specs)
+        findings += self.scenario_structure(traj, specs)
+        return Verdict.from_findings(findings)
+
+    # 1 -----------------------------------------------------------------------------------------------
+    def message_matches_calls(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> list[Finding]:
+        """Each user message states its new and config values, does not restate history values verbatim,
+        and refers to each call's task."""
+        out: list[Finding] = []
+        for pos, turn in enumerate(traj.turns):
+            message = turn.user_message
+            stated_here = [v for c in turn.calls for n, p in c.args_prov.items() if p.effective_tag() in _STATED
+                           for v in _strings(c.args_exec.get(n))]
+            task_text = " ".join(specs[c.name].description for c in turn.calls if c.name in specs)
+            # after a clarification turn with no calls, the task may have been named in that turn
+            context = message
+            if pos > 0 and not traj.turns[pos - 1].calls:
+                context = traj.turns[pos - 1].user_message + " " + message
+            words = _message_stems(context)
+            for index, call in enumerate(turn.calls):
+                where = f"call {index} ({call.name})"
+                out += self._values_stated(turn, call, where, stated_here, task_text)
+                spec = specs.get(call.name)
+                if spec is not None and not (content_words(spec) & words):
+                    out.append(Finding(criterion="message_matches_calls", turn=turn.index,
+                                       detail=f"{where}: the user message does not refer to the task "
+                                              f"({spec.description[:60] or spec.name!r})"))
+        return out
+
+    def _values_stated(self, turn: Turn, call: ToolCall, where: str, stated_here: list[str],
+                       task_text: str) -> list[Finding]:
+        """New and config values appear; history values are not restated (unless stated anew in this turn
+        or part of the task's own wording, such as `pending` in `cancel a pending order`)."""
+        out: list[Finding] = []
+        for name, prov in call.args_prov.items():
+            value = call.args_exec.get(name)
+            tag = prov.effective_tag()
+            if tag in _STATED and not mentions(turn.user_message, value):
+                out.append(Finding(criterion="message_matches_calls", turn=turn.index,
+                                   detail=f"{where} arg {name}: {tag.value} value {value!r} is not stated "
+                                          f"in the user message"))
+            elif tag in _HISTORY:
+                for s in _strings(value):
+                    if len(s.strip()) < MIN_RESTATED_CHARS or not _occurs(turn.user_message, s):
+                        continue
+                    if any(_same(s, x) for x in stated_here) or _occurs(task_text, s):
+                        continue
+                    out.append(Finding(criterion="message_matches_calls", turn=turn.index,
+                                       detail=f"{where} arg {name}: {tag.value} value {s!r} is restated "
+                                              f"verbatim instead of referred to"))
+        return out
+
+    # 2 -----------------------------------------------------------------------------------------------
+    def config_consistency(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> list[Finding]:
+        """Config-bound values equal c0 at their path; new values do not contradict a key c0 fixes."""
+        out: list[Finding] = []
+        single = _single_values(traj.c0)
+        for turn_no, index, call in traj.calls():
+            where = f"call {index} ({call.name})"
+            for name, prov in call.args_prov.items():
+                value = call.args_exec.get(name)
+                tag = prov.effective_tag()
+                if tag == Tag.initial_state:
+                    try:
+                        found = resolve(traj.c0, prov.path or "")
+                    except PathError as exc:
+                        out.append(Finding(criterion="config_consistency", turn=turn_no,
+                                           detail=f"{where} arg {name}: {exc}"))
+                        continue
+                    if found != value and [found] != value:
+                        out.append(Finding(criterion="config_consistency", turn=turn_no,
+                                           detail=f"{where} arg {name}: initial_state value {value!r} differs "
+                                                  f"from c0 {found!r} at {prov.path}"))
+                elif tag == Tag.self_create and name in single and not _same(single[name], value):
+                    out.append(Finding(criterion="config_consistency", turn=turn_no,
+                                       detail=f"{where} arg {name}: the user states {value!r}, but c0 holds "
+                                              f"{single[name]!r} for {name}"))
+        return out
+
+    # 3 -----------------------------------------------------------------------------------------------
+    def state_evolves(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> list[Finding]:
+        """No two consecutive turns repeat the same calls, and something changes or a lookup chains."""
+        out: list[Finding] = []
+        for prev, turn in zip(traj.turns, traj.turns[1:]):
+            if turn.calls and _signature(prev) == _signature(turn):
+                names = ", ".join(c.name for c in turn.calls)
+                out.append(Finding(criterion="state_evolves", turn=turn.index,
+                                   detail=f"turn {turn.index} repeats the calls of turn {prev.index} ({names})"))
+        calls = [c for _, _, c in traj.calls()]
+        if calls and not any(_changes_state(specs.get(c.name), c.name) for c in calls) and not any(
+                p.effective_tag() == Tag.prev_output for c in calls for p in c.args_prov.values()):
+            out.append(Finding(criterion="state_evolves", turn=None,
+                               detail="no call changes anything and no call consumes an earlier result"))
+        return out
+
+    # 4 -----------------------------------------------------------------------------------------------
+    def reads_as_user(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> list[Finding]:
+        """User messages contain no raw JSON, no snake_case tool names, no API vocabulary, and have a sane length."""
+        out: list[Finding] = []
+        tool_names = [n for n in specs if "_" in n]
+        for turn in traj.turns:
+            message = turn.user_message or ""
+
+            def add(detail: str) -> None:
+                out.append(Finding(criterion="reads_as_user", turn=turn.index, detail=detail))
+
+            if m := _RAW_JSON.search(message):
+                add(f"raw JSON in the user message ({message[m.start():m.start() + 30]!r})")
+            named = [n for n in tool_names
+                     if re.search(r"(?<![A-Za-z0-9_])" + re.escape(n) + r"(?![A-Za-z0-9_])", message, re.I)]
+            if named:
+                add(f"the user message names tools: {', '.join(named)}")
+            if words := sorted({w.lower() for w in _API_WORDS.findall(message)}):
+                add(f"API vocabulary in the user message: {', '.join(words)}")
+            length = len(message.strip())
+            if not MIN_MESSAGE_CHARS <= length <= MAX_MESSAGE_CHARS:
+                add(f"user message length {length} is outside {MIN_MESSAGE_CHARS}..{MAX_MESSAGE_CHARS}")
+        return out
+
+    # 5 -----------------------------------------------------------------------------------------------
+    def scenario_structure(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> list[Finding]:
+        """The turn structure that `traj.rewrite_kind` calls for."""
+        out: list[Finding] = []
+
+        def add(turn: int | None, detail: str) -> None:
+            out.append(Finding(criterion="scenario_structure", turn=turn, detail=detail))
+
+        turns = traj.turns
+        if not turns:
+            add(None, "the dialogue has no turns")
+            return out
+        for turn in turns:
+            if not turn.assistant_message.strip():
+                add(turn.index, "the turn has no assistant reply")
+        empty = [pos for pos, t in enumerate(turns) if not t.calls]
+        kind = traj.rewrite_kind
+        if kind == "base":
+            for pos in empty:
+                add(turns[pos].index, "a base trajectory has a turn without calls")
+        elif kind == "miss_param":
+            if len(empty) != 1:
+                add(None, f"a miss_param trajectory needs exactly one turn without calls, found {len(empty)}")
+            for pos in empty:
+                turn = turns[pos]
+                if not _QUESTION.search(turn.assistant_message):
+                    add(turn.index, "the clarification turn's assistant reply asks no question")
+                nxt = turns[pos + 1] if pos + 1 < len(turns) else None
+                if nxt is None or not nxt.calls:
+                    add(turn.index, "the clarification turn is not followed by a turn with calls")
+                elif not any(p.effective_tag() in _STATED and mentions(nxt.user_message, c.args_exec.get(n))
+                             for c in nxt.calls for n, p in c.args_prov.items()):
+                    add(nxt.index, "the turn after the clarification supplies no value")
+        elif kind == "miss_func":
+            if not empty:
+                add(None, "a miss_func trajectory needs a turn without calls")
+            for pos in empty:
+                turn = turns[pos]
+                if not _CANNOT.search(turn.assistant_message):
+                    add(turn.index, "the turn without calls does not say the assistant cannot do it")
+                if pos + 1 >= len(turns) or not turns[pos + 1].calls:
+                    add(turn.index, "the turn without calls is not followed by a turn with calls")
+        else:
+            add(None, f"unknown rewrite kind {kind!r}")
+        return out
