@@ -24,6 +24,7 @@ class SynthesisSummary:
     attempted: int = 0
     truncated: int = 0
     dropped: Counter = field(default_factory=Counter)
+    rejections: list[dict[str, Any]] = field(default_factory=list)  # every dropped slot: index, reason, verdict
 
     @property
     def accepted(self) -> int:
@@ -35,6 +36,8 @@ def _reason_kind(reason: str) -> str:
     """A drop reason without its per-trajectory details, for the summary."""
     if reason.startswith("code check"):
         return "code check failed"
+    if reason.startswith("judge"):
+        return reason.split(":")[0] + ": " + reason.split(":")[1].strip()
     if "failed" in reason and "times" in reason:
         return f"{reason.split(' failed')[0]} kept failing before 2 turns"
     return reason
@@ -52,16 +55,19 @@ def synthesize(toolset: Toolset | str, n: int, seed: int = 0, *, max_slots: int 
     summary = SynthesisSummary()
     limit = max_slots if max_slots is not None else 5 * n + 20
     index = 0
+    histogram: Counter = Counter()  # H: tool calls in the accepted records so far (long-tail emphasis)
     while summary.accepted < n and index < limit:
-        out = graph.invoke({"index": index, "seed": derive_seed(seed, index)})
+        out = graph.invoke({"index": index, "seed": derive_seed(seed, index), "tool_histogram": dict(histogram)})
         summary.attempted += 1
         if out.get("record") is not None:
             summary.records.append(out["record"])
+            histogram.update(p["name"] for p in out["record"]["provenance"])
             summary.truncated += out["status"] == "truncated"
             if on_record is not None:
                 on_record(out["record"])
         else:
             summary.dropped[_reason_kind(out.get("drop_reason") or "unknown")] += 1
+            summary.rejections.append({"index": index, "reason": out.get("drop_reason"), "verdict": out.get("verdict")})
         if on_slot is not None:
             on_slot(index, out["status"])
         index += 1

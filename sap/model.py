@@ -138,6 +138,7 @@ class Trajectory(BaseModel):
     turns: list[Turn]
     virtual_history: list[dict[str, Any]] = Field(default_factory=list)
     rewrite_kind: RewriteKind = "base"
+    missed_function: dict[int, list[str]] = Field(default_factory=dict)  # MissFunc: turn -> tools hidden at that turn
     checks: dict[str, Any] = Field(default_factory=dict)
     judge: dict[str, Any] | None = None
     stats: dict[str, Any] = Field(default_factory=dict)

@@ -152,7 +152,7 @@ figcaption { color: #666; font-size: .85rem; }
 def render_html(stats: dict[str, Any], source: str, charts: list[tuple[str, str, bytes]]) -> str:
     """The report page: summary table, tag table and the charts as data URIs. `charts` = (file, caption, png)."""
     e = html.escape
-    rows = "\n".join(f"<tr><th>{e(k)}</th><td class=\"num\">{e(v)}</td></tr>" for k, v in _summary_rows(stats))
+    rows = "\n".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _summary_rows(stats))
     n = stats["arguments"]
     tag_rows = "\n".join(f"<tr><th>{e(t)}</th><td class=\"num\">{round(s * n)}</td><td class=\"num\">{s:.1%}</td></tr>"
                          for t, s in stats["tag_distribution"].items())

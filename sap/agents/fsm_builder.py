@@ -98,6 +98,35 @@ def stated_params(roles: dict[str, ToolRole]) -> frozenset[str]:
     return frozenset(name for r in roles.values() for name in r.spec.required if not r.producers[name])
 
 
+def _prune_dead(edges: list[Transition], producers: dict[str, dict[str, list[str]]]) -> list[Transition]:
+    """Drop edges whose prev_output arguments no path can feed: no producer can have run before the edge."""
+    while True:
+        before: dict[str, set[str]] = {"start": set()}  # tools that can have run on some path into each state
+        changed = True
+        while changed:
+            changed = False
+            for e in edges:
+                if e.source in before:
+                    seen = before[e.source] | set(e.action)
+                    if not seen <= before.setdefault(e.target, set()):
+                        before[e.target] |= seen
+                        changed = True
+
+        def viable(e: Transition) -> bool:
+            seen = set(before.get(e.source, ()))
+            for tool in e.action:
+                for arg, tag in e.provenance_tag.get(tool, {}).items():
+                    if tag == Tag.prev_output and not seen.intersection(producers.get(tool, {}).get(arg, [])):
+                        return False
+                seen.add(tool)
+            return e.source in before
+
+        kept = [e for e in edges if viable(e)]
+        if len(kept) == len(edges):
+            return kept
+        edges = kept
+
+
 class RuleFSMBuilder:
     """Builds the FSM by code: phase states of the 13-type taxonomy, one or two tools per transition."""
 
@@ -154,14 +183,14 @@ class RuleFSMBuilder:
             for r in roles.values():
                 if r.kind == "logout" and src != "start":
                     edges.append(self._edge(src, "end", [r], roles, False, weight=0.2))
-        edges = [e for e in edges if e is not None]
+        producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
+        producers = {t: ps for t, ps in producers.items() if ps}
+        edges = _prune_dead([e for e in edges if e is not None], producers)
         used = {e.source for e in edges} | {e.target for e in edges}
         states = [s for s in states if s.id in used or s.id == "start"]
         finals = [s for s in ("done", "end") if s in used]
         self._normalize(edges)
-        producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
-        return FSM(states=states, initial="start", finals=finals, transitions=edges,
-                   producers={t: ps for t, ps in producers.items() if ps})
+        return FSM(states=states, initial="start", finals=finals, transitions=edges, producers=producers)
 
     def _pair_edges(self, src: str, work: list[ToolRole], roles: dict[str, ToolRole],
                     stated: frozenset[str]) -> list[Transition]:

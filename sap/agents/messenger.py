@@ -9,7 +9,8 @@ from sap.model import Tag, ToolCall, ToolSpec, Turn
 
 _OPENERS = ["Please {x}.", "Could you {x}?", "I'd like you to {x}.", "Can you {x}?", "Next, {x}."]
 _JOINERS = [" Then, ", " After that, ", " Once that's done, "]
-_REF_PHRASES = ["the {p} from the {t} result", "that {p} you got from {t}", "the {p} {t} returned"]
+_REF_PHRASES = ["the {p} from the {t} you looked up", "that {p} you found in the {t}", "the {p} from the {t} earlier"]
+_LEAD_VERBS = {"get", "list", "search", "find", "show", "view", "check", "lookup", "fetch", "read", "query", "describe"}
 _STATED_PHRASES = ["the same {p} I mentioned earlier", "the {p} I gave you before"]
 _AHEAD_PHRASES = ["By the way, for later: the {p} is {v}.", "Keep in mind for later that the {p} will be {v}.",
                   "Also, note the {p} {v}; I'll need it further on."]
@@ -44,14 +45,22 @@ def _task_phrase(spec: ToolSpec) -> str:
     return text[:1].lower() + text[1:]
 
 
+def _result_noun(tool: str) -> str:
+    """A plain-words name for a tool's result: get_user_details -> "user details", ls -> "ls output"."""
+    words = tool.split("_")
+    if len(words) > 1 and words[0] in _LEAD_VERBS:
+        words = words[1:]
+    return " ".join(words) if len(words) > 1 else f"{words[0]} output"
+
+
 def _mention(name: str, call: ToolCall, history_names: dict[tuple[int, int], str], rng: random.Random) -> str:
     """How the user refers to one argument: verbatim if new or from config, by reference otherwise."""
     prov = call.args_prov[name]
     value = call.args_exec[name]
     src_tag = prov.effective_tag()
     if src_tag == Tag.prev_output:
-        tool = history_names.get((prov.turn, prov.call), "earlier")
-        return f"{_humanize(name)}: " + rng.choice(_REF_PHRASES).format(p=_humanize(name), t=tool)
+        tool = history_names.get((prov.turn, prov.call), "results")
+        return f"{_humanize(name)}: " + rng.choice(_REF_PHRASES).format(p=_humanize(name), t=_result_noun(tool))
     if src_tag == Tag.prev_user_msg:
         return f"{_humanize(name)}: " + rng.choice(_STATED_PHRASES).format(p=_humanize(name))
     return f"{_humanize(name)} {describe_value(value)}"

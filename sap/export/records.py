@@ -41,7 +41,11 @@ def to_record(traj: Trajectory, toolset: Toolset, meta: dict[str, Any]) -> dict[
         "initial_config": traj.c0,
         "provenance": provenance,
         "meta": {"seed": traj.seed, "toolset": toolset.name, "sap_version": sap.__version__,
-                 "rewrite_kind": traj.rewrite_kind, "virtual_history": traj.virtual_history, **meta},
+                 "rewrite_kind": traj.rewrite_kind, "kind": traj.rewrite_kind,
+                 **({"missed_function": {str(t): list(tools) for t, tools in sorted(traj.missed_function.items())}}
+                    if traj.rewrite_kind == "miss_func" or traj.missed_function else {}),
+                 "virtual_history": traj.virtual_history, "judge": traj.judge,
+                 **meta},
     }
 
 
@@ -89,4 +93,6 @@ def record_to_trajectory(record: dict[str, Any]) -> Trajectory:
             turns[-1].assistant_message = msg.get("content") or ""
     meta = record.get("meta", {})
     return Trajectory(id=record["id"], toolset=meta.get("toolset", ""), seed=meta.get("seed", 0),
-                      c0=record["initial_config"], turns=turns, virtual_history=meta.get("virtual_history", []))
+                      c0=record["initial_config"], turns=turns, virtual_history=meta.get("virtual_history", []),
+                      rewrite_kind=meta.get("kind", meta.get("rewrite_kind", "base")),
+                      missed_function={int(t): list(tools) for t, tools in (meta.get("missed_function") or {}).items()})

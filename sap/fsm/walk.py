@@ -26,27 +26,53 @@ def feasible(fsm: FSM, edge: int, seen_tools: set[str]) -> bool:
 
 
 def sample_path(fsm: FSM, rng: random.Random, min_turns: int, max_turns: int, tries: int = 50, *,
-                start: str | None = None, seen: set[str] = frozenset(), blacklist: set[str] = frozenset()) -> list[int]:
+                start: str | None = None, seen: set[str] = frozenset(), blacklist: set[str] = frozenset(),
+                emphasis: set[str] = frozenset()) -> list[int]:
     """Transition indices of a walk of min..max turns ending in a final state, edges drawn by probability x weight.
 
     Edges whose prev_output arguments have no producer earlier on the path are skipped while others exist.
+    With `emphasis` (long-tail set E), edges calling a tool in E weigh 5x until one is taken, and a walk is
+    only accepted once it calls one; if no walk within `tries` does, the last complete walk is returned.
     `start`, `seen` and `blacklist` let a path be re-planned mid-dialogue around tools that kept failing.
     """
     finals = set(fsm.finals)
+    fallback: list[int] | None = None
     for _ in range(tries):
         target = rng.randint(min_turns, max_turns)
-        state, path, tools = start or fsm.initial, [], set(seen)
+        state, path, tools, hit = start or fsm.initial, [], set(seen), not emphasis
         while len(path) < target + 3:
             out = [e for e in fsm.out_edges(state) if not blacklist.intersection(fsm.transitions[e].action)]
             if not out:
                 break
             out = [e for e in out if feasible(fsm, e, tools)] or out
-            weights = [fsm.transitions[i].probability * fsm.transitions[i].weight for i in out]
+            if path:  # the same request twice in a row is a stuck dialogue, not a new turn
+                out = [e for e in out if fsm.transitions[e].action != fsm.transitions[path[-1]].action] or out
+            weights = [fsm.transitions[i].probability * fsm.transitions[i].weight
+                       * (5.0 if not hit and emphasis.intersection(fsm.transitions[i].action) else 1.0) for i in out]
             edge = rng.choices(out, weights=weights)[0]
             path.append(edge)
             tools.update(fsm.transitions[edge].action)
+            hit = hit or bool(emphasis.intersection(fsm.transitions[edge].action))
             state = fsm.transitions[edge].target
             if len(path) >= target and state in finals:
-                return path
+                if hit:
+                    return path
+                fallback = fallback or path
+                break
+    if fallback is not None:
+        return fallback
     raise NoPathError(f"no walk of {min_turns}-{max_turns} turns from {start or fsm.initial!r} reached a final state "
                       f"{sorted(finals)} in {tries} tries (blacklist: {sorted(blacklist)})")
+
+
+def emphasis_set(fsm: FSM, histogram: dict[str, int], rng: random.Random, size: int = 2) -> set[str]:
+    """Long-tail emphasis E: `size` reachable tools drawn by inverse call frequency, tools on critical edges 2x."""
+    critical = {t for e in fsm.transitions if e.is_critical for t in e.action}
+    tools = sorted({t for e in fsm.transitions for t in e.action})
+    chosen: set[str] = set()
+    while tools and len(chosen) < size:
+        weights = [(2.0 if t in critical else 1.0) / (1 + histogram.get(t, 0)) for t in tools]
+        pick = rng.choices(tools, weights=weights)[0]
+        chosen.add(pick)
+        tools.remove(pick)
+    return chosen

@@ -10,6 +10,8 @@ class SynthState(TypedDict, total=False):
     index: int  # slot index in the run
     seed: int  # trajectory seed, derived from (run seed, index)
     fsm_hash: str
+    tool_histogram: dict[str, int]  # input: tool calls in the run's accepted records so far (H)
+    emphasis: list[str]  # the long-tail set E this trajectory must call one of
     c0: dict[str, Any]
     path: list[int]  # FSM transition indices, one per planned turn
     turns: list[dict[str, Any]]  # Turn dumps; the last one may be in progress
@@ -23,6 +25,8 @@ class SynthState(TypedDict, total=False):
     failed_args: list[dict[str, Any]]  # argument sets that failed for the pending call
     attempt_log: list[dict[str, Any]]  # every failed attempt: turn, call, tool, error
     blacklist: list[str]  # tools that failed at the attempt cap; re-planned paths avoid them
+    message_rounds: int  # how many times write_messages has run (the first write, then rewrites)
+    verdict: dict[str, Any] | None  # the judge's last Verdict
     status: str  # running / truncated / accepted / dropped
     drop_reason: str | None
     record: dict[str, Any] | None  # the exported record once accepted

@@ -1,5 +1,5 @@
 """The synthesis graph: load_fsm -> sample_path -> plan_call <-> execute_call -> group_parallel -> write_messages
--> code_check -> persist."""
+-> code_check -> judge (-> write_messages on a text rejection) -> persist."""
 from __future__ import annotations
 
 import functools
@@ -14,12 +14,14 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
 from sap.agents.fsm_builder import FSMBuilder, RuleFSMBuilder
+from sap.agents.judge import Judge, RuleJudge
 from sap.agents.messenger import Messenger, RuleMessenger
 from sap.agents.planner import HistoryCall, PlanRequest, Planner, RulePlanner, StatedValue
 from sap.executors.base import Executor, replay
 from sap.export.records import to_record
-from sap.fsm.walk import NoPathError
+from sap.fsm.walk import NoPathError, emphasis_set
 from sap.fsm.walk import sample_path as walk
+from sap.graphs.fsm_graph import build_verified_fsm
 from sap.graphs.state import SynthState
 from sap.model import FSM, ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
 from sap.provenance.checks import code_check
@@ -42,20 +44,23 @@ class SynthesisContext:
     fsm_builder: FSMBuilder = field(default_factory=RuleFSMBuilder)
     planner: Planner = field(default_factory=RulePlanner)
     messenger: Messenger = field(default_factory=RuleMessenger)
+    judge: Judge = field(default_factory=RuleJudge)
+    max_rewrites: int = 2  # message rewrites after a reject_text verdict
     min_turns: int = 3
     max_turns: int = 8
     max_attempts: int = 3
     max_replans: int = 2
+    emphasis_size: int = 2  # long-tail emphasis |E|; 0 turns it off
     min_keep_turns: int = 2
     run_seed: int = 0
     executors: dict[int, tuple[Executor, tuple[str, ...]]] = field(default_factory=dict)
     node_seconds: dict[str, float] | None = None  # when a dict, each node's cumulative wall time is added to it
 
     def fsm(self) -> tuple[str, FSM]:
-        """The toolset's FSM, built once per process and tool-doc hash."""
-        key = f"{toolset_hash(self.toolset)}:{self.fsm_builder.cache_key()}"
+        """The toolset's V_spec-verified FSM, built once per process, tool-doc hash, builder and path lengths."""
+        key = f"{toolset_hash(self.toolset)}:{self.fsm_builder.cache_key()}:{self.min_turns}-{self.max_turns}"
         if key not in _FSM_CACHE:
-            _FSM_CACHE[key] = self.fsm_builder.build(self.toolset)
+            _FSM_CACHE[key] = build_verified_fsm(self.fsm_builder, self.toolset, (self.min_turns, self.max_turns))
         return key, _FSM_CACHE[key]
 
     def executor_for(self, index: int, c0: dict[str, Any], committed: list[ToolCall]) -> Executor:
@@ -125,8 +130,9 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
     def sample_path(state: SynthState) -> dict[str, Any]:
         _, fsm = ctx.fsm()
         rng = random.Random(f"{state['seed']}:path")
-        return {"c0": ctx.toolset.sample_config(state["seed"]),
-                "path": walk(fsm, rng, ctx.min_turns, ctx.max_turns),
+        emphasis = emphasis_set(fsm, state.get("tool_histogram", {}), rng, ctx.emphasis_size)
+        return {"c0": ctx.toolset.sample_config(state["seed"]), "emphasis": sorted(emphasis),
+                "path": walk(fsm, rng, ctx.min_turns, ctx.max_turns, emphasis=emphasis),
                 "turns": [], "turn_pos": 0, "call_pos": 0, "attempts": 0, "exec_error": None,
                 "failed_args": [], "attempt_log": [], "blacklist": [], "pending": None, "pending_virtual": [],
                 "virtual_history": []}
@@ -216,15 +222,28 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         return {"turns": [group_calls(t).model_dump(mode="json") for t in _turns(state)]}
 
     def write_messages(state: SynthState) -> dict[str, Any]:
-        turns = ctx.messenger.write(_turns(state), specs, random.Random(f"{state['seed']}:messages"),
-                                    state.get("virtual_history", []))
-        return {"turns": [t.model_dump(mode="json") for t in turns]}
+        rounds = state.get("message_rounds", 0)
+        rng = random.Random(f"{state['seed']}:messages" + (f":{rounds}" if rounds else ""))
+        turns = ctx.messenger.write(_turns(state), specs, rng, state.get("virtual_history", []))
+        return {"turns": [t.model_dump(mode="json") for t in turns], "message_rounds": rounds + 1}
 
-    def check(state: SynthState) -> dict[str, Any]:
+    def check(state: SynthState) -> Command[Literal["judge", "persist"]]:
         problems = code_check(trajectory_from_state(state, ctx.toolset))
         if problems:
-            return {"status": "dropped", "drop_reason": f"code check: {problems[0]}"}
-        return {"status": "accepted" if state["status"] == "running" else state["status"]}
+            return Command(goto="persist", update={"status": "dropped", "drop_reason": f"code check: {problems[0]}"})
+        return Command(goto="judge")
+
+    def judge(state: SynthState) -> Command[Literal["write_messages", "persist"]]:
+        verdict = ctx.judge.judge(trajectory_from_state(state, ctx.toolset), specs)
+        update: dict[str, Any] = {"verdict": verdict.model_dump(mode="json")}
+        if verdict.accepted:
+            status = "truncated" if state["status"] == "truncated" else "accepted"
+            return Command(goto="persist", update={**update, "status": status})
+        if verdict.decision == "reject_text" and state.get("message_rounds", 1) <= ctx.max_rewrites:
+            return Command(goto="write_messages", update=update)
+        first = verdict.reasons[0]
+        reason = f"judge {verdict.decision}: {first.criterion}: {first.detail}"
+        return Command(goto="persist", update={**update, "status": "dropped", "drop_reason": reason})
 
     def persist(state: SynthState) -> dict[str, Any]:
         ctx.release(state["index"])
@@ -232,15 +251,17 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
             return {"record": None}
         traj = trajectory_from_state(state, ctx.toolset)
         _, fsm = ctx.fsm()
+        traj.judge = state.get("verdict")
         meta = {"index": state["index"], "run_seed": ctx.run_seed, "fsm": state["fsm_hash"],
                 "states": [t.state for t in traj.turns], "truncated": state["status"] == "truncated",
+                "emphasis": state.get("emphasis", []),
                 "retries": len(state.get("attempt_log", []))}
         return {"record": to_record(traj, ctx.toolset, meta)}
 
     builder = StateGraph(SynthState)
     nodes = {"load_fsm": load_fsm, "sample_path": sample_path, "plan_call": plan_call, "execute_call": execute_call,
              "group_parallel": group_parallel, "write_messages": write_messages, "code_check": check,
-             "persist": persist}
+             "judge": judge, "persist": persist}
     for name, fn in nodes.items():
         builder.add_node(name, _timed(name, fn, ctx.node_seconds) if ctx.node_seconds is not None else fn)
     builder.add_edge(START, "load_fsm")
@@ -249,6 +270,5 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
     builder.add_edge("plan_call", "execute_call")
     builder.add_edge("group_parallel", "write_messages")
     builder.add_edge("write_messages", "code_check")
-    builder.add_edge("code_check", "persist")
     builder.add_edge("persist", END)
     return builder.compile(checkpointer=checkpointer)

@@ -162,4 +162,7 @@ def dataset_stats(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     default "base"), `frequency_spread` is the largest over the smallest call count among the tools
     called at least once (None if none was), and `uncalled_tools` counts the offered tools never called.
     """
-    return summarize((sap_summary(r) for r in records), [t.value for t in Tag])
+    stats = summarize((sap_summary(r) for r in records), [t.value for t in Tag])
+    if stats["tool_coverage"] is None:  # no records: sap records always carry their tools
+        stats["tool_coverage"], stats["uncalled_tools"] = 0.0, 0
+    return stats
