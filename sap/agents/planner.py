@@ -173,9 +173,14 @@ class RulePlanner:
 
     def _choose(self, name: str, pool: list[tuple[tuple[int, int] | None, Candidate]],
                 ctx: _CallContext) -> tuple[tuple[int, int] | None, Candidate] | None:
-        """The best-ranked candidate not already failed or used by another argument of this call."""
+        """The best-ranked candidate not already failed or used by another argument of this call.
+
+        A value the last error quoted (the culprit it names) is never chosen again; if nothing else is left
+        the source is unusable (None) and the caller falls back to another source."""
         failed = ctx.failed(name)
         bad = frozenset().union(*(c.siblings for _, c in pool if c.value in failed)) & ctx.error_words
+        culprits = error_quotes(ctx.req.last_error) - set(error_options(ctx.req.last_error))
+        pool = [p for p in pool if not (isinstance(p[1].value, str) and p[1].value in culprits)]
         taken = list(ctx.bound.values()) + [h.call.args_exec[name] for h in ctx.req.history
                                             if h.turn == ctx.req.turn and h.call.name == ctx.req.spec.name
                                             and name in h.call.args_exec]

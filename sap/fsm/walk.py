@@ -31,8 +31,9 @@ def sample_path(fsm: FSM, rng: random.Random, min_turns: int, max_turns: int, tr
     """Transition indices of a walk of min..max turns ending in a final state, edges drawn by probability x weight.
 
     Edges whose prev_output arguments have no producer earlier on the path are skipped while others exist.
-    With `emphasis` (long-tail set E), edges calling a tool in E weigh 5x until one is taken, and a walk is
-    only accepted once it calls one; if no walk within `tries` does, the last complete walk is returned.
+    With `emphasis` (long-tail set E), edges calling a tool in E weigh 5x before one is taken and 2x after,
+    and a walk is only accepted once it calls one; if no walk within `tries` does, the first complete walk
+    is returned.
     `start`, `seen` and `blacklist` let a path be re-planned mid-dialogue around tools that kept failing.
     """
     finals = set(fsm.finals)
@@ -48,13 +49,15 @@ def sample_path(fsm: FSM, rng: random.Random, min_turns: int, max_turns: int, tr
             if path:  # the same request twice in a row is a stuck dialogue, not a new turn
                 out = [e for e in out if fsm.transitions[e].action != fsm.transitions[path[-1]].action] or out
             weights = [fsm.transitions[i].probability * fsm.transitions[i].weight
-                       * (5.0 if not hit and emphasis.intersection(fsm.transitions[i].action) else 1.0) for i in out]
+                       * ((2.0 if hit else 5.0) if emphasis.intersection(fsm.transitions[i].action) else 1.0)
+                       for i in out]
             edge = rng.choices(out, weights=weights)[0]
             path.append(edge)
             tools.update(fsm.transitions[edge].action)
             hit = hit or bool(emphasis.intersection(fsm.transitions[edge].action))
             state = fsm.transitions[edge].target
-            if len(path) >= target and state in finals:
+            dead_end = not fsm.out_edges(state)
+            if state in finals and (len(path) >= target or (dead_end and len(path) >= min_turns)):
                 if hit:
                     return path
                 fallback = fallback or path

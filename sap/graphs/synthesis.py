@@ -50,7 +50,7 @@ class SynthesisContext:
     max_turns: int = 8
     max_attempts: int = 3
     max_replans: int = 2
-    emphasis_size: int = 2  # long-tail emphasis |E|; 0 turns it off
+    emphasis_size: int = 3  # long-tail emphasis |E|; 0 turns it off
     min_keep_turns: int = 2
     run_seed: int = 0
     executors: dict[int, tuple[Executor, tuple[str, ...]]] = field(default_factory=dict)

@@ -1,0 +1,487 @@
+"""SAP's rewrite operators as LangGraph subgraphs: an accepted base trajectory -> a hard variant.
+
+Both operators split one base turn k* in two:
+
+- **MissParam.** The user message of k* loses one or more values it stated verbatim (replaced by vague
+  references), the assistant asks for them at k* (no calls), and a reveal turn k*+1 gives them verbatim. The
+  original calls of k* run at k*+1, where the revealed values are `self_create`.
+- **MissFunc.** A tool t* that k* calls is hidden at k* (`missed_function` {k*: [t*]}). The assistant says it
+  cannot do that with the tools it has (no calls), the user hands the tool over at k*+1, and the original calls
+  of k* run there.
+
+Values of k* that stay stated in user message k* become `prev_user_msg` anchored at k*. Every later reference
+into turns >= k* (prev_output turn indices, prev_user_msg anchors, virtual-history anchors) is renumbered for
+the inserted turn. Each graph is `pick -> rewrite -> replay_check -> END`: the variant is kept only when its
+calls replay from c0 on a fresh executor with the recorded results, reach the base's end state, and pass the
+code check.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from sap.agents.messenger import describe_value
+from sap.executors.base import ReplayMismatch, replay
+from sap.model import ArgProvenance, Tag, ToolCall, Toolset, ToolSpec, Trajectory, Turn
+from sap.provenance.checks import code_check, mentions
+
+RewriteOp = Literal["miss_param", "miss_func"]
+
+_STATED = (Tag.self_create, Tag.initial_state)
+
+# MissParam wording
+_VAGUE = ["the {p} I'll give you", "the {p} I'll tell you in a moment", "{a} {p} I still need to give you"]
+_VAGUE_FLAG = ["{p}: I'll tell you whether to set it", "{p}: I'll let you know whether I want it"]
+_ASK = ["Could you tell me {x}?", "I need a bit more information before I can do that. Could you tell me {x}?",
+        "Before I go ahead, can you let me know {x}?", "Happy to help, but first: could you let me know {x}?"]
+_REVEAL = ["Sure, {x}.", "Of course: {x}.", "Sorry about that: {x}.", "Right, {x}."]
+# MissFunc wording
+_CANNOT = ["I'm sorry, but I can't {task} with the tools I have available right now, so I can't do that yet.",
+           "Unfortunately none of the tools I currently have lets me {task}, so I'm unable to carry out that request.",
+           "I'm not able to {task} with my current tools, so I can't complete this request for now."]
+_CANNOT_PLAIN = ["I'm sorry, but I can't do that with the tools I have available right now.",
+                 "Unfortunately none of the tools I currently have can handle that request, so I'm unable to do it."]
+_HANDOFF = ["I've added the tool for that now, please go ahead.",
+            "I've just given you access to the tool you need. Please go ahead with my request.",
+            "The tool for that is available to you now; please continue."]
+
+
+@dataclass(frozen=True)
+class RewriteRejected:
+    """A base trajectory the operator could not turn into a kept variant, and why."""
+
+    kind: str
+    reason: str
+
+
+class RewriteState(TypedDict, total=False):
+    """One rewrite's progress (plain JSON, last-value channels only)."""
+
+    kind: str  # miss_param / miss_func
+    seed: int
+    base: dict[str, Any]  # the base Trajectory, model_dump(mode="json")
+    plan: dict[str, Any] | None  # what pick chose: turn, the missing values or tool, and the new texts
+    result: dict[str, Any] | None  # the kept variant Trajectory dump
+    rejection: str | None  # why no variant is kept
+
+
+class RewriteError(ValueError):
+    """The chosen split cannot be expressed (a reference would point at a turn that no longer states its value)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# small text helpers
+
+
+def _humanize(param: str) -> str:
+    """`check_in` -> `check in`."""
+    return param.replace("_", " ")
+
+
+def _key(value: Any) -> str:
+    """A canonical key of a value, for grouping equal values."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _loose(text: str) -> str:
+    """A case-insensitive regex for `text` in which any run of whitespace matches any run of whitespace."""
+    return r"\s+".join(re.escape(part) for part in text.split())
+
+
+def _join(items: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _names_tool(text: str, tools: list[str]) -> bool:
+    """Whether `text` names any tool as a whole word (`cat`, `get_user_details`, `get user details`)."""
+    for name in tools:
+        for form in {name, _humanize(name)}:
+            if re.search(r"(?<![A-Za-z0-9_])" + _loose(form) + r"(?![A-Za-z0-9_])", text, re.I):
+                return True
+    return False
+
+
+def _task_words(spec: ToolSpec) -> str:
+    """The first clause of a tool's description as a lower-case phrase (`cancel a pending order and refund ...`)."""
+    text = (spec.description or "").strip().split("\n")[0]
+    text = re.split(r"\. |; |: | \(", text)[0].strip().rstrip(".,")
+    return text[:1].lower() + text[1:]
+
+
+def _is_flag(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the shared split: insert a call-less turn at k, move the calls of k to k+1, renumber the rest
+
+
+def _stated_here(prov: ArgProvenance) -> bool:
+    """Whether the argument's value had to be stated verbatim in its own turn (P_c or P_i, also as a fallback)."""
+    return prov.effective_tag() in _STATED
+
+
+def _revealed(prov: ArgProvenance) -> ArgProvenance:
+    """A value the user now gives in the reveal turn: self_create (a fallback keeps its `fallback_from`)."""
+    if prov.tag == Tag.fallback:
+        return ArgProvenance(tag=Tag.fallback, fallback_from=prov.fallback_from)
+    return ArgProvenance(tag=Tag.self_create)
+
+
+def _restated(prov: ArgProvenance, anchor: int) -> ArgProvenance:
+    """A value stated in turn `anchor` and used one turn later: prev_user_msg (a fallback keeps its `fallback_from`)."""
+    if prov.tag == Tag.fallback:
+        return ArgProvenance(tag=Tag.fallback, fallback_from=prov.fallback_from, turn=anchor)
+    return ArgProvenance(tag=Tag.prev_user_msg, turn=anchor)
+
+
+def _anchor(anchor: int, value: Any, k: int, user_k: str, user_next: str) -> int:
+    """Where a prev_user_msg anchor (or a virtual-history anchor) into the old turns points after the split."""
+    if anchor < k:
+        return anchor
+    if anchor > k:
+        return anchor + 1
+    if mentions(user_k, value):
+        return k
+    if mentions(user_next, value):
+        return k + 1
+    raise RewriteError(f"value {value!r} anchored at turn {k} is stated neither in user message {k} nor {k + 1}")
+
+
+def _shift(prov: ArgProvenance, value: Any, k: int, user_k: str, user_next: str) -> ArgProvenance:
+    """A history reference renumbered for the turn inserted at k."""
+    tag = prov.effective_tag()
+    if tag == Tag.prev_output and prov.turn is not None and prov.turn >= k:
+        return prov.model_copy(update={"turn": prov.turn + 1})
+    if tag == Tag.prev_user_msg and prov.turn is not None:
+        return prov.model_copy(update={"turn": _anchor(prov.turn, value, k, user_k, user_next)})
+    return prov
+
+
+def _renumbered(calls: list[ToolCall], turn: int, provs: list[dict[str, ArgProvenance]]) -> list[ToolCall]:
+    """The calls with ids for their new turn and the given provenance."""
+    return [c.model_copy(update={"call_id": f"call_{turn}_{i}", "args_prov": p})
+            for i, (c, p) in enumerate(zip(calls, provs))]
+
+
+def split_turn(base: Trajectory, k: int, *, user_k: str, assistant_k: str, user_next: str,
+               revealed: set[str] = frozenset()) -> Trajectory:
+    """`base` with a call-less turn at k and the calls of base turn k at k+1; later turns shift by one.
+
+    In the moved calls, stated values whose key is in `revealed` become self_create at k+1, other stated
+    values prev_user_msg anchored at k. Raises RewriteError when a reference cannot be re-pointed.
+    """
+    old = base.turns[k]
+    before = [t for t in base.turns if t.index < k]
+    ask = Turn(index=k, state=before[-1].state if before else "", transition=-1, calls=[],
+               user_message=user_k, assistant_message=assistant_k)
+    moved_provs = []
+    for call in old.calls:
+        provs = {}
+        for name, prov in call.args_prov.items():
+            value = call.args_exec.get(name)
+            if _stated_here(prov):
+                provs[name] = _revealed(prov) if _key(value) in revealed else _restated(prov, k)
+            else:
+                provs[name] = _shift(prov, value, k, user_k, user_next)
+        moved_provs.append(provs)
+    moved = old.model_copy(update={"index": k + 1, "user_message": user_next,
+                                   "calls": _renumbered(old.calls, k + 1, moved_provs)})
+    later = []
+    for t in base.turns[k + 1:]:
+        provs = [{n: _shift(p, c.args_exec.get(n), k, user_k, user_next) for n, p in c.args_prov.items()}
+                 for c in t.calls]
+        later.append(t.model_copy(update={"index": t.index + 1, "calls": _renumbered(t.calls, t.index + 1, provs)}))
+    virtual = []
+    for v in base.virtual_history:
+        v = dict(v)
+        if isinstance(v.get("turn"), int):
+            v["turn"] = _anchor(v["turn"], v.get("value"), k, user_k, user_next)
+        if isinstance(v.get("used_at"), int) and v["used_at"] >= k:
+            v["used_at"] += 1
+        virtual.append(v)
+    return base.model_copy(update={"turns": [*before, ask, moved, *later], "virtual_history": virtual,
+                                   "judge": None, "stats": {}}, deep=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MissParam: which values of which turn to withhold, and the texts
+
+
+@dataclass
+class _Group:
+    """The stated arguments of one turn that share one value."""
+
+    key: str
+    value: Any
+    names: list[str]  # parameter names, in call order, distinct
+    required: bool
+
+
+def _stated_groups(turn: Turn, specs: dict[str, ToolSpec]) -> list[_Group]:
+    """The turn's stated (P_c / P_i) values, one group per distinct value, in call order."""
+    groups: dict[str, _Group] = {}
+    for call in turn.calls:
+        spec = specs.get(call.name)
+        for name, prov in call.args_prov.items():
+            if not _stated_here(prov):
+                continue
+            value = call.args_exec.get(name)
+            g = groups.setdefault(_key(value), _Group(_key(value), value, [], False))
+            if name not in g.names:
+                g.names.append(name)
+            g.required = g.required or (spec is not None and name in spec.required)
+    return list(groups.values())
+
+
+def _withhold(message: str, group: _Group, rng: random.Random) -> str | None:
+    """The message with the group's value replaced by a vague reference, or None if it cannot be removed."""
+    value = group.value
+    if isinstance(value, (dict, type(None))) or value == "" or value == []:
+        return None
+    literal = describe_value(value)
+    p = _humanize(group.names[0])
+    vague = rng.choice(_VAGUE_FLAG if _is_flag(value) else _VAGUE).format(p=p, a="an" if p[:1].lower() in "aeiou" else "a")
+    out = message
+    for name in group.names:  # the messenger's form: `<param> <value>`
+        out = re.sub(_loose(f"{_humanize(name)} {literal}"), lambda _: vague, out, flags=re.I)
+    for form in dict.fromkeys([literal, literal.strip('"')]):
+        if not mentions(out, value):
+            break
+        if _is_flag(value) or isinstance(value, (int, float)):  # a bare number or flag is too easy to hit elsewhere
+            break
+        out = re.sub(_loose(form), lambda _: vague, out, flags=re.I)
+    return None if mentions(out, value) or out == message else out
+
+
+def _ask_text(groups: list[_Group], rng: random.Random) -> str:
+    """The assistant's clarification request, naming the missing values in plain words."""
+    things = []
+    for g in groups:
+        names = _join([_humanize(n) for n in g.names])
+        things.append(f"whether {names} should be set" if _is_flag(g.value) else f"the {names}")
+    return rng.choice(_ASK).format(x=_join(things))
+
+
+def _reveal_text(groups: list[_Group], rng: random.Random) -> str:
+    """The user's reveal: every missing value verbatim."""
+    items = []
+    for g in groups:
+        names = _join([_humanize(n) for n in g.names])
+        if _is_flag(g.value):
+            items.append(f"{names} should be {describe_value(g.value)}")
+        else:
+            verb = "are" if isinstance(g.value, list) or len(g.names) > 1 else "is"
+            items.append(f"the {names} {verb} {describe_value(g.value)}")
+    return rng.choice(_REVEAL).format(x=_join(items))
+
+
+def _needed_at(base: Trajectory, k: int) -> list[Any]:
+    """Values that other turns read from user message k through an anchor (P_u, virtual history)."""
+    values = [c.args_exec.get(n) for t in base.turns[k + 1:] for c in t.calls for n, p in c.args_prov.items()
+              if p.effective_tag() == Tag.prev_user_msg and p.turn == k]
+    return values + [v.get("value") for v in base.virtual_history if v.get("turn") == k]
+
+
+def _plan_miss_param(base: Trajectory, specs: dict[str, ToolSpec], rng: random.Random) -> dict[str, Any] | str:
+    """Choose k* and the values to withhold, and write the three texts; a reason string if nothing fits."""
+    options = []  # (turn, groups that can be withheld one at a time, preferred ones)
+    for turn in base.turns:
+        if not turn.calls:
+            continue
+        groups = [g for g in _stated_groups(turn, specs) if mentions(turn.user_message, g.value)]
+        virtual_here = {_key(v.get("value")) for v in base.virtual_history if v.get("turn") == turn.index}
+        # a value also stated "for later" in this message stays; the wording rng here only probes removability
+        removable = [g for g in groups if g.key not in virtual_here
+                     and _withhold(turn.user_message, g, random.Random(0)) is not None]
+        if removable:
+            preferred = [g for g in removable if g.required and not _is_flag(g.value)]
+            options.append((turn.index, removable, preferred))
+    if not options:
+        return "no turn states a value that can be withheld from its user message"
+    best = [o for o in options if o[2]] or options
+    rng.shuffle(best)
+    for k, removable, preferred in best:
+        pool = preferred or removable
+        size = rng.randint(1, len(pool))
+        for chosen in (rng.sample(pool, size), [rng.choice(pool)]):
+            plan = _texts_miss_param(base, k, chosen, specs, rng)
+            if plan is not None:
+                return plan
+    return "no choice of withheld values leaves the other values of the turn stated"
+
+
+def _texts_miss_param(base: Trajectory, k: int, chosen: list[_Group], specs: dict[str, ToolSpec],
+                      rng: random.Random) -> dict[str, Any] | None:
+    """The plan for withholding `chosen` at turn k, or None if the texts do not work out."""
+    turn = base.turns[k]
+    chosen = [g for g in _stated_groups(turn, specs) if g.key in {c.key for c in chosen}]  # call order
+    user_k = turn.user_message
+    for g in chosen:
+        user_k = _withhold(user_k, g, rng)
+        if user_k is None:
+            return None
+    keys = {g.key for g in chosen}
+    user_next = _reveal_text(chosen, rng)
+    if any(mentions(user_k, g.value) or not mentions(user_next, g.value) for g in chosen):
+        return None
+    kept = [g.value for g in _stated_groups(turn, specs) if g.key not in keys]
+    if not all(mentions(user_k, v) for v in kept):
+        return None
+    if not all(mentions(user_k, v) or (_key(v) in keys and mentions(user_next, v)) for v in _needed_at(base, k)):
+        return None
+    return {"turn": k, "missing": [{"params": g.names, "value": g.value} for g in chosen],
+            "user_k": user_k, "assistant_k": _ask_text(chosen, rng), "user_next": user_next}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MissFunc: which tool to hide at which turn, and the texts
+
+
+def _plan_miss_func(base: Trajectory, specs: dict[str, ToolSpec], rng: random.Random) -> dict[str, Any] | str:
+    """Choose (k*, t*): a tool first called at k*, so it has not been used before it goes missing."""
+    seen: set[str] = set()
+    options = []
+    for turn in base.turns:
+        for name in dict.fromkeys(c.name for c in turn.calls):
+            if name not in seen:
+                options.append((turn.index, name))
+        seen.update(c.name for c in turn.calls)
+    if not options:
+        return "the base has no calls"
+    k, tool = rng.choice(options)
+    tools = list(specs)
+    task = _task_words(specs[tool]) if tool in specs else ""
+    text = rng.choice(_CANNOT).format(task=task) if task else ""
+    if not task or _names_tool(text, tools):
+        text = rng.choice(_CANNOT_PLAIN)
+    return {"turn": k, "tool": tool, "user_k": base.turns[k].user_message, "assistant_k": text,
+            "user_next": rng.choice(_HANDOFF)}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the graphs
+
+
+def _end_state(toolset: Toolset, c0: dict[str, Any], calls: list[ToolCall]) -> tuple[Any, str | None]:
+    """The executor state after replaying `calls` from c0 on a fresh executor, and the first result mismatch."""
+    ex = toolset.executor_factory()
+    try:
+        try:
+            replay(ex, c0, calls)
+            return ex.state(), None
+        except ReplayMismatch as exc:
+            replay(ex, c0, calls, check=False)
+            return ex.state(), str(exc)
+    finally:
+        if hasattr(ex, "close"):
+            ex.close()
+
+
+def _state_diff(a: Any, b: Any) -> str:
+    """Which top-level parts of two executor states differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        return f"differs in {', '.join(map(str, keys[:5]))}" + (" ..." if len(keys) > 5 else "")
+    return "differs"
+
+
+def _rewrite_graph(kind: RewriteOp, toolset: Toolset):
+    """pick -> rewrite -> replay_check -> END for one operator over `toolset`."""
+    specs = {t.name: t for t in toolset.tools}
+
+    def pick(state: RewriteState) -> dict[str, Any]:
+        if state.get("kind", kind) != kind:
+            return {"plan": None, "result": None, "rejection": f"this is the {kind} graph, not {state['kind']}"}
+        base = Trajectory.model_validate(state["base"])
+        if base.rewrite_kind != "base":
+            return {"plan": None, "result": None, "rejection": f"the trajectory is already a {base.rewrite_kind} variant"}
+        if not base.turns:
+            return {"plan": None, "result": None, "rejection": "the base has no turns"}
+        rng = random.Random(f"{state['seed']}:{kind}")
+        plan = (_plan_miss_param if kind == "miss_param" else _plan_miss_func)(base, specs, rng)
+        if isinstance(plan, str):
+            return {"plan": None, "result": None, "rejection": plan}
+        return {"plan": plan, "result": None, "rejection": None}
+
+    def rewrite_node(state: RewriteState) -> dict[str, Any]:
+        base = Trajectory.model_validate(state["base"])
+        plan = state["plan"]
+        try:
+            variant = build_variant(kind, base, plan)
+        except RewriteError as exc:
+            return {"result": None, "rejection": f"rewrite: {exc}"}
+        return {"result": variant.model_dump(mode="json")}
+
+    def replay_check(state: RewriteState) -> dict[str, Any]:
+        base = Trajectory.model_validate(state["base"])
+        variant = Trajectory.model_validate(state["result"])
+        base_end, base_mismatch = _end_state(toolset, base.c0, [c for _, _, c in base.calls()])
+        if base_mismatch:
+            return {"result": None, "rejection": f"the base does not replay: {base_mismatch}"}
+        end, mismatch = _end_state(toolset, variant.c0, [c for _, _, c in variant.calls()])
+        reasons = []
+        if end != base_end:
+            reasons.append(f"the variant's end state differs from the base's end state ({_state_diff(end, base_end)})")
+        if mismatch:
+            reasons.append(f"replay: {mismatch}")
+        reasons += [f"code check: {p}" for p in code_check(variant)[:3]]
+        if reasons:
+            return {"result": None, "rejection": "; ".join(reasons)}
+        return {"rejection": None}
+
+    def route(state: RewriteState) -> str:
+        return "stop" if state.get("rejection") else "go"
+
+    builder = StateGraph(RewriteState)
+    builder.add_node("pick", pick)
+    builder.add_node("rewrite", rewrite_node)
+    builder.add_node("replay_check", replay_check)
+    builder.add_edge(START, "pick")
+    builder.add_conditional_edges("pick", route, {"go": "rewrite", "stop": END})
+    builder.add_conditional_edges("rewrite", route, {"go": "replay_check", "stop": END})
+    builder.add_edge("replay_check", END)
+    return builder.compile()
+
+
+def build_variant(kind: RewriteOp, base: Trajectory, plan: dict[str, Any]) -> Trajectory:
+    """The variant that `plan` (from the pick node) describes; raises RewriteError if it cannot be built."""
+    k = plan["turn"]
+    revealed = {_key(m["value"]) for m in plan.get("missing", [])}
+    variant = split_turn(base, k, user_k=plan["user_k"], assistant_k=plan["assistant_k"],
+                         user_next=plan["user_next"], revealed=revealed)
+    update: dict[str, Any] = {"id": f"{base.id}-{kind}", "rewrite_kind": kind,
+                              "checks": {"rewrite": {"base_id": base.id, "turn": k}}}
+    if kind == "miss_func":
+        update["missed_function"] = {k: [plan["tool"]]}
+        update["checks"]["rewrite"]["tool"] = plan["tool"]
+    else:
+        update["checks"]["rewrite"]["missing"] = plan["missing"]
+    return variant.model_copy(update=update)
+
+
+def miss_param_graph(toolset: Toolset):
+    """The compiled MissParam subgraph; invoke with {"kind": "miss_param", "seed": s, "base": traj dump}."""
+    return _rewrite_graph("miss_param", toolset)
+
+
+def miss_func_graph(toolset: Toolset):
+    """The compiled MissFunc subgraph; invoke with {"kind": "miss_func", "seed": s, "base": traj dump}."""
+    return _rewrite_graph("miss_func", toolset)
+
+
+def rewrite(kind: RewriteOp, base: Trajectory, toolset: Toolset, seed: int) -> Trajectory | RewriteRejected:
+    """Run the `kind` operator on `base`: the kept variant, or why there is none. Deterministic given `seed`."""
+    if kind not in ("miss_param", "miss_func"):
+        raise ValueError(f"unknown rewrite kind {kind!r}")
+    graph = miss_param_graph(toolset) if kind == "miss_param" else miss_func_graph(toolset)
+    out = graph.invoke({"kind": kind, "seed": seed, "base": base.model_dump(mode="json")})
+    if out.get("rejection") or out.get("result") is None:
+        return RewriteRejected(kind=kind, reason=out.get("rejection") or "no variant")
+    return Trajectory.model_validate(out["result"])
