@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import random
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -43,7 +44,36 @@ def _reason_kind(reason: str) -> str:
     return reason
 
 
+KINDS = ("base", "miss_param", "miss_func")
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    """`base=0.6,miss_param=0.2,miss_func=0.2` -> shares; raises ValueError naming a bad part."""
+    mix: dict[str, float] = {}
+    for part in text.split(","):
+        name, _, share = part.partition("=")
+        name = name.strip()
+        if name not in KINDS:
+            raise ValueError(f"--mix: unknown kind {name!r}; kinds are {', '.join(KINDS)}")
+        try:
+            mix[name] = float(share)
+        except ValueError:
+            raise ValueError(f"--mix: share of {name} is not a number: {share!r}") from None
+        if mix[name] < 0:
+            raise ValueError(f"--mix: share of {name} is negative")
+    if sum(mix.values()) <= 0:
+        raise ValueError("--mix: shares add up to zero")
+    return mix
+
+
+def slot_kind(mix: dict[str, float], run_seed: int, index: int) -> str:
+    """The kind slot `index` asks for, drawn from the mix with a seed of its own."""
+    kinds = [k for k in KINDS if mix.get(k, 0) > 0]
+    return random.Random(f"sap-kind:{run_seed}:{index}").choices(kinds, weights=[mix[k] for k in kinds])[0]
+
+
 def synthesize(toolset: Toolset | str, n: int, seed: int = 0, *, max_slots: int | None = None,
+               mix: dict[str, float] | None = None,
                on_record: Callable[[dict[str, Any]], None] | None = None,
                on_slot: Callable[[int, str], None] | None = None, **context: Any) -> SynthesisSummary:
     """Synthesize `n` accepted trajectories for `toolset`; slots run in index order with seeds from (seed, index)."""
@@ -57,7 +87,9 @@ def synthesize(toolset: Toolset | str, n: int, seed: int = 0, *, max_slots: int 
     index = 0
     histogram: Counter = Counter()  # H: tool calls in the accepted records so far (long-tail emphasis)
     while summary.accepted < n and index < limit:
-        out = graph.invoke({"index": index, "seed": derive_seed(seed, index), "tool_histogram": dict(histogram)})
+        kind = slot_kind(mix, seed, index) if mix else "base"
+        out = graph.invoke({"index": index, "seed": derive_seed(seed, index), "tool_histogram": dict(histogram),
+                            "kind": kind})
         summary.attempted += 1
         if out.get("record") is not None:
             summary.records.append(out["record"])

@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -63,10 +64,11 @@ class _Progress:
 
 
 def _cmd_synthesize(args: argparse.Namespace) -> int:
-    from sap.api import synthesize
+    from sap.api import parse_mix, synthesize
 
     if args.n < 1:
         raise UsageError(f"-n must be at least 1, got {args.n}")
+    mix = parse_mix(args.mix)
     _check_writable(args.output)
     toolset = load_toolset(args.toolset)
     progress = _Progress(args.n)
@@ -75,11 +77,17 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
             out.flush()
 
-        summary = synthesize(toolset, args.n, seed=args.seed, on_record=write, on_slot=progress.slot,
-                             min_turns=args.min_turns, max_turns=args.max_turns)
+        summary = synthesize(toolset, args.n, seed=args.seed, on_record=write, on_slot=progress.slot, mix=mix,
+                             min_turns=args.min_turns, max_turns=args.max_turns,
+                             emphasis_size=0 if args.no_emphasis else 3)
     progress.close()
     print(f"accepted {summary.accepted}/{args.n} ({summary.truncated} truncated at a failing turn) "
           f"from {summary.attempted} slots -> {args.output}")
+    kinds = Counter(r["meta"]["kind"] for r in summary.records)
+    print("  kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    unkept = sum(1 for r in summary.records if r["meta"].get("rewrite_rejection"))
+    if unkept:
+        print(f"  {unkept} requested rewrites were not kept (their base records were exported instead)")
     for reason, count in summary.dropped.most_common():
         print(f"  dropped {count}: {reason}")
     return 0 if summary.accepted == args.n else 1
@@ -148,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="run seed (same seed, same output)")
     p.add_argument("--min-turns", type=int, default=3)
     p.add_argument("--max-turns", type=int, default=8)
+    p.add_argument("--mix", default="base=1", help="shares of record kinds, e.g. base=0.6,miss_param=0.2,miss_func=0.2")
+    p.add_argument("--no-emphasis", action="store_true", help="turn long-tail emphasis off")
     p.set_defaults(fn=_cmd_synthesize)
     p = sub.add_parser("validate", help="replay every record on its executor and check its provenance")
     p.add_argument("file")

@@ -143,3 +143,29 @@ def test_a_user_domain_module_synthesizes_and_validates(tmp_path, capsys):
     tags = {a["tag"] for r in records for p in r["provenance"] for a in p["args"].values()}
     assert "prev_output" in tags  # increment's counter_name is bound from list_counters' result
     assert _run(capsys, "validate", str(out), "--toolset", str(module))[0] == 0
+
+
+def test_mix_produces_each_kind_and_every_record_validates(tmp_path, capsys):
+    path = tmp_path / "mix.jsonl"
+    code, out, _ = _run(capsys, "synthesize", "--toolset", "travel", "-n", "24", "-o", str(path),
+                        "--mix", "base=0.4,miss_param=0.3,miss_func=0.3")
+    assert code == 0
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    kinds = {r["meta"]["kind"] for r in records}
+    assert kinds == {"base", "miss_param", "miss_func"}
+    for r in records:
+        if r["meta"]["kind"] == "miss_func":
+            (turn, tools), = r["meta"]["missed_function"].items()
+            user_turns = [i for i, m in enumerate(r["messages"]) if m["role"] == "user"]
+            start, end = user_turns[int(turn)], user_turns[int(turn) + 1]
+            called = {tc["function"]["name"] for m in r["messages"][start:end] for tc in m.get("tool_calls") or []}
+            assert not called & set(tools)  # the missed tool is not called at its turn
+    assert _run(capsys, "validate", str(path))[0] == 0
+    code, out, _ = _run(capsys, "stats", str(path), "--json")
+    assert set(json.loads(out)["kind_counts"]) == kinds
+
+
+def test_bad_mix_is_refused(tmp_path, capsys):
+    code, _, err = _run(capsys, "synthesize", "--toolset", "store", "-n", "2", "-o", str(tmp_path / "x.jsonl"),
+                        "--mix", "base=1,miss_everything=2")
+    assert code == 2 and "miss_everything" in err

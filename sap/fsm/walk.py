@@ -27,14 +27,15 @@ def feasible(fsm: FSM, edge: int, seen_tools: set[str]) -> bool:
 
 def sample_path(fsm: FSM, rng: random.Random, min_turns: int, max_turns: int, tries: int = 50, *,
                 start: str | None = None, seen: set[str] = frozenset(), blacklist: set[str] = frozenset(),
-                emphasis: set[str] = frozenset()) -> list[int]:
+                emphasis: set[str] = frozenset(), previous: list[str] | None = None) -> list[int]:
     """Transition indices of a walk of min..max turns ending in a final state, edges drawn by probability x weight.
 
     Edges whose prev_output arguments have no producer earlier on the path are skipped while others exist.
     With `emphasis` (long-tail set E), edges calling a tool in E weigh 5x before one is taken and 2x after,
     and a walk is only accepted once it calls one; if no walk within `tries` does, the first complete walk
     is returned.
-    `start`, `seen` and `blacklist` let a path be re-planned mid-dialogue around tools that kept failing.
+    `start`, `seen`, `previous` (the action of the turn before `start`) and `blacklist` let a path be
+    re-planned mid-dialogue around tools that kept failing.
     """
     finals = set(fsm.finals)
     fallback: list[int] | None = None
@@ -46,8 +47,9 @@ def sample_path(fsm: FSM, rng: random.Random, min_turns: int, max_turns: int, tr
             if not out:
                 break
             out = [e for e in out if feasible(fsm, e, tools)] or out
-            if path:  # the same request twice in a row is a stuck dialogue, not a new turn
-                out = [e for e in out if fsm.transitions[e].action != fsm.transitions[path[-1]].action] or out
+            last = fsm.transitions[path[-1]].action if path else previous
+            if last:  # the same request twice in a row is a stuck dialogue, not a new turn
+                out = [e for e in out if fsm.transitions[e].action != last] or out
             weights = [fsm.transitions[i].probability * fsm.transitions[i].weight
                        * ((2.0 if hit else 5.0) if emphasis.intersection(fsm.transitions[i].action) else 1.0)
                        for i in out]

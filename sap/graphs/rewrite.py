@@ -476,11 +476,15 @@ def miss_func_graph(toolset: Toolset):
     return _rewrite_graph("miss_func", toolset)
 
 
-def rewrite(kind: RewriteOp, base: Trajectory, toolset: Toolset, seed: int) -> Trajectory | RewriteRejected:
-    """Run the `kind` operator on `base`: the kept variant, or why there is none. Deterministic given `seed`."""
+def rewrite(kind: RewriteOp, base: Trajectory, toolset: Toolset, seed: int,
+            graph: Any = None) -> Trajectory | RewriteRejected:
+    """Run the `kind` operator on `base`: the kept variant, or why there is none. Deterministic given `seed`.
+
+    `graph` may be that operator's compiled subgraph for `toolset`, to skip compiling it again."""
     if kind not in ("miss_param", "miss_func"):
         raise ValueError(f"unknown rewrite kind {kind!r}")
-    graph = miss_param_graph(toolset) if kind == "miss_param" else miss_func_graph(toolset)
+    if graph is None:
+        graph = miss_param_graph(toolset) if kind == "miss_param" else miss_func_graph(toolset)
     out = graph.invoke({"kind": kind, "seed": seed, "base": base.model_dump(mode="json")})
     if out.get("rejection") or out.get("result") is None:
         return RewriteRejected(kind=kind, reason=out.get("rejection") or "no variant")

@@ -8,6 +8,9 @@ class SynthState(TypedDict, total=False):
     """One trajectory's progress through the synthesis graph (last-value channels only)."""
 
     index: int  # slot index in the run
+    kind: str  # input: base, miss_param or miss_func (the rewrite this slot should produce)
+    variant: dict[str, Any] | None  # the kept rewrite variant (Trajectory dump)
+    rewrite_rejection: str | None  # why the requested rewrite was not kept (the base is exported instead)
     seed: int  # trajectory seed, derived from (run seed, index)
     fsm_hash: str
     tool_histogram: dict[str, int]  # input: tool calls in the run's accepted records so far (H)

@@ -1,5 +1,5 @@
 """The synthesis graph: load_fsm -> sample_path -> plan_call <-> execute_call -> group_parallel -> write_messages
--> code_check -> judge (-> write_messages on a text rejection) -> persist."""
+-> code_check -> judge (-> write_messages on a text rejection) -> rewrite (MissParam / MissFunc) -> persist."""
 from __future__ import annotations
 
 import functools
@@ -22,6 +22,7 @@ from sap.export.records import to_record
 from sap.fsm.walk import NoPathError, emphasis_set
 from sap.fsm.walk import sample_path as walk
 from sap.graphs.fsm_graph import build_verified_fsm
+from sap.graphs.rewrite import RewriteRejected, miss_func_graph, miss_param_graph, rewrite
 from sap.graphs.state import SynthState
 from sap.model import FSM, ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
 from sap.provenance.checks import code_check
@@ -122,6 +123,7 @@ def _timed(name: str, fn: Callable[[SynthState], Any], sink: dict[str, float]) -
 def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
     """Compile the synthesis graph over `ctx`; invoke it with {"index": i, "seed": s}, one thread per trajectory."""
     specs = {t.name: t for t in ctx.toolset.tools}
+    rewriters = {"miss_param": miss_param_graph(ctx.toolset), "miss_func": miss_func_graph(ctx.toolset)}
 
     def load_fsm(state: SynthState) -> dict[str, Any]:
         key, _ = ctx.fsm()
@@ -213,7 +215,8 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         try:
             rest = walk(fsm, rng, max(1, ctx.min_turns - done), max(1, ctx.max_turns - done),
                         start=kept[-1].state if kept else fsm.initial,
-                        seen={c.name for t in kept for c in t.calls}, blacklist=blacklist)
+                        seen={c.name for t in kept for c in t.calls}, blacklist=blacklist,
+                        previous=fsm.transitions[kept[-1].transition].action if kept else None)
         except NoPathError:
             return None
         return state["path"][:done] + rest
@@ -233,35 +236,49 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
             return Command(goto="persist", update={"status": "dropped", "drop_reason": f"code check: {problems[0]}"})
         return Command(goto="judge")
 
-    def judge(state: SynthState) -> Command[Literal["write_messages", "persist"]]:
+    def judge(state: SynthState) -> Command[Literal["write_messages", "rewrite", "persist"]]:
         verdict = ctx.judge.judge(trajectory_from_state(state, ctx.toolset), specs)
         update: dict[str, Any] = {"verdict": verdict.model_dump(mode="json")}
         if verdict.accepted:
             status = "truncated" if state["status"] == "truncated" else "accepted"
-            return Command(goto="persist", update={**update, "status": status})
+            return Command(goto="rewrite", update={**update, "status": status})
         if verdict.decision == "reject_text" and state.get("message_rounds", 1) <= ctx.max_rewrites:
             return Command(goto="write_messages", update=update)
         first = verdict.reasons[0]
         reason = f"judge {verdict.decision}: {first.criterion}: {first.detail}"
         return Command(goto="persist", update={**update, "status": "dropped", "drop_reason": reason})
 
+    def rewrite_variant(state: SynthState) -> dict[str, Any]:
+        kind = state.get("kind", "base")
+        if kind == "base":
+            return {}
+        base = trajectory_from_state(state, ctx.toolset)
+        out = rewrite(kind, base, ctx.toolset, state["seed"], graph=rewriters[kind])
+        if isinstance(out, RewriteRejected):
+            return {"rewrite_rejection": out.reason}
+        verdict = ctx.judge.judge(out, specs)
+        if not verdict.accepted:
+            return {"rewrite_rejection": f"judge {verdict.decision}: {verdict.reasons[0].detail}"}
+        return {"variant": out.model_dump(mode="json")}
+
     def persist(state: SynthState) -> dict[str, Any]:
         ctx.release(state["index"])
         if state["status"] not in ("accepted", "truncated"):
             return {"record": None}
-        traj = trajectory_from_state(state, ctx.toolset)
-        _, fsm = ctx.fsm()
+        traj = (Trajectory.model_validate(state["variant"]) if state.get("variant")
+                else trajectory_from_state(state, ctx.toolset))
         traj.judge = state.get("verdict")
         meta = {"index": state["index"], "run_seed": ctx.run_seed, "fsm": state["fsm_hash"],
                 "states": [t.state for t in traj.turns], "truncated": state["status"] == "truncated",
-                "emphasis": state.get("emphasis", []),
+                "emphasis": state.get("emphasis", []), "requested_kind": state.get("kind", "base"),
+                **({"rewrite_rejection": state["rewrite_rejection"]} if state.get("rewrite_rejection") else {}),
                 "retries": len(state.get("attempt_log", []))}
         return {"record": to_record(traj, ctx.toolset, meta)}
 
     builder = StateGraph(SynthState)
     nodes = {"load_fsm": load_fsm, "sample_path": sample_path, "plan_call": plan_call, "execute_call": execute_call,
              "group_parallel": group_parallel, "write_messages": write_messages, "code_check": check,
-             "judge": judge, "persist": persist}
+             "judge": judge, "rewrite": rewrite_variant, "persist": persist}
     for name, fn in nodes.items():
         builder.add_node(name, _timed(name, fn, ctx.node_seconds) if ctx.node_seconds is not None else fn)
     builder.add_edge(START, "load_fsm")
@@ -270,5 +287,6 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
     builder.add_edge("plan_call", "execute_call")
     builder.add_edge("group_parallel", "write_messages")
     builder.add_edge("write_messages", "code_check")
+    builder.add_edge("rewrite", "persist")
     builder.add_edge("persist", END)
     return builder.compile(checkpointer=checkpointer)
