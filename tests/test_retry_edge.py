@@ -139,6 +139,7 @@ def fresh(monkeypatch):
 
 def run(fsm, turns, seed=7, **context):
     planner = RecordingPlanner()
+    context.setdefault("replay_check", False)  # count only the synthesis attempts, not the verification replay
     ctx = SynthesisContext(toolset=TOOLSET, fsm_builder=FixedFSM(fsm), planner=planner, min_turns=turns,
                            max_turns=turns, **context)
     out = synthesis_graph(ctx).invoke({"index": 0, "seed": seed})

@@ -245,3 +245,31 @@ class RuleFSMBuilder:
         for group in by_src.values():
             for e in group:
                 e.probability = 1.0 / len(group)
+
+
+class FlatFSMBuilder(RuleFSMBuilder):
+    """Ablation "no FSM": free turn-by-turn planning, one phase where any tool may follow any other.
+
+    Tools and tags are classified exactly as by the rule builder; only the phase structure is gone.
+    """
+
+    def cache_key(self) -> str:
+        """The builder kind and its probe size."""
+        return f"flat:{self.probe_seeds}"
+
+    def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
+        """A start state, one working state looping on every tool, and a final state reached by any tool."""
+        roles = classify(toolset, probe(toolset, seeds=self.probe_seeds))
+        stated = stated_params(roles)
+        states = [FSMState(id="start", type=StateType.INITIAL, description="before the first request"),
+                  FSMState(id="work", type=StateType.NORMAL, description="any request"),
+                  FSMState(id="end", type=StateType.COMPLETED, description="done")]
+        edges: list[Transition] = []
+        for r in roles.values():
+            edges += self._variants("start", "work", [r], roles, True, stated)
+            edges += self._variants("work", "work", [r], roles, False, stated)
+            edges += self._variants("work", "end", [r], roles, False, stated, weight=0.2)
+        producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
+        self._normalize(edges)
+        return FSM(states=states, initial="start", finals=["end"], transitions=edges,
+                   producers={t: ps for t, ps in producers.items() if ps})

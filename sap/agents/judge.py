@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -17,7 +16,7 @@ from pydantic import BaseModel, Field
 from sap.agents.fsm_builder import READ_VERBS
 from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn
 from sap.provenance.checks import mentions
-from sap.provenance.fields import iter_fields
+from sap.provenance.fields import index_of
 from sap.provenance.jsonpath import PathError, resolve
 
 Criterion = Literal["message_matches_calls", "config_consistency", "state_evolves", "reads_as_user",
@@ -159,12 +158,14 @@ def _signature(turn: Turn) -> tuple[tuple[str, str], ...]:
     return tuple((c.name, json.dumps(c.args_exec, sort_keys=True, default=str)) for c in turn.calls)
 
 
-def _single_values(c0: dict[str, Any]) -> dict[str, Any]:
-    """Keys of c0 that hold exactly one distinct value anywhere in it, with that value."""
-    seen: dict[str, dict[str, Any]] = defaultdict(dict)
-    for f in iter_fields(c0):
-        seen[f.names[0]][json.dumps(f.value, sort_keys=True, default=str)] = f.value
-    return {k: next(iter(v.values())) for k, v in seen.items() if len(v) == 1}
+_NO_VALUE = object()
+
+
+def _single_value(c0: dict[str, Any], key: str) -> Any:
+    """The one distinct value c0 holds under `key` anywhere in it, or _NO_VALUE (absent or several values)."""
+    fields = [f for _, f in index_of(c0).by_name.get(key, ()) if f.names[0] == key]
+    distinct = {json.dumps(f.value, sort_keys=True, default=str): f.value for f in fields}
+    return next(iter(distinct.values())) if len(distinct) == 1 else _NO_VALUE
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -243,7 +244,6 @@ class RuleJudge:
     def config_consistency(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> list[Finding]:
         """Config-bound values equal c0 at their path; new values do not contradict a key c0 fixes."""
         out: list[Finding] = []
-        single = _single_values(traj.c0)
         for turn_no, index, call in traj.calls():
             where = f"call {index} ({call.name})"
             for name, prov in call.args_prov.items():
@@ -260,10 +260,12 @@ class RuleJudge:
                         out.append(Finding(criterion="config_consistency", turn=turn_no,
                                            detail=f"{where} arg {name}: initial_state value {value!r} differs "
                                                   f"from c0 {found!r} at {prov.path}"))
-                elif tag == Tag.self_create and name in single and not _same(single[name], value):
-                    out.append(Finding(criterion="config_consistency", turn=turn_no,
-                                       detail=f"{where} arg {name}: the user states {value!r}, but c0 holds "
-                                              f"{single[name]!r} for {name}"))
+                elif tag == Tag.self_create:
+                    fixed = _single_value(traj.c0, name)
+                    if fixed is not _NO_VALUE and not _same(fixed, value):
+                        out.append(Finding(criterion="config_consistency", turn=turn_no,
+                                           detail=f"{where} arg {name}: the user states {value!r}, but c0 holds "
+                                                  f"{fixed!r} for {name}"))
         return out
 
     # 3 -----------------------------------------------------------------------------------------------

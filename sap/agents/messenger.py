@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from sap.model import Tag, ToolCall, ToolSpec, Turn
 
@@ -53,17 +54,48 @@ def _result_noun(tool: str) -> str:
     return " ".join(words) if len(words) > 1 else f"{words[0]} output"
 
 
-def _mention(name: str, call: ToolCall, history_names: dict[tuple[int, int], str], rng: random.Random) -> str:
-    """How the user refers to one argument: verbatim if new or from config, by reference otherwise."""
-    prov = call.args_prov[name]
-    value = call.args_exec[name]
-    src_tag = prov.effective_tag()
-    if src_tag == Tag.prev_output:
-        tool = history_names.get((prov.turn, prov.call), "results")
-        return f"{_humanize(name)}: " + rng.choice(_REF_PHRASES).format(p=_humanize(name), t=_result_noun(tool))
-    if src_tag == Tag.prev_user_msg:
-        return f"{_humanize(name)}: " + rng.choice(_STATED_PHRASES).format(p=_humanize(name))
-    return f"{_humanize(name)} {describe_value(value)}"
+@dataclass(frozen=True)
+class Mention:
+    """One entry of a call's must-mention list: a value, how the user must convey it, and where it came from."""
+
+    param: str
+    value: Any
+    marker: Literal["NEW", "FROM_HISTORY", "FROM_CONFIG", "FALLBACK"]
+    verbatim: bool  # stated word for word (new, config) or only referred to (history)
+    fallback_from: Tag | None = None
+    source: tuple[int, int] | None = None  # (turn, call) of the producing result for history values
+
+    def label(self) -> str:
+        """The marker as written in a must-mention list: [NEW], [FROM_HISTORY], [FROM_CONFIG], [FALLBACK from X]."""
+        if self.marker == "FALLBACK":
+            return f"[FALLBACK from {self.fallback_from.value if self.fallback_from else '?'}]"
+        return f"[{self.marker}]"
+
+
+def must_mention(call: ToolCall) -> list[Mention]:
+    """The call's must-mention list, one entry per argument, in argument order."""
+    out = []
+    for name, value in call.args_exec.items():
+        prov = call.args_prov[name]
+        used = prov.effective_tag()
+        verbatim = used in (Tag.self_create, Tag.initial_state)
+        source = (prov.turn, prov.call) if used == Tag.prev_output else None
+        if prov.tag == Tag.fallback:
+            marker = "FALLBACK"
+        else:
+            marker = {Tag.self_create: "NEW", Tag.initial_state: "FROM_CONFIG"}.get(prov.tag, "FROM_HISTORY")
+        out.append(Mention(name, value, marker, verbatim, prov.fallback_from, source))
+    return out
+
+
+def _fragment_detail(m: Mention, history_names: dict[tuple[int, int], str], rng: random.Random) -> str:
+    """How the user conveys one must-mention entry: verbatim if new or from config, by reference otherwise."""
+    if m.verbatim:
+        return f"{_humanize(m.param)} {describe_value(m.value)}"
+    if m.source is not None:
+        tool = history_names.get(m.source, "results")
+        return f"{_humanize(m.param)}: " + rng.choice(_REF_PHRASES).format(p=_humanize(m.param), t=_result_noun(tool))
+    return f"{_humanize(m.param)}: " + rng.choice(_STATED_PHRASES).format(p=_humanize(m.param))
 
 
 def _summary(call: ToolCall) -> str:
@@ -80,7 +112,8 @@ def _summary(call: ToolCall) -> str:
 
 
 class RuleMessenger:
-    """Template messages: new and config values verbatim, history values by reference."""
+    """Template messages from each call's must-mention list: one fragment per call, composed into the turn's
+    user message; new and config values verbatim, history values by reference."""
 
     def write(self, turns: list[Turn], specs: dict[str, ToolSpec], rng: random.Random,
               virtual: list[dict[str, Any]] = ()) -> list[Turn]:
@@ -88,10 +121,13 @@ class RuleMessenger:
         names = {(t.index, i): c.name for t in turns for i, c in enumerate(t.calls)}
         out = []
         for turn in turns:
+            if not turn.calls:  # a clarification or hand-off turn keeps the messages its writer gave it
+                out.append(turn)
+                continue
             fragments = []
             for call in turn.calls:
                 task = _task_phrase(specs[call.name])
-                details = [_mention(a, call, names, rng) for a in call.args_exec]
+                details = [_fragment_detail(m, names, rng) for m in must_mention(call)]
                 fragments.append(task + (f" ({'; '.join(details)})" if details else ""))
             message = rng.choice(_OPENERS).format(x=fragments[0])
             for frag in fragments[1:]:

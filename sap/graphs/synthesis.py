@@ -17,7 +17,7 @@ from sap.agents.fsm_builder import FSMBuilder, RuleFSMBuilder
 from sap.agents.judge import Judge, RuleJudge
 from sap.agents.messenger import Messenger, RuleMessenger
 from sap.agents.planner import HistoryCall, PlanRequest, Planner, RulePlanner, StatedValue
-from sap.executors.base import Executor, replay
+from sap.executors.base import Executor, ReplayMismatch, replay
 from sap.export.records import to_record
 from sap.fsm.walk import NoPathError, emphasis_set
 from sap.fsm.walk import sample_path as walk
@@ -47,6 +47,8 @@ class SynthesisContext:
     messenger: Messenger = field(default_factory=RuleMessenger)
     judge: Judge = field(default_factory=RuleJudge)
     max_rewrites: int = 2  # message rewrites after a reject_text verdict
+    replay_check: bool = True  # code check replays every trajectory from c0 on a fresh executor
+    use_tags: bool = True  # ablation switch: False makes the planner bind every argument without a declared source
     min_turns: int = 3
     max_turns: int = 8
     max_attempts: int = 3
@@ -92,6 +94,19 @@ def stated_value(turn: int, name: str, value: Any, prov: ArgProvenance) -> State
     return None
 
 
+def replay_problems(toolset: Toolset, traj: Trajectory) -> list[str]:
+    """Replay the committed calls from c0 on a fresh executor; any differing result is a problem."""
+    ex = toolset.executor_factory()
+    try:
+        replay(ex, traj.c0, _committed(traj.turns))
+    except ReplayMismatch as exc:
+        return [f"replay from c0: {exc}"]
+    finally:
+        if hasattr(ex, "close"):
+            ex.close()
+    return []
+
+
 def _turns(state: SynthState) -> list[Turn]:
     """The state's turns as models."""
     return [Turn.model_validate(t) for t in state.get("turns", [])]
@@ -104,8 +119,10 @@ def _committed(turns: list[Turn]) -> list[ToolCall]:
 
 def trajectory_from_state(state: SynthState, toolset: Toolset) -> Trajectory:
     """The trajectory the state describes."""
-    return Trajectory(id=f"{state['seed']:016x}-{state['index']}", toolset=toolset.name, seed=state["seed"],
-                      c0=state["c0"], turns=_turns(state), virtual_history=state.get("virtual_history", []))
+    traj = Trajectory(id=f"{state['seed']:016x}-{state['index']}", toolset=toolset.name, seed=state["seed"],
+                      c0={}, turns=_turns(state), virtual_history=state.get("virtual_history", []))
+    traj.c0 = state["c0"]  # the state's own object (validation would copy it), so cached field indexes apply
+    return traj
 
 
 def _timed(name: str, fn: Callable[[SynthState], Any], sink: dict[str, float]) -> Callable[[SynthState], Any]:
@@ -148,7 +165,8 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         history = [HistoryCall(t.index, i, c) for t in turns for i, c in enumerate(t.calls)]
         stated = [s for t in turns for c in t.calls for name, p in c.args_prov.items()
                   if (s := stated_value(t.index, name, c.args_exec[name], p)) is not None]
-        req = PlanRequest(spec=specs[tool], tags=transition.provenance_tag.get(tool, {}), turn=turn_pos,
+        tags = transition.provenance_tag.get(tool, {}) if ctx.use_tags else {}
+        req = PlanRequest(spec=specs[tool], tags=tags, turn=turn_pos,
                           index=call_pos, history=history, stated=stated, c0=state["c0"],
                           rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
                           last_error=state.get("exec_error"), failed_args=state.get("failed_args", []),
@@ -231,7 +249,12 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         return {"turns": [t.model_dump(mode="json") for t in turns], "message_rounds": rounds + 1}
 
     def check(state: SynthState) -> Command[Literal["judge", "persist"]]:
-        problems = code_check(trajectory_from_state(state, ctx.toolset))
+        traj = trajectory_from_state(state, ctx.toolset)
+        problems = code_check(traj)
+        if len(traj.turns) < ctx.min_keep_turns:
+            problems.append(f"only {len(traj.turns)} turns, fewer than {ctx.min_keep_turns}")
+        if not problems and ctx.replay_check:
+            problems = replay_problems(ctx.toolset, traj)
         if problems:
             return Command(goto="persist", update={"status": "dropped", "drop_reason": f"code check: {problems[0]}"})
         return Command(goto="judge")

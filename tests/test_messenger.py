@@ -1,0 +1,50 @@
+"""Must-mention dispatch and the rule messenger's honesty about where values came from."""
+from __future__ import annotations
+
+import random
+
+from sap.agents.messenger import RuleMessenger, must_mention
+from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Turn
+from sap.provenance.checks import mentions
+
+SPEC = ToolSpec(name="book_room", description="Book a hotel room. More text.",
+                parameters={"type": "object", "properties": {}, "required": []})
+
+
+def _call() -> ToolCall:
+    return ToolCall(call_id="call_1_0", name="book_room",
+                    args_exec={"guest": "Ana Silva", "hotel_id": "H-77", "check_in": "2026-03-02",
+                               "room_id": "R-9", "nights": 3},
+                    args_prov={"guest": ArgProvenance(tag=Tag.self_create),
+                               "hotel_id": ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.hotels[0].hotel_id"),
+                               "check_in": ArgProvenance(tag=Tag.prev_user_msg, turn=0),
+                               "room_id": ArgProvenance(tag=Tag.fallback, path="$.rooms[1].room_id",
+                                                        fallback_from=Tag.prev_output),
+                               "nights": ArgProvenance(tag=Tag.initial_state, path="$.stay.nights")})
+
+
+def test_must_mention_marks_each_value_by_source():
+    got = [(m.param, m.label(), m.verbatim) for m in must_mention(_call())]
+    assert got == [("guest", "[NEW]", True), ("hotel_id", "[FROM_HISTORY]", False), ("check_in", "[FROM_HISTORY]", False),
+                   ("room_id", "[FALLBACK from prev_output]", True), ("nights", "[FROM_CONFIG]", True)]
+
+
+def test_rule_messenger_states_new_and_config_values_and_only_refers_to_history():
+    first = Turn(index=0, state="s", transition=0, calls=[ToolCall(
+        call_id="call_0_0", name="book_room", args_exec={}, args_prov={}, result={"hotels": [{"hotel_id": "H-77"}]})])
+    second = Turn(index=1, state="s", transition=0, calls=[_call()])
+    written = RuleMessenger().write([first, second], {"book_room": SPEC}, random.Random(1),
+                                    virtual=[{"turn": 0, "param": "check_in", "value": "2026-03-02", "used_at": 1}])
+    message = written[1].user_message
+    for value in ("Ana Silva", "R-9", 3):
+        assert mentions(message, value)
+    for value in ("H-77", "2026-03-02"):
+        assert not mentions(message, value)
+    assert "book a hotel room" in message.lower()
+    assert mentions(written[0].user_message, "2026-03-02")  # the virtual-history value is stated at its anchor
+    assert "book_room" not in message
+
+
+def test_turns_without_calls_keep_their_messages():
+    turn = Turn(index=0, state="s", transition=0, user_message="Hi", assistant_message="Which hotel?")
+    assert RuleMessenger().write([turn], {}, random.Random(0)) == [turn]
