@@ -81,8 +81,16 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
                              min_turns=args.min_turns, max_turns=args.max_turns,
                              emphasis_size=0 if args.no_emphasis else 3)
     progress.close()
+    rejections = Path(f"{args.output}.rejections.jsonl")
+    with open(rejections, "w", encoding="utf-8") as out:
+        for item in summary.rejections:
+            out.write(json.dumps(item, ensure_ascii=False) + "\n")
+    args_total = sum(len(p["args"]) for r in summary.records for p in r["provenance"])
+    fallbacks = sum(a["tag"] == "fallback" for r in summary.records for p in r["provenance"] for a in p["args"].values())
     print(f"accepted {summary.accepted}/{args.n} ({summary.truncated} truncated at a failing turn) "
           f"from {summary.attempted} slots -> {args.output}")
+    print(f"  P_f rate {fallbacks / max(args_total, 1):.1%} of {args_total} arguments; "
+          f"{len(summary.rejections)} rejections with reasons -> {rejections}")
     kinds = Counter(r["meta"]["kind"] for r in summary.records)
     print("  kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     unkept = sum(1 for r in summary.records if r["meta"].get("rewrite_rejection"))

@@ -37,6 +37,9 @@ def test_summary_reports_accepted(tmp_path, capsys):
     code, out, _ = _run(capsys, "synthesize", "--toolset", "filesystem", "-n", "5", "-o", str(tmp_path / "f.jsonl"))
     assert code == 0
     assert out.startswith("accepted 5/5")
+    assert "P_f rate" in out
+    rejections = tmp_path / "f.jsonl.rejections.jsonl"
+    assert all(json.loads(line)["reason"] for line in rejections.read_text().splitlines())
 
 
 @pytest.mark.parametrize("argv, message", [
