@@ -33,7 +33,7 @@ class SynthesisSummary:
         return len(self.records)
 
 
-def _reason_kind(reason: str) -> str:
+def reason_kind(reason: str) -> str:
     """A drop reason without its per-trajectory details, for the summary."""
     if reason.startswith("code check"):
         return "code check failed"
@@ -72,6 +72,12 @@ def slot_kind(mix: dict[str, float], run_seed: int, index: int) -> str:
     return random.Random(f"sap-kind:{run_seed}:{index}").choices(kinds, weights=[mix[k] for k in kinds])[0]
 
 
+def slot_input(run_seed: int, index: int, histogram: Counter, mix: dict[str, float] | None) -> dict[str, Any]:
+    """The synthesis graph's input for slot `index`: its seed, the run's tool histogram so far, its kind."""
+    return {"index": index, "seed": derive_seed(run_seed, index), "tool_histogram": dict(histogram),
+            "kind": slot_kind(mix, run_seed, index) if mix else "base"}
+
+
 def synthesize(toolset: Toolset | str, n: int, seed: int = 0, *, max_slots: int | None = None,
                mix: dict[str, float] | None = None,
                on_record: Callable[[dict[str, Any]], None] | None = None,
@@ -87,9 +93,7 @@ def synthesize(toolset: Toolset | str, n: int, seed: int = 0, *, max_slots: int 
     index = 0
     histogram: Counter = Counter()  # H: tool calls in the accepted records so far (long-tail emphasis)
     while summary.accepted < n and index < limit:
-        kind = slot_kind(mix, seed, index) if mix else "base"
-        out = graph.invoke({"index": index, "seed": derive_seed(seed, index), "tool_histogram": dict(histogram),
-                            "kind": kind})
+        out = graph.invoke(slot_input(seed, index, histogram, mix))
         summary.attempted += 1
         if out.get("record") is not None:
             summary.records.append(out["record"])
@@ -98,7 +102,7 @@ def synthesize(toolset: Toolset | str, n: int, seed: int = 0, *, max_slots: int 
             if on_record is not None:
                 on_record(out["record"])
         else:
-            summary.dropped[_reason_kind(out.get("drop_reason") or "unknown")] += 1
+            summary.dropped[reason_kind(out.get("drop_reason") or "unknown")] += 1
             summary.rejections.append({"index": index, "reason": out.get("drop_reason"), "verdict": out.get("verdict")})
         if on_slot is not None:
             on_slot(index, out["status"])

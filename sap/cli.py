@@ -9,7 +9,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from sap.toolsets import UnknownToolset, ToolDocError, builtin_names, load_toolset
+from sap.store.runs import StoreError
+from sap.toolsets import ToolDocError, UnknownToolset, builtin_names, load_toolset
 
 
 class UsageError(Exception):
@@ -63,42 +64,132 @@ class _Progress:
             sys.stderr.write("\n")
 
 
+def _write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
+    """Write rows as JSONL atomically: a temporary file beside `path`, then a rename (never a half-written line)."""
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    os.replace(tmp, target)
+
+
+def _open_store(args: argparse.Namespace):
+    """The run store of --db."""
+    from sap.store import RunStore
+
+    return RunStore(args.db, full_sync=getattr(args, "full_sync", False))
+
+
+def _drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, output: str | None) -> int:
+    """Work on a stored run until its target is met, writing `output` as it goes and in slot order at the end."""
+    from sap.api import reason_kind
+    from sap.store.checkpoint import checkpointer_for
+    from sap.store.driver import RunDriver
+
+    run = store.run(run_id)
+    progress = _Progress(run.target)
+    out = open(output, "w", encoding="utf-8") if output else None
+    try:
+        for record in store.records(run_id):
+            if out:
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+        def write(record: dict[str, Any]) -> None:
+            if out:
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                out.flush()
+
+        with checkpointer_for(args.db, full_sync=getattr(args, "full_sync", False)) as saver:
+            done = RunDriver(store, run_id, toolset, saver).run(on_record=write, on_slot=progress.slot)
+    except KeyboardInterrupt:
+        progress.close()
+        print(f"interrupted; nothing accepted is lost. Continue with: sap resume {run_id} --db {args.db}",
+              file=sys.stderr)
+        return 130
+    finally:
+        if out:
+            out.close()
+    progress.close()
+    records, rejections = store.records(run_id), store.rejections(run_id)
+    if output:
+        _write_jsonl(output, records)
+        _write_jsonl(f"{output}.rejections.jsonl", rejections)
+    args_total = sum(len(p["args"]) for r in records for p in r["provenance"])
+    fallbacks = sum(a["tag"] == "fallback" for r in records for p in r["provenance"] for a in p["args"].values())
+    truncated = sum(bool(r["meta"].get("truncated")) for r in records)
+    print(f"run {run_id}: accepted {done.accepted}/{done.target} ({truncated} truncated at a failing turn) "
+          f"from {done.slots} slots" + (f" -> {output}" if output else ""))
+    print(f"  P_f rate {fallbacks / max(args_total, 1):.1%} of {args_total} arguments; "
+          f"{len(rejections)} rejections with reasons" + (f" -> {output}.rejections.jsonl" if output else ""))
+    kinds = Counter(r["meta"]["kind"] for r in records)
+    print("  kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    unkept = sum(1 for r in records if r["meta"].get("rewrite_rejection"))
+    if unkept:
+        print(f"  {unkept} requested rewrites were not kept (their base records were exported instead)")
+    for reason, count in Counter(reason_kind(r["reason"]) for r in rejections).most_common():
+        print(f"  dropped {count}: {reason}")
+    return 0 if done.accepted >= done.target else 1
+
+
 def _cmd_synthesize(args: argparse.Namespace) -> int:
-    from sap.api import parse_mix, synthesize
+    from sap.api import parse_mix
+    from sap.store.driver import find_resumable, run_config, start_run
 
     if args.n < 1:
         raise UsageError(f"-n must be at least 1, got {args.n}")
     mix = parse_mix(args.mix)
     _check_writable(args.output)
     toolset = load_toolset(args.toolset)
-    progress = _Progress(args.n)
-    with open(args.output, "w", encoding="utf-8") as out:
-        def write(record: dict[str, Any]) -> None:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-            out.flush()
+    store = _open_store(args)
+    context = {"min_turns": args.min_turns, "max_turns": args.max_turns, "emphasis_size": 0 if args.no_emphasis else 3}
+    config = run_config(args.n, args.seed, mix if args.mix != "base=1" else None, context)
+    run_id = None
+    if not args.new_run:
+        run_id, why = find_resumable(store, toolset, config)
+        if why:
+            raise UsageError(f"{why}; resume it with its own settings (sap resume RUN) or pass --new-run")
+    if run_id:
+        print(f"continuing run {run_id} (same settings) in {args.db}", flush=True)
+    else:
+        run_id = start_run(store, toolset, config)
+        print(f"run {run_id} in {args.db}", flush=True)
+    return _drive(args, store, run_id, toolset, args.output)
 
-        summary = synthesize(toolset, args.n, seed=args.seed, on_record=write, on_slot=progress.slot, mix=mix,
-                             min_turns=args.min_turns, max_turns=args.max_turns,
-                             emphasis_size=0 if args.no_emphasis else 3)
-    progress.close()
-    rejections = Path(f"{args.output}.rejections.jsonl")
-    with open(rejections, "w", encoding="utf-8") as out:
-        for item in summary.rejections:
-            out.write(json.dumps(item, ensure_ascii=False) + "\n")
-    args_total = sum(len(p["args"]) for r in summary.records for p in r["provenance"])
-    fallbacks = sum(a["tag"] == "fallback" for r in summary.records for p in r["provenance"] for a in p["args"].values())
-    print(f"accepted {summary.accepted}/{args.n} ({summary.truncated} truncated at a failing turn) "
-          f"from {summary.attempted} slots -> {args.output}")
-    print(f"  P_f rate {fallbacks / max(args_total, 1):.1%} of {args_total} arguments; "
-          f"{len(summary.rejections)} rejections with reasons -> {rejections}")
-    kinds = Counter(r["meta"]["kind"] for r in summary.records)
-    print("  kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
-    unkept = sum(1 for r in summary.records if r["meta"].get("rewrite_rejection"))
-    if unkept:
-        print(f"  {unkept} requested rewrites were not kept (their base records were exported instead)")
-    for reason, count in summary.dropped.most_common():
-        print(f"  dropped {count}: {reason}")
-    return 0 if summary.accepted == args.n else 1
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    store = _open_store(args)
+    run = store.run(args.run)
+    toolset = load_toolset(args.toolset or run.toolset)
+    print(f"resuming run {run.id} in {args.db}", flush=True)
+    return _drive(args, store, run.id, toolset, args.output)
+
+
+def _cmd_runs(args: argparse.Namespace) -> int:
+    store = _open_store(args)
+    rows = []
+    for run in store.runs():
+        counts = store.counts(run.id)
+        rows.append({"id": run.id, "status": run.status, "toolset": run.toolset, "accepted": counts.get("accepted", 0),
+                     "target": run.target, "rejected": counts.get("rejected", 0), "failed": counts.get("failed", 0),
+                     "cost_usd": 0.0, "created": run.created.isoformat(timespec="seconds")})
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    for r in rows:
+        print(f"{r['id']}  {r['status']:<9} {r['toolset']:<12} {r['accepted']}/{r['target']} accepted, "
+              f"{r['rejected']} rejected, {r['failed']} failed, cost ${r['cost_usd']:.2f}  ({r['created']})")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    store = _open_store(args)
+    store.run(args.run)
+    _check_writable(args.output)
+    records = store.records(args.run)
+    _write_jsonl(args.output, records)
+    print(f"{len(records)} records of run {args.run} -> {args.output}")
+    return 0
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -150,6 +241,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _db_args(p: argparse.ArgumentParser) -> None:
+    """--db and --full-sync, shared by every command that touches runs."""
+    p.add_argument("--db", default="sqlite:///sap.db", help="run database URL (default: sqlite:///sap.db here)")
+    p.add_argument("--full-sync", action="store_true", help="SQLite synchronous=FULL (slower, survives power loss)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `sap` command."""
     parser = argparse.ArgumentParser(prog="sap", description="Synthesize multi-turn tool-use data with provenance.")
@@ -166,7 +263,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-turns", type=int, default=8)
     p.add_argument("--mix", default="base=1", help="shares of record kinds, e.g. base=0.6,miss_param=0.2,miss_func=0.2")
     p.add_argument("--no-emphasis", action="store_true", help="turn long-tail emphasis off")
+    p.add_argument("--new-run", action="store_true", help="start a new run even if an unfinished one matches")
+    _db_args(p)
     p.set_defaults(fn=_cmd_synthesize)
+    p = sub.add_parser("resume", help="continue a stored run from its checkpoints and fill its target")
+    p.add_argument("run")
+    p.add_argument("-o", "--output", help="JSONL file to write the run's records to")
+    p.add_argument("--toolset", help="toolset path, for a run over a domain module (default: the run's toolset)")
+    _db_args(p)
+    p.set_defaults(fn=_cmd_resume)
+    p = sub.add_parser("worker", help="join a stored run as one more worker (on SQLite: one at a time)")
+    p.add_argument("run")
+    p.add_argument("-o", "--output", default=None)
+    p.add_argument("--toolset")
+    _db_args(p)
+    p.set_defaults(fn=_cmd_resume)
+    p = sub.add_parser("runs", help="list the stored runs with their progress")
+    p.add_argument("--json", action="store_true", help="print a JSON list of {id, status, accepted, target, ...}")
+    _db_args(p)
+    p.set_defaults(fn=_cmd_runs)
+    p = sub.add_parser("export", help="write a stored run's accepted records in slot order")
+    p.add_argument("run")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--format", choices=["openai"], default="openai", help="record format (more come with exporters)")
+    _db_args(p)
+    p.set_defaults(fn=_cmd_export)
     p = sub.add_parser("validate", help="replay every record on its executor and check its provenance")
     p.add_argument("file")
     p.add_argument("--toolset", help="toolset to replay on (default: each record's meta.toolset)")
@@ -189,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (UsageError, UnknownToolset, ToolDocError) as exc:
+    except (UsageError, UnknownToolset, ToolDocError, StoreError) as exc:
         print(f"sap {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except (FileNotFoundError, IsADirectoryError, PermissionError, ValueError) as exc:

@@ -26,7 +26,8 @@ def test_toolsets_json_lists_builtins_with_counts(capsys):
 def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path, capsys):
     a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
     assert _run(capsys, "synthesize", "--toolset", "store", "-n", "8", "-o", str(a), "--seed", "3")[0] == 0
-    assert _run(capsys, "synthesize", "--toolset", "store", "-n", "8", "-o", str(b), "--seed", "3")[0] == 0
+    assert _run(capsys, "synthesize", "--toolset", "store", "-n", "8", "-o", str(b), "--seed", "3",
+                "--new-run")[0] == 0  # a second, independent run, not a re-export of the first
     assert _run(capsys, "synthesize", "--toolset", "store", "-n", "8", "-o", str(c), "--seed", "4")[0] == 0
     assert a.read_bytes() == b.read_bytes()
     assert a.read_bytes() != c.read_bytes()
@@ -36,7 +37,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path, capsys):
 def test_summary_reports_accepted(tmp_path, capsys):
     code, out, _ = _run(capsys, "synthesize", "--toolset", "filesystem", "-n", "5", "-o", str(tmp_path / "f.jsonl"))
     assert code == 0
-    assert out.startswith("accepted 5/5")
+    assert "accepted 5/5" in out and out.startswith("run run-")
     assert "P_f rate" in out
     rejections = tmp_path / "f.jsonl.rejections.jsonl"
     assert all(json.loads(line)["reason"] for line in rejections.read_text().splitlines())

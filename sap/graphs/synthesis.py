@@ -58,10 +58,13 @@ class SynthesisContext:
     run_seed: int = 0
     executors: dict[int, tuple[Executor, tuple[str, ...]]] = field(default_factory=dict)
     node_seconds: dict[str, float] | None = None  # when a dict, each node's cumulative wall time is added to it
+    fsm_preset: FSM | None = None  # a verified FSM to use as is (a stored run's), instead of building one
 
     def fsm(self) -> tuple[str, FSM]:
         """The toolset's V_spec-verified FSM, built once per process, tool-doc hash, builder and path lengths."""
         key = f"{toolset_hash(self.toolset)}:{self.fsm_builder.cache_key()}:{self.min_turns}-{self.max_turns}"
+        if self.fsm_preset is not None:
+            return key, self.fsm_preset
         if key not in _FSM_CACHE:
             _FSM_CACHE[key] = build_verified_fsm(self.fsm_builder, self.toolset, (self.min_turns, self.max_turns))
         return key, _FSM_CACHE[key]

@@ -1,0 +1,159 @@
+"""Durable runs: slots claimed from the run store, each a checkpointed LangGraph thread that resumes where it stopped."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import sap
+from sap.api import slot_input
+from sap.graphs.synthesis import SynthesisContext, synthesis_graph, toolset_hash
+from sap.model import FSM, Toolset
+from sap.store.runs import RunStore, StoreError
+
+LEASE_SECONDS = 60.0
+
+
+class FingerprintMismatch(StoreError):
+    """A run is resumed with settings, tool docs or a sap version other than those it started with."""
+
+
+def fingerprint_parts(toolset: Toolset, config: dict[str, Any]) -> dict[str, Any]:
+    """What a run's output depends on: its config (seed, target, mix, limits), the tool docs and sap's version."""
+    return {"config": config, "tool_docs": toolset_hash(toolset), "sap_version": sap.__version__}
+
+
+def fingerprint(parts: dict[str, Any]) -> str:
+    """The hash of the fingerprint parts."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def describe_change(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """What differs between two fingerprint parts, in words (`n: 20 -> 30; tool docs changed`)."""
+    changes = []
+    for key in sorted(set(old["config"]) | set(new["config"])):
+        a, b = old["config"].get(key), new["config"].get(key)
+        if a != b:
+            changes.append(f"{key}: {a!r} -> {b!r}")
+    if old["tool_docs"] != new["tool_docs"]:
+        changes.append(f"tool docs changed (hash {old['tool_docs']} -> {new['tool_docs']})")
+    if old["sap_version"] != new["sap_version"]:
+        changes.append(f"sap version {old['sap_version']} -> {new['sap_version']}")
+    return "; ".join(changes) or "nothing visible (fingerprint differs)"
+
+
+def run_config(n: int, seed: int, mix: dict[str, float] | None, context: dict[str, Any],
+               max_slots: int | None = None) -> dict[str, Any]:
+    """The settings a run is created with (and fingerprinted by)."""
+    return {"target": n, "seed": seed, "mix": mix, "context": context,
+            "max_slots": max_slots if max_slots is not None else 5 * n + 20}
+
+
+def start_run(store: RunStore, toolset: Toolset, config: dict[str, Any]) -> str:
+    """Create a run: build and verify its FSM now, store it with the config and fingerprint; the run id."""
+    _, fsm = SynthesisContext(toolset=toolset, run_seed=config["seed"], **config["context"]).fsm()
+    parts = fingerprint_parts(toolset, config)
+    return store.create_run(toolset.name, config, config["seed"], config["target"], fingerprint(parts), parts,
+                            fsm.model_dump(mode="json", by_alias=True))
+
+
+def find_resumable(store: RunStore, toolset: Toolset, config: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The run the same command continues: (run id, None) for the latest run of this toolset with the same
+    fingerprint (unfinished or done, so repeating a command never duplicates work); (None, why) if instead an
+    unfinished run of this toolset has other settings; (None, None) if a new run should start."""
+    runs = [r for r in store.runs() if r.toolset == toolset.name]
+    parts = fingerprint_parts(toolset, config)
+    same = [r for r in runs if r.fingerprint == fingerprint(parts)]
+    if same:
+        return same[-1].id, None
+    unfinished = [r for r in runs if r.status == "running"]
+    if unfinished:
+        latest = unfinished[-1]
+        return None, (f"unfinished run {latest.id} has other settings: "
+                      f"{describe_change(latest.fingerprint_parts, parts)}")
+    return None, None
+
+
+def worker_name() -> str:
+    """This process as a worker: host and pid."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class RunProgress:
+    """How far a run has got."""
+
+    run_id: str
+    accepted: int
+    target: int
+    slots: int
+    status: str
+
+
+class RunDriver:
+    """Works on one stored run: claims slots in order, runs or resumes each slot's thread, stores outcomes."""
+
+    def __init__(self, store: RunStore, run_id: str, toolset: Toolset, checkpointer: Any,
+                 worker: str | None = None) -> None:
+        self.store, self.run_id, self.toolset, self.checkpointer = store, run_id, toolset, checkpointer
+        self.worker = worker or worker_name()
+        run = store.run(run_id)
+        self.config = run.config
+        self.ctx = SynthesisContext(toolset=toolset, run_seed=run.seed, fsm_preset=FSM.model_validate(store.fsm(run_id)),
+                                    **self.config["context"])
+        self.graph = synthesis_graph(self.ctx, checkpointer=checkpointer)
+
+    def check_fingerprint(self) -> None:
+        """Refuse to continue if the tool docs or sap's version changed since the run started."""
+        run = self.store.run(self.run_id)
+        parts = fingerprint_parts(self.toolset, self.config)
+        if fingerprint(parts) != run.fingerprint:
+            raise FingerprintMismatch(f"run {self.run_id} cannot be resumed: "
+                                      f"{describe_change(run.fingerprint_parts, parts)}")
+
+    def _outcome(self, index: int) -> dict[str, Any]:
+        """Run slot `index` to its end: from its checkpoint if it has one, else from the start."""
+        cfg = {"configurable": {"thread_id": f"{self.run_id}:{index}"}}
+        snap = self.graph.get_state(cfg)
+        if snap.values and not snap.next and not snap.tasks and "record" in snap.values:
+            return snap.values  # finished before the process stopped, outcome not yet stored
+        if snap.values:
+            return self.graph.invoke(None, cfg, durability="sync")
+        run = self.store.run(self.run_id)
+        histogram = self.store.histogram_before(self.run_id, index)
+        return self.graph.invoke(slot_input(run.seed, index, histogram, self.config.get("mix")), cfg,
+                                 durability="sync")
+
+    def run(self, on_record: Callable[[dict[str, Any]], None] | None = None,
+            on_slot: Callable[[int, str], None] | None = None) -> RunProgress:
+        """Fill the run's target (or exhaust its slot budget), one slot at a time."""
+        self.check_fingerprint()
+        self.store.acquire(self.run_id, self.worker, LEASE_SECONDS)
+        status = "running"
+        try:
+            while True:
+                counts = self.store.counts(self.run_id)
+                target, limit = self.config["target"], self.config["max_slots"]
+                if counts.get("accepted", 0) >= target:
+                    status = "complete"
+                    break
+                if sum(counts.values()) - counts.get("running", 0) - counts.get("pending", 0) >= limit:
+                    status = "exhausted"
+                    break
+                self.store.acquire(self.run_id, self.worker, LEASE_SECONDS)
+                index = self.store.next_slot(self.run_id, self.worker)
+                out = self._outcome(index)
+                record = out.get("record")
+                self.store.finish(self.run_id, index, record, out.get("drop_reason"), out.get("verdict"))
+                self.checkpointer.delete_thread(f"{self.run_id}:{index}")
+                if record is not None and on_record is not None:
+                    on_record(record)
+                if on_slot is not None:
+                    on_slot(index, out.get("status", ""))
+        finally:
+            self.store.release(self.run_id, self.worker, status if status != "running" else None)
+        counts = self.store.counts(self.run_id)
+        return RunProgress(self.run_id, counts.get("accepted", 0), self.config["target"], sum(counts.values()), status)

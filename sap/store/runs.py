@@ -1,0 +1,187 @@
+"""The run store: runs, slots, records and rejections in SQLAlchemy on the run's database URL."""
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from sqlalchemy import create_engine, event, func, select
+from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from sap.store.schema import SCHEMA_VERSION, Base, FSMRow, RecordRow, RejectionRow, RunRow, SchemaInfo, SlotRow
+
+
+class StoreError(RuntimeError):
+    """The run database cannot be used (unreadable, foreign, locked, full, unreachable)."""
+
+
+class RunConflict(StoreError):
+    """Another worker holds the run (SQLite allows one process per run at a time)."""
+
+
+def _now() -> datetime:
+    """The current UTC time without tzinfo (stored the same way on every backend)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _worker_alive(worker: str) -> bool:
+    """False only when `worker` (host:pid) is a process of this host that no longer exists."""
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file path of a `sqlite:///PATH` URL, else None."""
+    return url[len("sqlite:///"):] if url.startswith("sqlite:///") else None
+
+
+class RunStore:
+    """Access to one run database; every write is one short transaction."""
+
+    def __init__(self, url: str, full_sync: bool = False) -> None:
+        self.url = url
+        self.engine = create_engine(url)
+        if url.startswith("sqlite"):
+            @event.listens_for(self.engine, "connect")
+            def _pragmas(conn: Any, _: Any) -> None:
+                cur = conn.cursor()
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute(f"PRAGMA synchronous={'FULL' if full_sync else 'NORMAL'}")
+                cur.execute("PRAGMA busy_timeout=5000")
+                cur.close()
+        self.session = sessionmaker(self.engine, expire_on_commit=False)
+        try:
+            Base.metadata.create_all(self.engine)
+            with self.session.begin() as s:
+                info = s.get(SchemaInfo, 1)
+                if info is None:
+                    s.add(SchemaInfo(id=1, version=SCHEMA_VERSION))
+                elif info.version != SCHEMA_VERSION:
+                    raise StoreError(f"{url}: run database schema version {info.version}, this sap needs "
+                                     f"{SCHEMA_VERSION}")
+        except (DatabaseError, OperationalError) as exc:
+            raise StoreError(f"{url}: cannot use this database: {exc.orig}") from exc
+
+    def _tx(self) -> Session:
+        """A session in a transaction (use as a context manager)."""
+        return self.session.begin()
+
+    def create_run(self, toolset: str, config: dict[str, Any], seed: int, target: int, fingerprint: str,
+                   parts: dict[str, Any], fsm: dict[str, Any]) -> str:
+        """Record a new run with its verified FSM; its id."""
+        run_id = f"run-{secrets.token_hex(4)}"
+        with self._tx() as s:
+            s.add(RunRow(id=run_id, created=_now(), toolset=toolset, config=config, seed=seed, target=target,
+                         fingerprint=fingerprint, fingerprint_parts=parts, status="running"))
+            s.add(FSMRow(run_id=run_id, fsm=fsm))
+        return run_id
+
+    def run(self, run_id: str) -> RunRow:
+        """The run `run_id`; StoreError listing the known runs if there is none."""
+        with self.session() as s:
+            row = s.get(RunRow, run_id)
+            if row is None:
+                known = [r for (r,) in s.execute(select(RunRow.id).order_by(RunRow.created))]
+                raise StoreError(f"no run {run_id!r} in {self.url}; runs: {', '.join(known) or 'none'}")
+            return row
+
+    def fsm(self, run_id: str) -> dict[str, Any]:
+        """The FSM the run was created with."""
+        with self.session() as s:
+            return s.get(FSMRow, run_id).fsm
+
+    def acquire(self, run_id: str, worker: str, lease_seconds: float) -> None:
+        """Hold the run for `worker`; RunConflict if another worker's lease has not expired."""
+        with self._tx() as s:
+            row = s.get(RunRow, run_id, with_for_update=True)
+            held = row.worker not in (None, worker) and row.lease_expiry and row.lease_expiry > _now()
+            if held and not _worker_alive(row.worker):
+                held = False  # its lease outlived it: a process on this host that is gone
+            if held:
+                raise RunConflict(f"run {run_id} is being worked on by {row.worker} (lease until "
+                                  f"{row.lease_expiry:%H:%M:%S} UTC); on SQLite only one process may work on a run")
+            row.worker, row.lease_expiry = worker, _now() + timedelta(seconds=lease_seconds)
+
+    def release(self, run_id: str, worker: str, status: str | None = None) -> None:
+        """Give the run up (and set its status)."""
+        with self._tx() as s:
+            row = s.get(RunRow, run_id)
+            if row.worker == worker:
+                row.worker, row.lease_expiry = None, None
+            if status:
+                row.status = status
+
+    def next_slot(self, run_id: str, worker: str) -> int:
+        """The slot to work on: the lowest unfinished one, else a new one after the last; marked running."""
+        with self._tx() as s:
+            open_slot = s.execute(select(SlotRow).where(SlotRow.run_id == run_id,
+                                                        SlotRow.status.in_(("pending", "running")))
+                                  .order_by(SlotRow.index).limit(1)).scalar_one_or_none()
+            if open_slot is None:
+                last = s.execute(select(func.max(SlotRow.index)).where(SlotRow.run_id == run_id)).scalar()
+                open_slot = SlotRow(run_id=run_id, index=0 if last is None else last + 1,
+                                    thread_id="", status="pending", attempts=0)
+                open_slot.thread_id = f"{run_id}:{open_slot.index}"
+                s.add(open_slot)
+            open_slot.status, open_slot.worker = "running", worker
+            open_slot.attempts = (open_slot.attempts or 0) + 1
+            return open_slot.index
+
+    def finish(self, run_id: str, index: int, record: dict[str, Any] | None, reason: str | None,
+               verdict: dict[str, Any] | None) -> None:
+        """Store a slot's outcome in one transaction; repeating it is harmless (idempotent)."""
+        with self._tx() as s:
+            slot = s.get(SlotRow, (run_id, index))
+            if record is not None:
+                calls = Counter(p["name"] for p in record["provenance"])
+                s.merge(RecordRow(run_id=run_id, index=index, record=record, tool_calls=dict(calls)))
+                slot.status = "accepted"
+            else:
+                s.merge(RejectionRow(run_id=run_id, index=index, reason=reason or "unknown", verdict=verdict))
+                slot.status = "rejected"
+            slot.worker = None
+
+    def histogram_before(self, run_id: str, index: int) -> Counter:
+        """H for slot `index`: tool calls in the run's accepted records of lower slots."""
+        with self.session() as s:
+            rows = s.execute(select(RecordRow.tool_calls).where(RecordRow.run_id == run_id, RecordRow.index < index))
+            total: Counter = Counter()
+            for (calls,) in rows:
+                total.update(calls)
+            return total
+
+    def counts(self, run_id: str) -> dict[str, int]:
+        """Slots per status."""
+        with self.session() as s:
+            rows = s.execute(select(SlotRow.status, func.count()).where(SlotRow.run_id == run_id)
+                             .group_by(SlotRow.status))
+            return {status: n for status, n in rows}
+
+    def records(self, run_id: str) -> list[dict[str, Any]]:
+        """The accepted records in slot order."""
+        with self.session() as s:
+            return [r for (r,) in s.execute(select(RecordRow.record).where(RecordRow.run_id == run_id)
+                                            .order_by(RecordRow.index))]
+
+    def rejections(self, run_id: str) -> list[dict[str, Any]]:
+        """The rejections in slot order."""
+        with self.session() as s:
+            rows = s.execute(select(RejectionRow).where(RejectionRow.run_id == run_id).order_by(RejectionRow.index))
+            return [{"index": r.index, "reason": r.reason, "verdict": r.verdict} for (r,) in rows]
+
+    def runs(self) -> list[RunRow]:
+        """Every run, oldest first."""
+        with self.session() as s:
+            return list(s.execute(select(RunRow).order_by(RunRow.created)).scalars())

@@ -1,0 +1,79 @@
+"""Tables of the run store (SQLAlchemy 2 ORM): runs, slots, records, rejections, cached FSMs, schema version."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+SCHEMA_VERSION = 1
+
+
+class Base(DeclarativeBase):
+    """Declarative base of the sap tables (all prefixed `sap_`, beside LangGraph's checkpoint tables)."""
+
+
+class SchemaInfo(Base):
+    """One row: the schema version, so later versions can migrate."""
+
+    __tablename__ = "sap_schema"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+
+
+class RunRow(Base):
+    """A synthesis run: its config, seed, target and fingerprint, and which worker holds it (SQLite)."""
+
+    __tablename__ = "sap_runs"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    created: Mapped[datetime] = mapped_column(DateTime)
+    toolset: Mapped[str] = mapped_column(String(200))
+    config: Mapped[dict] = mapped_column(JSON)
+    seed: Mapped[int] = mapped_column(Integer)
+    target: Mapped[int] = mapped_column(Integer)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    fingerprint_parts: Mapped[dict] = mapped_column(JSON)  # what the fingerprint hashes, to say what changed
+    status: Mapped[str] = mapped_column(String(20))  # running / complete / exhausted
+    worker: Mapped[str | None] = mapped_column(String(80), nullable=True)
+    lease_expiry: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class SlotRow(Base):
+    """One trajectory slot of a run: its LangGraph thread and outcome."""
+
+    __tablename__ = "sap_slots"
+    run_id: Mapped[str] = mapped_column(ForeignKey("sap_runs.id"), primary_key=True)
+    index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    thread_id: Mapped[str] = mapped_column(String(80))
+    status: Mapped[str] = mapped_column(String(20))  # pending / running / accepted / rejected / failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(80), nullable=True)
+    lease_expiry: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class RecordRow(Base):
+    """An accepted record, keyed by its slot."""
+
+    __tablename__ = "sap_records"
+    run_id: Mapped[str] = mapped_column(ForeignKey("sap_runs.id"), primary_key=True)
+    index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    record: Mapped[dict] = mapped_column(JSON)
+    tool_calls: Mapped[dict] = mapped_column(JSON)  # tool -> calls in this record (the run's histogram H)
+
+
+class RejectionRow(Base):
+    """A dropped slot with its reason and the judge's verdict."""
+
+    __tablename__ = "sap_rejections"
+    run_id: Mapped[str] = mapped_column(ForeignKey("sap_runs.id"), primary_key=True)
+    index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    reason: Mapped[str] = mapped_column(Text)
+    verdict: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+
+
+class FSMRow(Base):
+    """The verified FSM a run uses, so a resumed run walks exactly the same one."""
+
+    __tablename__ = "sap_fsms"
+    run_id: Mapped[str] = mapped_column(ForeignKey("sap_runs.id"), primary_key=True)
+    fsm: Mapped[dict] = mapped_column(JSON)
