@@ -5,7 +5,16 @@ import sqlite3
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from sap.store.runs import StoreError, sqlite_path
+from sap.store.runs import SETUP_LOCK, StoreError, sqlite_path
+
+
+def psycopg_errors() -> tuple[type[BaseException], ...]:
+    """psycopg's connection-level errors (an empty tuple if psycopg is absent)."""
+    try:
+        import psycopg
+    except ImportError:
+        return ()
+    return (psycopg.OperationalError,)
 
 
 @contextmanager
@@ -34,8 +43,16 @@ def checkpointer_for(url: str, full_sync: bool = False) -> Iterator[Any]:
         except ImportError:
             raise StoreError("PostgreSQL needs the postgres extra: pip install 'sap-synth[postgres]'") from None
         conninfo = url.replace("postgresql+psycopg://", "postgresql://")
-        with PostgresSaver.from_conn_string(conninfo) as saver:
-            saver.setup()
-            yield saver
+        try:
+            with PostgresSaver.from_conn_string(conninfo) as saver:
+                with saver.conn.cursor() as cur:  # concurrent workers must not race to run the migrations
+                    cur.execute(f"SELECT pg_advisory_lock({SETUP_LOCK + 1})")
+                    try:
+                        saver.setup()
+                    finally:
+                        cur.execute(f"SELECT pg_advisory_unlock({SETUP_LOCK + 1})")
+                yield saver
+        except psycopg_errors() as exc:
+            raise StoreError(f"{url}: PostgreSQL is not usable: {exc}") from exc
         return
     raise StoreError(f"unsupported database URL {url!r}: use sqlite:///FILE or postgresql://...")

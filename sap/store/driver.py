@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import socket
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -144,7 +145,10 @@ class RunDriver:
                     status = "exhausted"
                     break
                 self.store.acquire(self.run_id, self.worker, LEASE_SECONDS)
-                index = self.store.next_slot(self.run_id, self.worker)
+                index = self.store.next_slot(self.run_id, self.worker, LEASE_SECONDS)
+                if index is None:  # other workers hold the last slots the target needs: wait for them
+                    time.sleep(0.2)
+                    continue
                 out = self._outcome(index)
                 record = out.get("record")
                 self.store.finish(self.run_id, index, record, out.get("drop_reason"), out.get("verdict"))

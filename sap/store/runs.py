@@ -8,11 +8,14 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import create_engine, event, func, select
+from sqlalchemy import and_, create_engine, event, func, or_, select, text
 from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from sap.store.schema import SCHEMA_VERSION, Base, FSMRow, RecordRow, RejectionRow, RunRow, SchemaInfo, SlotRow
+
+
+SETUP_LOCK = 7_253_010  # PostgreSQL advisory locks held while creating tables: this key (run store), +1 (checkpointer)
 
 
 class StoreError(RuntimeError):
@@ -42,6 +45,14 @@ def _worker_alive(worker: str) -> bool:
     return True
 
 
+def sqlalchemy_url(url: str) -> str:
+    """The SQLAlchemy form of a run database URL (PostgreSQL through psycopg 3)."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
 def sqlite_path(url: str) -> str | None:
     """The file path of a `sqlite:///PATH` URL, else None."""
     return url[len("sqlite:///"):] if url.startswith("sqlite:///") else None
@@ -52,7 +63,11 @@ class RunStore:
 
     def __init__(self, url: str, full_sync: bool = False) -> None:
         self.url = url
-        self.engine = create_engine(url)
+        self.single_process = url.startswith("sqlite")  # SQLite: one process per run; PostgreSQL: many workers
+        try:
+            self.engine = create_engine(sqlalchemy_url(url))
+        except Exception as exc:  # a malformed URL or a missing driver
+            raise StoreError(f"cannot open run database {url!r}: {exc}") from exc
         if url.startswith("sqlite"):
             @event.listens_for(self.engine, "connect")
             def _pragmas(conn: Any, _: Any) -> None:
@@ -63,7 +78,10 @@ class RunStore:
                 cur.close()
         self.session = sessionmaker(self.engine, expire_on_commit=False)
         try:
-            Base.metadata.create_all(self.engine)
+            with self.engine.begin() as conn:
+                if not self.single_process:  # workers starting together must not race to create the tables
+                    conn.execute(text(f"SELECT pg_advisory_xact_lock({SETUP_LOCK})"))
+                Base.metadata.create_all(conn)
             with self.session.begin() as s:
                 info = s.get(SchemaInfo, 1)
                 if info is None:
@@ -85,6 +103,7 @@ class RunStore:
         with self._tx() as s:
             s.add(RunRow(id=run_id, created=_now(), toolset=toolset, config=config, seed=seed, target=target,
                          fingerprint=fingerprint, fingerprint_parts=parts, status="running"))
+            s.flush()  # the run row first: the FSM row refers to it
             s.add(FSMRow(run_id=run_id, fsm=fsm))
         return run_id
 
@@ -103,7 +122,10 @@ class RunStore:
             return s.get(FSMRow, run_id).fsm
 
     def acquire(self, run_id: str, worker: str, lease_seconds: float) -> None:
-        """Hold the run for `worker`; RunConflict if another worker's lease has not expired."""
+        """On SQLite, hold the run for `worker` (RunConflict if a live worker's lease has not expired);
+        on PostgreSQL workers share a run and this is a no-op (slots are claimed one by one)."""
+        if not self.single_process:
+            return
         with self._tx() as s:
             row = s.get(RunRow, run_id, with_for_update=True)
             held = row.worker not in (None, worker) and row.lease_expiry and row.lease_expiry > _now()
@@ -117,27 +139,46 @@ class RunStore:
     def release(self, run_id: str, worker: str, status: str | None = None) -> None:
         """Give the run up (and set its status)."""
         with self._tx() as s:
-            row = s.get(RunRow, run_id)
+            row = s.get(RunRow, run_id, with_for_update=True)
             if row.worker == worker:
                 row.worker, row.lease_expiry = None, None
             if status:
                 row.status = status
 
-    def next_slot(self, run_id: str, worker: str) -> int:
-        """The slot to work on: the lowest unfinished one, else a new one after the last; marked running."""
+    def next_slot(self, run_id: str, worker: str, lease_seconds: float) -> int | None:
+        """Claim the slot to work on: the lowest claimable unfinished one (FOR UPDATE SKIP LOCKED), else a new
+        one after the last, unless accepted plus in-flight slots already meet the target (then None).
+        A slot whose worker died is claimable again once its lease expires, or at once if that worker was a
+        process of this host that no longer exists."""
         with self._tx() as s:
-            open_slot = s.execute(select(SlotRow).where(SlotRow.run_id == run_id,
-                                                        SlotRow.status.in_(("pending", "running")))
-                                  .order_by(SlotRow.index).limit(1)).scalar_one_or_none()
-            if open_slot is None:
+            claimable = SlotRow.status.in_(("pending", "running"))  # SQLite: one process, every open slot is its own
+            if not self.single_process:  # PostgreSQL: pending, or running under a lease that has run out
+                claimable = or_(SlotRow.status == "pending",
+                                and_(SlotRow.status == "running", SlotRow.lease_expiry < _now()))
+            slot = s.execute(select(SlotRow).where(SlotRow.run_id == run_id, claimable).order_by(SlotRow.index)
+                             .limit(1).with_for_update(skip_locked=True)).scalar_one_or_none()
+            if slot is None and not self.single_process:  # a worker of this host that died holds a live lease
+                orphans = s.execute(select(SlotRow.index, SlotRow.worker).where(
+                    SlotRow.run_id == run_id, SlotRow.status == "running").order_by(SlotRow.index)).all()
+                dead = [i for i, w in orphans if not _worker_alive(w or "")]
+                if dead:
+                    slot = s.execute(select(SlotRow).where(SlotRow.run_id == run_id, SlotRow.index == dead[0],
+                                                           SlotRow.status == "running")
+                                     .with_for_update(skip_locked=True)).scalar_one_or_none()
+            if slot is None:
+                run = s.get(RunRow, run_id, with_for_update=True)  # serializes new-slot creation across workers
+                busy = s.execute(select(func.count()).where(SlotRow.run_id == run_id,
+                                                            SlotRow.status.in_(("accepted", "running")))).scalar()
+                if busy >= run.target:
+                    return None
                 last = s.execute(select(func.max(SlotRow.index)).where(SlotRow.run_id == run_id)).scalar()
-                open_slot = SlotRow(run_id=run_id, index=0 if last is None else last + 1,
-                                    thread_id="", status="pending", attempts=0)
-                open_slot.thread_id = f"{run_id}:{open_slot.index}"
-                s.add(open_slot)
-            open_slot.status, open_slot.worker = "running", worker
-            open_slot.attempts = (open_slot.attempts or 0) + 1
-            return open_slot.index
+                index = 0 if last is None else last + 1
+                slot = SlotRow(run_id=run_id, index=index, thread_id=f"{run_id}:{index}", status="pending", attempts=0)
+                s.add(slot)
+            slot.status, slot.worker = "running", worker
+            slot.lease_expiry = _now() + timedelta(seconds=lease_seconds)
+            slot.attempts = (slot.attempts or 0) + 1
+            return slot.index
 
     def finish(self, run_id: str, index: int, record: dict[str, Any] | None, reason: str | None,
                verdict: dict[str, Any] | None) -> None:
