@@ -25,7 +25,10 @@ def _cmd(db: Path, out: Path, seed: int = 5) -> list[str]:
 
 def _slots(db: Path) -> list[tuple[int, str]]:
     with sqlite3.connect(db) as conn:
-        return conn.execute('SELECT "index", status FROM sap_slots ORDER BY "index"').fetchall()
+        try:
+            return conn.execute('SELECT "index", status FROM sap_slots ORDER BY "index"').fetchall()
+        except sqlite3.OperationalError:  # the process was killed (or is still) before creating the tables
+            return []
 
 
 def test_kill_nine_and_resume_gives_the_uninterrupted_export(tmp_path):
@@ -109,3 +112,20 @@ def test_a_foreign_or_unknown_database_is_a_clear_error(tmp_path, capsys, conten
     err = capsys.readouterr().err
     assert code == 2 and "cannot use this database" in err and str(path) in err
     assert path.read_bytes() == content  # nothing written over it
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
+    db, out = tmp_path / "c.db", tmp_path / "c.jsonl"
+    proc = subprocess.Popen(_cmd(db, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (db.exists() and any(s == "accepted" for _, s in _slots(db))):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "sap resume run-" in err
+    accepted = sum(s == "accepted" for _, s in _slots(db))
+    assert 0 < accepted < N
+    run_id = err.split("sap resume ")[1].split()[0]
+    assert main(["resume", run_id, "--db", f"sqlite:///{db}", "-o", str(tmp_path / "r.jsonl")]) == 0
+    assert len((tmp_path / "r.jsonl").read_text().splitlines()) == N
