@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import copy
 import difflib
-import functools
 import random
-from typing import Any, Callable, Iterator, Literal, Optional
+from typing import Iterator, Literal, Optional
 
 from sap.jsonutil import json_copy
+from sap.toolsets.domains.common import ToolError, tool_method
 
 NAME = "filesystem"
 DESCRIPTION = (
@@ -28,21 +28,6 @@ DEFAULT_ROOT = "root"
 #   to the current directory when they lie below it, so they can be passed straight to the next tool.
 
 
-class _ToolError(Exception):
-    """A user mistake, reported to the caller as {"error": message}."""
-
-
-def _tool(method: Callable[..., dict]) -> Callable[..., dict]:
-    """Turn a _ToolError raised by a tool method into an error result."""
-
-    @functools.wraps(method)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> dict:
-        try:
-            return method(self, *args, **kwargs)
-        except _ToolError as exc:
-            return {"error": str(exc)}
-
-    return wrapper
 
 
 def _new_dir() -> dict:
@@ -110,7 +95,7 @@ class FileSystem:
         if start:
             try:
                 self._cwd = self._dir(start, "current_directory")[0]
-            except _ToolError as exc:
+            except ToolError as exc:
                 raise ValueError(f"bad config: {exc}") from exc
 
     def _state(self) -> dict:
@@ -131,19 +116,19 @@ class FileSystem:
     def _resolve(self, path: str, label: str) -> list[str]:
         """The components below the root of `path` (relative to the current directory unless absolute)."""
         if not isinstance(path, str) or not path.strip():
-            raise _ToolError(f"{label} must be a non-empty path, got {path!r}")
+            raise ToolError(f"{label} must be a non-empty path, got {path!r}")
         path = path.strip()
         names = [n for n in path.split("/") if n]
         parts = list(self._cwd)
         if path.startswith("/"):
             if names and names[0] != self._root_name:
-                raise _ToolError(f"{label} {path!r} is outside the file system: absolute paths start with "
+                raise ToolError(f"{label} {path!r} is outside the file system: absolute paths start with "
                                  f"{self._abs([])!r}")
             names, parts = names[1:], []
         for name in names:
             if name == "..":
                 if not parts:
-                    raise _ToolError(f"{label} {path!r} goes above the root folder {self._abs([])!r}")
+                    raise ToolError(f"{label} {path!r} goes above the root folder {self._abs([])!r}")
                 parts.pop()
             elif name != ".":
                 parts.append(name)
@@ -161,35 +146,35 @@ class FileSystem:
         parts = self._resolve(path, label)
         node = self._lookup(parts)
         if node is None:
-            raise _ToolError(f"no such file or folder: {label} {path!r} in {self._abs(self._cwd)!r}")
+            raise ToolError(f"no such file or folder: {label} {path!r} in {self._abs(self._cwd)!r}")
         return parts, node
 
     def _file(self, path: str, label: str = "file_name") -> tuple[list[str], dict]:
         parts, node = self._existing(path, label)
         if not _is_file(node):
-            raise _ToolError(f"{label} {path!r} is a folder, not a file")
+            raise ToolError(f"{label} {path!r} is a folder, not a file")
         return parts, node
 
     def _dir(self, path: str, label: str) -> tuple[list[str], dict]:
         parts, node = self._existing(path, label)
         if not _is_dir(node):
-            raise _ToolError(f"{label} {path!r} is a file, not a folder")
+            raise ToolError(f"{label} {path!r} is a file, not a folder")
         return parts, node
 
     def _slot(self, path: str, label: str) -> tuple[list[str], dict]:
         """Components of a path whose parent folder exists, and that parent folder."""
         parts = self._resolve(path, label)
         if not parts:
-            raise _ToolError(f"{label} {path!r} is the root folder")
+            raise ToolError(f"{label} {path!r} is the root folder")
         parent = self._lookup(parts[:-1])
         if not _is_dir(parent):
-            raise _ToolError(f"{label} {path!r}: parent folder {self._abs(parts[:-1])!r} does not exist")
+            raise ToolError(f"{label} {path!r}: parent folder {self._abs(parts[:-1])!r} does not exist")
         return parts, parent
 
     def _vacant(self, path: str, label: str) -> tuple[list[str], dict]:
         parts, parent = self._slot(path, label)
         if parts[-1] in parent["contents"]:
-            raise _ToolError(f"{label} {path!r} already exists in {self._abs(parts[:-1])!r}")
+            raise ToolError(f"{label} {path!r} already exists in {self._abs(parts[:-1])!r}")
         return parts, parent
 
     def _lines(self, file_name: str) -> tuple[str, list[str]]:
@@ -208,15 +193,15 @@ class FileSystem:
         """Copy (keep_source) or move a file or folder to `destination` (an existing folder or a new name)."""
         source, node = self._existing(file_name, "file_name")
         if not source:
-            raise _ToolError(f"file_name {file_name!r} is the root folder")
+            raise ToolError(f"file_name {file_name!r} is the root folder")
         target = self._resolve(destination, "destination")
         if _is_dir(self._lookup(target)):
             target = target + [source[-1]]
         verb = "copy" if keep_source else "move"
         if _is_dir(node) and target[:len(source)] == source:
-            raise _ToolError(f"cannot {verb} folder {file_name!r} into itself ({destination!r})")
+            raise ToolError(f"cannot {verb} folder {file_name!r} into itself ({destination!r})")
         if not keep_source and self._cwd[:len(source)] == source:
-            raise _ToolError(f"cannot move {file_name!r}: it contains the current directory")
+            raise ToolError(f"cannot move {file_name!r}: it contains the current directory")
         target, parent = self._vacant(self._abs(target), "destination")
         parent["contents"][target[-1]] = copy.deepcopy(node) if keep_source else node
         if not keep_source:
@@ -225,12 +210,12 @@ class FileSystem:
 
     # ----- navigation ------------------------------------------------------------
 
-    @_tool
+    @tool_method
     def pwd(self) -> dict:
         """Show the absolute path of the current directory."""
         return {"current_directory": self._abs(self._cwd)}
 
-    @_tool
+    @tool_method
     def ls(self, show_hidden: bool = False) -> dict:
         """List the files and folders in the current directory (at most 10 of each, sorted by name).
 
@@ -249,7 +234,7 @@ class FileSystem:
             "directory_count": len(folders),
         }
 
-    @_tool
+    @tool_method
     def cd(self, folder: str) -> dict:
         """Change the current directory to a folder; ".." goes to the parent folder.
 
@@ -259,7 +244,7 @@ class FileSystem:
         self._cwd = self._dir(folder, "folder")[0]
         return {"current_directory": self._abs(self._cwd)}
 
-    @_tool
+    @tool_method
     def find(self, path: str = ".", name: Optional[str] = None) -> dict:
         """Search a folder recursively for files and folders whose name contains a text (case-insensitive).
 
@@ -287,7 +272,7 @@ class FileSystem:
             if _is_dir(child):
                 yield from self._walk(parts + [child_name], child)
 
-    @_tool
+    @tool_method
     def du(self, human_readable: bool = False) -> dict:
         """Show the total size of all files in the current directory and below it.
 
@@ -304,7 +289,7 @@ class FileSystem:
 
     # ----- creating and changing -----------------------------------------------------
 
-    @_tool
+    @tool_method
     def mkdir(self, dir_name: str) -> dict:
         """Create a new, empty folder (its parent folder must exist).
 
@@ -315,7 +300,7 @@ class FileSystem:
         parent["contents"][parts[-1]] = _new_dir()
         return {**self._folder_ref(parts), "path": self._abs(parts)}
 
-    @_tool
+    @tool_method
     def touch(self, file_name: str) -> dict:
         """Create an empty file if it does not exist yet (an existing file is left unchanged).
 
@@ -325,12 +310,12 @@ class FileSystem:
         parts, parent = self._slot(file_name, "file_name")
         existing = parent["contents"].get(parts[-1])
         if _is_dir(existing):
-            raise _ToolError(f"file_name {file_name!r} is a folder, not a file")
+            raise ToolError(f"file_name {file_name!r} is a folder, not a file")
         if existing is None:
             parent["contents"][parts[-1]] = _new_file()
         return {"file_name": self._rel(parts), "created": existing is None}
 
-    @_tool
+    @tool_method
     def echo(self, content: str, file_name: str, append: bool = False) -> dict:
         """Write text to a file, creating the file if needed; replaces its contents unless appending.
 
@@ -340,17 +325,17 @@ class FileSystem:
             append: Add the text as new line(s) at the end of the file instead of replacing its contents.
         """
         if not isinstance(content, str):
-            raise _ToolError(f"content must be text, got {content!r}")
+            raise ToolError(f"content must be text, got {content!r}")
         parts, parent = self._slot(file_name, "file_name")
         node = parent["contents"].get(parts[-1]) or _new_file()
         if _is_dir(node):
-            raise _ToolError(f"file_name {file_name!r} is a folder, not a file")
+            raise ToolError(f"file_name {file_name!r} is a folder, not a file")
         old = node["content"] if append else ""
         node["content"] = old + ("\n" if old and not old.endswith("\n") else "") + content
         parent["contents"][parts[-1]] = node
         return {"file_name": self._rel(parts), "chars": len(node["content"]), "appended": append}
 
-    @_tool
+    @tool_method
     def cp(self, file_name: str, destination: str) -> dict:
         """Copy a file (or a whole folder) into an existing folder or to a new name; never overwrites.
 
@@ -360,7 +345,7 @@ class FileSystem:
         """
         return self._transfer(file_name, destination, keep_source=True)
 
-    @_tool
+    @tool_method
     def mv(self, file_name: str, destination: str) -> dict:
         """Move or rename a file (or a folder) into an existing folder or to a new name; never overwrites.
 
@@ -370,7 +355,7 @@ class FileSystem:
         """
         return self._transfer(file_name, destination, keep_source=False)
 
-    @_tool
+    @tool_method
     def rm(self, file_name: str) -> dict:
         """Delete a file (use rmdir for folders).
 
@@ -381,7 +366,7 @@ class FileSystem:
         del self._lookup(parts[:-1])["contents"][parts[-1]]
         return {"removed": self._rel(parts), "current_directory": self._abs(self._cwd)}
 
-    @_tool
+    @tool_method
     def rmdir(self, dir_name: str, recursive: bool = False) -> dict:
         """Delete a folder; it must be empty unless recursive is set.
 
@@ -391,16 +376,16 @@ class FileSystem:
         """
         parts, node = self._dir(dir_name, "dir_name")
         if self._cwd[:len(parts)] == parts:
-            raise _ToolError(f"cannot remove dir_name {dir_name!r}: it is or contains the current directory")
+            raise ToolError(f"cannot remove dir_name {dir_name!r}: it is or contains the current directory")
         if node["contents"] and not recursive:
-            raise _ToolError(f"folder {dir_name!r} is not empty ({len(node['contents'])} entries); "
+            raise ToolError(f"folder {dir_name!r} is not empty ({len(node['contents'])} entries); "
                              f"set recursive to delete it with its contents")
         del self._lookup(parts[:-1])["contents"][parts[-1]]
         return {"removed": self._rel(parts), "removed_files": _file_count(node)}
 
     # ----- reading ------------------------------------------------------------------
 
-    @_tool
+    @tool_method
     def cat(self, file_name: str) -> dict:
         """Show the full text of a file (long files are truncated to 2000 characters).
 
@@ -410,7 +395,7 @@ class FileSystem:
         parts, node = self._file(file_name)
         return {"file_name": self._rel(parts), **_text(node["content"])}
 
-    @_tool
+    @tool_method
     def head(self, file_name: str, lines: int = 10) -> dict:
         """Show the first lines of a file.
 
@@ -420,7 +405,7 @@ class FileSystem:
         """
         return self._slice(file_name, lines, from_end=False)
 
-    @_tool
+    @tool_method
     def tail(self, file_name: str, lines: int = 10) -> dict:
         """Show the last lines of a file.
 
@@ -432,12 +417,12 @@ class FileSystem:
 
     def _slice(self, file_name: str, lines: int, from_end: bool) -> dict:
         if isinstance(lines, bool) or not isinstance(lines, int) or lines < 0:
-            raise _ToolError(f"lines must be a non-negative whole number, got {lines!r}")
+            raise ToolError(f"lines must be a non-negative whole number, got {lines!r}")
         name, all_lines = self._lines(file_name)
         chosen = (all_lines[-lines:] if lines else []) if from_end else all_lines[:lines]
         return {"file_name": name, **_text("\n".join(chosen)), "line_count": len(chosen)}
 
-    @_tool
+    @tool_method
     def grep(self, file_name: str, pattern: str, ignore_case: bool = False) -> dict:
         """Find the lines of a file that contain a text (plain text, not a regular expression).
 
@@ -447,14 +432,14 @@ class FileSystem:
             ignore_case: Match regardless of upper or lower case.
         """
         if not isinstance(pattern, str) or not pattern:
-            raise _ToolError(f"pattern must be non-empty text, got {pattern!r}")
+            raise ToolError(f"pattern must be non-empty text, got {pattern!r}")
         name, lines = self._lines(file_name)
         fold = str.lower if ignore_case else str
         found = [line for line in lines if fold(pattern) in fold(line)]
         return {"file_name": name, "pattern": pattern, "matching_lines": found[:MAX_LISTED],
                 "match_count": len(found)}
 
-    @_tool
+    @tool_method
     def wc(self, file_name: str, mode: WcMode = "lines") -> dict:
         """Count the lines, words or characters of a file.
 
@@ -467,10 +452,10 @@ class FileSystem:
         counters = {"lines": lambda: len(content.splitlines()), "words": lambda: len(content.split()),
                     "chars": lambda: len(content)}
         if mode not in counters:
-            raise _ToolError(f"mode must be one of {sorted(counters)}, got {mode!r}")
+            raise ToolError(f"mode must be one of {sorted(counters)}, got {mode!r}")
         return {"file_name": self._rel(parts), "mode": mode, "count": counters[mode]()}
 
-    @_tool
+    @tool_method
     def sort(self, file_name: str, reverse: bool = False) -> dict:
         """Show the lines of a file sorted alphabetically (the file itself is not changed).
 
@@ -481,7 +466,7 @@ class FileSystem:
         name, lines = self._lines(file_name)
         return {"file_name": name, **_text("\n".join(sorted(lines, reverse=reverse)))}
 
-    @_tool
+    @tool_method
     def diff(self, file_name1: str, file_name2: str) -> dict:
         """Compare two files line by line and show the differences in unified diff format.
 

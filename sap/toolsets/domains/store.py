@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import copy
-import functools
 import random
 from typing import Any, Callable, Literal, Optional
 
 from sap.jsonutil import json_copy
+from sap.toolsets.domains.common import ToolError, money, tool_method
 
 NAME = "store"
 DESCRIPTION = (
@@ -20,25 +20,7 @@ MAX_LISTED = 10
 DEFAULT_ORDER_NUMBER = 9000001
 
 
-class _ToolError(Exception):
-    """A user mistake, reported to the caller as {"error": message}."""
 
-
-def _tool(method: Callable[..., dict]) -> Callable[..., dict]:
-    """Turn a _ToolError raised by a tool method into an error result."""
-
-    @functools.wraps(method)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> dict:
-        try:
-            return method(self, *args, **kwargs)
-        except _ToolError as exc:
-            return {"error": str(exc)}
-
-    return wrapper
-
-
-def _money(value: float) -> float:
-    return round(value + 0.0, 2)
 
 
 def _item_view(product: dict, variant: dict) -> dict:
@@ -87,7 +69,7 @@ class OnlineStore:
 
     def _user(self) -> dict:
         if self._current_user_id is None:
-            raise _ToolError(LOGIN_REQUIRED)
+            raise ToolError(LOGIN_REQUIRED)
         return self._users[self._current_user_id]
 
     def _login(self, user: dict) -> dict:
@@ -100,64 +82,64 @@ class OnlineStore:
         key = order_id if order_id.startswith("#") else f"#{order_id}"
         order = self._orders.get(key)
         if order is None:
-            raise _ToolError(f"order {order_id!r} not found")
+            raise ToolError(f"order {order_id!r} not found")
         if order["user_id"] != user["user_id"]:
-            raise _ToolError(f"order {order_id!r} does not belong to the logged-in user {user['user_id']!r}")
+            raise ToolError(f"order {order_id!r} does not belong to the logged-in user {user['user_id']!r}")
         if status is not None and order["status"] != status:
-            raise _ToolError(f"order {key!r} is {order['status']!r}; only {status} orders allow this action")
+            raise ToolError(f"order {key!r} is {order['status']!r}; only {status} orders allow this action")
         return order
 
     def _payment_method(self, user: dict, payment_method_id: str) -> dict:
         for method in user["payment_methods"]:
             if method["payment_method_id"] == payment_method_id:
                 return method
-        raise _ToolError(f"payment method {payment_method_id!r} not found for user {user['user_id']!r}")
+        raise ToolError(f"payment method {payment_method_id!r} not found for user {user['user_id']!r}")
 
     def _variant(self, item_id: str) -> tuple[dict, dict]:
         if item_id not in self._variants:
-            raise _ToolError(f"item {item_id!r} not found in the catalog")
+            raise ToolError(f"item {item_id!r} not found in the catalog")
         return self._variants[item_id]
 
     def _order_items(self, order: dict, item_ids: list[str]) -> list[dict]:
         """The entries of `order` named by `item_ids` (non-empty, no duplicates)."""
         if not isinstance(item_ids, list) or not item_ids:
-            raise _ToolError("item_ids must be a non-empty list of item ids")
+            raise ToolError("item_ids must be a non-empty list of item ids")
         if len(set(item_ids)) != len(item_ids):
-            raise _ToolError(f"item_ids {item_ids!r} contains duplicates")
+            raise ToolError(f"item_ids {item_ids!r} contains duplicates")
         by_id = {item["item_id"]: item for item in order["items"]}
         missing = [i for i in item_ids if i not in by_id]
         if missing:
-            raise _ToolError(f"item(s) {missing!r} are not in order {order['order_id']!r}")
+            raise ToolError(f"item(s) {missing!r} are not in order {order['order_id']!r}")
         return [by_id[i] for i in item_ids]
 
     def _replacements(self, items: list[dict], new_item_ids: list[str]) -> list[dict]:
         """Item views for `new_item_ids`: available variants of the same products as `items`, pairwise."""
         if not isinstance(new_item_ids, list) or len(new_item_ids) != len(items):
-            raise _ToolError(f"new_item_ids must list exactly {len(items)} item id(s), one per item in item_ids")
+            raise ToolError(f"new_item_ids must list exactly {len(items)} item id(s), one per item in item_ids")
         views = []
         for old, new_id in zip(items, new_item_ids):
             product, variant = self._variant(new_id)
             if product["product_id"] != old["product_id"]:
-                raise _ToolError(f"new item {new_id!r} is not a variant of product {old['product_id']!r} ({old['name']})")
+                raise ToolError(f"new item {new_id!r} is not a variant of product {old['product_id']!r} ({old['name']})")
             if not variant["available"]:
-                raise _ToolError(f"new item {new_id!r} is not available")
+                raise ToolError(f"new item {new_id!r} is not available")
             views.append(_item_view(product, variant))
         return views
 
     def _check_balance(self, method: dict, amount: float) -> None:
         if method["type"] == "gift_card" and amount > method["balance"] + 1e-9:
-            raise _ToolError(
-                f"gift card {method['payment_method_id']!r} balance {method['balance']} is less than {_money(amount)}"
+            raise ToolError(
+                f"gift card {method['payment_method_id']!r} balance {method['balance']} is less than {money(amount)}"
             )
 
     def _transact(self, order: dict, method: dict, amount: float) -> None:
         """Charge (amount > 0) or refund (amount < 0) `method` and record it in the order's payment history."""
-        amount = _money(amount)
+        amount = money(amount)
         if amount == 0:
             return
         self._check_balance(method, amount)
         if method["type"] == "gift_card":
-            method["balance"] = _money(method["balance"] - amount)
+            method["balance"] = money(method["balance"] - amount)
         order["payment_history"].append({
             "transaction_type": "payment" if amount > 0 else "refund",
             "amount": abs(amount),
@@ -172,18 +154,18 @@ class OnlineStore:
             net[entry["payment_method_id"]] = net.get(entry["payment_method_id"], 0.0) + sign * entry["amount"]
         refunds = []
         for payment_method_id, amount in net.items():
-            if _money(amount) > 0:
+            if money(amount) > 0:
                 self._transact(order, self._payment_method(user, payment_method_id), -amount)
-                refunds.append({"payment_method_id": payment_method_id, "amount": _money(amount)})
+                refunds.append({"payment_method_id": payment_method_id, "amount": money(amount)})
         return refunds
 
     @staticmethod
     def _address(address1: str, address2: str, city: str, state: str, zip: str) -> dict:
         for label, value in (("address1", address1), ("city", city), ("state", state)):
             if not isinstance(value, str) or not value.strip():
-                raise _ToolError(f"{label} must be a non-empty string, got {value!r}")
+                raise ToolError(f"{label} must be a non-empty string, got {value!r}")
         if not (isinstance(zip, str) and len(zip) == 5 and zip.isdigit()):
-            raise _ToolError(f"zip must be a 5-digit string, got {zip!r}")
+            raise ToolError(f"zip must be a 5-digit string, got {zip!r}")
         return {
             "address1": address1.strip(), "address2": (address2 or "").strip(), "city": city.strip(),
             "state": state.strip(), "zip": zip, "country": "USA",
@@ -191,11 +173,11 @@ class OnlineStore:
 
     def _cart_view(self, user: dict) -> dict:
         items = [_item_view(*self._variant(i)) for i in self._carts.get(user["user_id"], [])]
-        return {"items": items, "item_count": len(items), "total": _money(sum(i["price"] for i in items))}
+        return {"items": items, "item_count": len(items), "total": money(sum(i["price"] for i in items))}
 
     # ----- authentication ---------------------------------------------------
 
-    @_tool
+    @tool_method
     def login_by_email(self, email: str) -> dict:
         """Authenticate the customer by the email address on their account.
 
@@ -206,9 +188,9 @@ class OnlineStore:
         for user in self._users.values():
             if user["email"].lower() == wanted:
                 return self._login(user)
-        raise _ToolError(f"no customer with email {email!r}")
+        raise ToolError(f"no customer with email {email!r}")
 
-    @_tool
+    @tool_method
     def login_by_name_zip(self, first_name: str, last_name: str, zip: str) -> dict:
         """Authenticate the customer by first name, last name and the zip code of their address.
 
@@ -221,9 +203,9 @@ class OnlineStore:
         for user in self._users.values():
             if (user["first_name"].lower(), user["last_name"].lower(), user["address"]["zip"]) == wanted:
                 return self._login(user)
-        raise _ToolError(f"no customer named {first_name!r} {last_name!r} with zip {zip!r}")
+        raise ToolError(f"no customer named {first_name!r} {last_name!r} with zip {zip!r}")
 
-    @_tool
+    @tool_method
     def logout(self) -> dict:
         """Log the current customer out."""
         user = self._user()
@@ -232,7 +214,7 @@ class OnlineStore:
 
     # ----- account and orders ------------------------------------------------
 
-    @_tool
+    @tool_method
     def get_user_details(self) -> dict:
         """Get the logged-in customer's profile: name, email, address, orders and payment methods."""
         user = self._user()
@@ -248,7 +230,7 @@ class OnlineStore:
             "payment_methods": copy.deepcopy(user["payment_methods"]),
         }
 
-    @_tool
+    @tool_method
     def modify_user_address(self, address1: str, address2: str, city: str, state: str, zip: str) -> dict:
         """Change the default address on the logged-in customer's account (existing orders keep theirs).
 
@@ -263,7 +245,7 @@ class OnlineStore:
         user["address"] = self._address(address1, address2, city, state, zip)
         return {"user_id": user["user_id"], "address": dict(user["address"])}
 
-    @_tool
+    @tool_method
     def list_orders(self, status: Optional[OrderStatus] = None) -> dict:
         """List the logged-in customer's orders, optionally only those with a given status.
 
@@ -281,7 +263,7 @@ class OnlineStore:
             "count": len(orders),
         }
 
-    @_tool
+    @tool_method
     def get_order_details(self, order_id: str) -> dict:
         """Get one of the logged-in customer's orders: items, status, shipping address and payment.
 
@@ -308,7 +290,7 @@ class OnlineStore:
 
     # ----- catalog ------------------------------------------------------------
 
-    @_tool
+    @tool_method
     def search_products(self, query: str) -> dict:
         """Search the catalog by words in the product name or category (no login needed).
 
@@ -333,7 +315,7 @@ class OnlineStore:
             "count": len(matches),
         }
 
-    @_tool
+    @tool_method
     def get_product_details(self, product_id: str) -> dict:
         """Get a product and all its variants with options, price and availability (no login needed).
 
@@ -342,7 +324,7 @@ class OnlineStore:
         """
         product = self._products.get(product_id)
         if product is None:
-            raise _ToolError(f"product {product_id!r} not found")
+            raise ToolError(f"product {product_id!r} not found")
         return {
             "product_id": product["product_id"],
             "name": product["name"],
@@ -352,7 +334,7 @@ class OnlineStore:
 
     # ----- pending orders -----------------------------------------------------
 
-    @_tool
+    @tool_method
     def cancel_pending_order(self, order_id: str, reason: Literal["no longer needed", "ordered by mistake"]) -> dict:
         """Cancel a pending order and refund what was paid to the original payment methods.
 
@@ -362,13 +344,13 @@ class OnlineStore:
         """
         order = self._order(order_id, "pending")
         if reason not in ("no longer needed", "ordered by mistake"):
-            raise _ToolError(f"reason must be 'no longer needed' or 'ordered by mistake', got {reason!r}")
+            raise ToolError(f"reason must be 'no longer needed' or 'ordered by mistake', got {reason!r}")
         refunds = self._refund_all(self._user(), order)
         order["status"] = "cancelled"
         order["cancel_reason"] = reason
         return {"order_id": order["order_id"], "status": "cancelled", "reason": reason, "refunds": refunds}
 
-    @_tool
+    @tool_method
     def modify_pending_order_address(
         self, order_id: str, address1: str, address2: str, city: str, state: str, zip: str
     ) -> dict:
@@ -386,7 +368,7 @@ class OnlineStore:
         order["address"] = self._address(address1, address2, city, state, zip)
         return {"order_id": order["order_id"], "status": order["status"], "address": dict(order["address"])}
 
-    @_tool
+    @tool_method
     def modify_pending_order_items(
         self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
     ) -> dict:
@@ -402,11 +384,11 @@ class OnlineStore:
         method = self._payment_method(self._user(), payment_method_id)
         old = self._order_items(order, item_ids)
         new = self._replacements(old, new_item_ids)
-        difference = _money(sum(n["price"] for n in new) - sum(o["price"] for o in old))
+        difference = money(sum(n["price"] for n in new) - sum(o["price"] for o in old))
         self._transact(order, method, difference)
         replaced = dict(zip(item_ids, new))
         order["items"] = [replaced.get(item["item_id"], item) for item in order["items"]]
-        order["total"] = _money(order["total"] + difference)
+        order["total"] = money(order["total"] + difference)
         return {
             "order_id": order["order_id"],
             "status": order["status"],
@@ -415,7 +397,7 @@ class OnlineStore:
             "price_difference": difference,
         }
 
-    @_tool
+    @tool_method
     def modify_pending_order_payment(self, order_id: str, payment_method_id: str) -> dict:
         """Pay a pending order with another payment method, refunding earlier payments and charging the total anew.
 
@@ -427,7 +409,7 @@ class OnlineStore:
         user = self._user()
         method = self._payment_method(user, payment_method_id)
         if payment_method_id == order["payment_method_id"]:
-            raise _ToolError(f"order {order['order_id']!r} is already paid with {payment_method_id!r}")
+            raise ToolError(f"order {order['order_id']!r} is already paid with {payment_method_id!r}")
         self._check_balance(method, order["total"])
         self._refund_all(user, order)
         self._transact(order, method, order["total"])
@@ -436,7 +418,7 @@ class OnlineStore:
 
     # ----- delivered orders ---------------------------------------------------
 
-    @_tool
+    @tool_method
     def return_delivered_order_items(self, order_id: str, item_ids: list[str], payment_method_id: str) -> dict:
         """Request a return of items from a delivered order; the refund goes to the original payment method or a gift card.
 
@@ -448,17 +430,17 @@ class OnlineStore:
         order = self._order(order_id, "delivered")
         method = self._payment_method(self._user(), payment_method_id)
         if payment_method_id != order["payment_method_id"] and method["type"] != "gift_card":
-            raise _ToolError(
+            raise ToolError(
                 f"refunds go to the original payment method {order['payment_method_id']!r} or a gift card, "
                 f"not {payment_method_id!r}"
             )
         items = self._order_items(order, item_ids)
-        refund = _money(sum(i["price"] for i in items))
+        refund = money(sum(i["price"] for i in items))
         order["status"] = "return requested"
         order["return"] = {"item_ids": list(item_ids), "payment_method_id": payment_method_id, "refund_amount": refund}
         return {"order_id": order["order_id"], "status": order["status"], **copy.deepcopy(order["return"])}
 
-    @_tool
+    @tool_method
     def exchange_delivered_order_items(
         self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
     ) -> dict:
@@ -474,7 +456,7 @@ class OnlineStore:
         method = self._payment_method(self._user(), payment_method_id)
         old = self._order_items(order, item_ids)
         new = self._replacements(old, new_item_ids)
-        difference = _money(sum(n["price"] for n in new) - sum(o["price"] for o in old))
+        difference = money(sum(n["price"] for n in new) - sum(o["price"] for o in old))
         self._check_balance(method, difference)
         order["status"] = "exchange requested"
         order["exchange"] = {
@@ -487,7 +469,7 @@ class OnlineStore:
 
     # ----- cart ---------------------------------------------------------------
 
-    @_tool
+    @tool_method
     def add_to_cart(self, item_id: str) -> dict:
         """Add one available product variant to the logged-in customer's cart.
 
@@ -497,19 +479,19 @@ class OnlineStore:
         user = self._user()
         _, variant = self._variant(item_id)
         if not variant["available"]:
-            raise _ToolError(f"item {item_id!r} is not available")
+            raise ToolError(f"item {item_id!r} is not available")
         cart = self._carts.setdefault(user["user_id"], [])
         if item_id in cart:
-            raise _ToolError(f"item {item_id!r} is already in the cart")
+            raise ToolError(f"item {item_id!r} is already in the cart")
         cart.append(item_id)
         return self._cart_view(user)
 
-    @_tool
+    @tool_method
     def get_cart(self) -> dict:
         """Show the logged-in customer's cart with its items and total."""
         return self._cart_view(self._user())
 
-    @_tool
+    @tool_method
     def checkout(self, payment_method_id: str) -> dict:
         """Place a pending order for everything in the cart, shipped to the account address.
 
@@ -520,7 +502,7 @@ class OnlineStore:
         method = self._payment_method(user, payment_method_id)
         cart = self._cart_view(user)
         if not cart["items"]:
-            raise _ToolError("the cart is empty; add items with add_to_cart first")
+            raise ToolError("the cart is empty; add items with add_to_cart first")
         self._check_balance(method, cart["total"])
         order_id = self._new_order_id()
         order = {
@@ -610,7 +592,7 @@ def _sample_product(rng: random.Random, taken: set[str], template: tuple) -> dic
             combos.append(combo)
     variants = [
         {"item_id": _unique(rng, taken, _digits(10)), "options": combo,
-         "price": _money(base * rng.uniform(0.85, 1.2)), "available": i < 2 or rng.random() < 0.6}
+         "price": money(base * rng.uniform(0.85, 1.2)), "available": i < 2 or rng.random() < 0.6}
         for i, combo in enumerate(combos)
     ]
     rng.shuffle(variants)
@@ -648,7 +630,7 @@ def _sample_user(rng: random.Random, taken: set[str], first: str, last: str) -> 
 
 def _sample_order(rng: random.Random, taken: set[str], user: dict, status: str, catalog: list[tuple]) -> dict:
     items = [_item_view(p, v) for p, v in rng.sample(catalog, rng.randint(1, 4))]
-    total = _money(sum(i["price"] for i in items))
+    total = money(sum(i["price"] for i in items))
     method_id = rng.choice(user["payment_methods"])["payment_method_id"]
     history = [{"transaction_type": "payment", "amount": total, "payment_method_id": method_id}]
     order = {

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-import functools
 import math
 import random
 import re
@@ -11,6 +10,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, Callable, Literal, Optional
 
 from sap.jsonutil import json_copy
+from sap.toolsets.domains.common import ToolError, money, tool_method
 
 NAME = "travel"
 DESCRIPTION = (
@@ -28,45 +28,27 @@ DEFAULT_BOOKING_NUMBER = 100001
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-class _ToolError(Exception):
-    """A user mistake, reported to the caller as {"error": message}."""
 
-
-def _tool(method: Callable[..., dict]) -> Callable[..., dict]:
-    """Turn a _ToolError raised by a tool method into an error result."""
-
-    @functools.wraps(method)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> dict:
-        try:
-            return method(self, *args, **kwargs)
-        except _ToolError as exc:
-            return {"error": str(exc)}
-
-    return wrapper
-
-
-def _money(value: float) -> float:
-    return round(value + 0.0, 2)
 
 
 def _parse_date(value: Any, label: str) -> date:
     if not isinstance(value, str) or not _DATE_RE.fullmatch(value):
-        raise _ToolError(f"{label} must be a date in YYYY-MM-DD format, got {value!r}")
+        raise ToolError(f"{label} must be a date in YYYY-MM-DD format, got {value!r}")
     try:
         return date.fromisoformat(value)
     except ValueError:
-        raise _ToolError(f"{label} {value!r} is not a valid calendar date") from None
+        raise ToolError(f"{label} {value!r} is not a valid calendar date") from None
 
 
 def _name(value: Any, label: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise _ToolError(f"{label} must be a non-empty string, got {value!r}")
+        raise ToolError(f"{label} must be a non-empty string, got {value!r}")
     return value.strip()
 
 
 def _positive_int(value: Any, label: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _ToolError(f"{label} must be an integer of at least 1, got {value!r}")
+        raise ToolError(f"{label} must be an integer of at least 1, got {value!r}")
     return value
 
 
@@ -116,7 +98,7 @@ class TravelBooking:
         """`value` parsed as a date inside the bookable calendar."""
         day = _parse_date(value, label)
         if not self._today <= day.isoformat() <= self._last_day:
-            raise _ToolError(f"{label} {value} is outside the bookable calendar {self._today} to {self._last_day}")
+            raise ToolError(f"{label} {value} is outside the bookable calendar {self._today} to {self._last_day}")
         return day
 
     def _stay(self, check_in: Any, check_out: Any) -> int:
@@ -124,49 +106,49 @@ class TravelBooking:
         start = self._calendar_date(check_in, "check_in")
         end = self._calendar_date(check_out, "check_out")
         if end <= start:
-            raise _ToolError(f"check_out {check_out} must be after check_in {check_in}")
+            raise ToolError(f"check_out {check_out} must be after check_in {check_in}")
         return (end - start).days
 
     def _location(self, location_id: str, label: str = "location_id") -> dict:
         location = self._locations.get(location_id)
         if location is None:
-            raise _ToolError(f"{label} {location_id!r} not found; use search_locations to find location ids")
+            raise ToolError(f"{label} {location_id!r} not found; use search_locations to find location ids")
         return location
 
     def _hotel(self, hotel_id: str) -> dict:
         hotel = self._hotels.get(hotel_id)
         if hotel is None:
-            raise _ToolError(f"hotel {hotel_id!r} not found")
+            raise ToolError(f"hotel {hotel_id!r} not found")
         return hotel
 
     def _room(self, hotel: dict, room_id: str) -> dict:
         for room in hotel["rooms"]:
             if room["room_id"] == room_id:
                 return room
-        raise _ToolError(f"room {room_id!r} not found in hotel {hotel['hotel_id']!r} ({hotel['name']})")
+        raise ToolError(f"room {room_id!r} not found in hotel {hotel['hotel_id']!r} ({hotel['name']})")
 
     def _flight(self, flight_id: str) -> dict:
         flight = self._flights.get(flight_id)
         if flight is None:
-            raise _ToolError(f"flight {flight_id!r} not found")
+            raise ToolError(f"flight {flight_id!r} not found")
         return flight
 
     def _booking(self, booking_id: str, confirmed: bool = False) -> dict:
         booking = self._bookings.get(booking_id)
         if booking is None:
-            raise _ToolError(f"booking {booking_id!r} not found")
+            raise ToolError(f"booking {booking_id!r} not found")
         if confirmed and booking["status"] != "confirmed":
-            raise _ToolError(f"booking {booking_id!r} is already {booking['status']}")
+            raise ToolError(f"booking {booking_id!r} is already {booking['status']}")
         return booking
 
     def _charge(self, amount: float) -> None:
         balance = self._traveler.get("wallet_balance", 0.0)
         if amount > balance + 1e-9:
-            raise _ToolError(f"wallet balance {balance} is less than the price {_money(amount)}")
-        self._traveler["wallet_balance"] = _money(balance - amount)
+            raise ToolError(f"wallet balance {balance} is less than the price {money(amount)}")
+        self._traveler["wallet_balance"] = money(balance - amount)
 
     def _refund(self, amount: float) -> None:
-        self._traveler["wallet_balance"] = _money(self._traveler.get("wallet_balance", 0.0) + amount)
+        self._traveler["wallet_balance"] = money(self._traveler.get("wallet_balance", 0.0) + amount)
 
     def _new_booking_id(self) -> str:
         while f"BK{self._next_booking_number}" in self._bookings:
@@ -178,7 +160,7 @@ class TravelBooking:
     def _rate(self, currency: str, label: str) -> float:
         rate = self._exchange_rates.get(currency.upper()) if isinstance(currency, str) else None
         if rate is None:
-            raise _ToolError(f"{label} {currency!r} is not supported; supported: {sorted(self._exchange_rates)}")
+            raise ToolError(f"{label} {currency!r} is not supported; supported: {sorted(self._exchange_rates)}")
         return rate
 
     def _place(self, location_id: str) -> dict:
@@ -214,7 +196,7 @@ class TravelBooking:
 
     # ----- traveler, locations and information ----------------------------------
 
-    @_tool
+    @tool_method
     def get_traveler_profile(self) -> dict:
         """Get the traveler's profile: name, home location, names for bookings, wallet balance and today's date."""
         traveler = self._traveler
@@ -227,7 +209,7 @@ class TravelBooking:
             "active_bookings": len(active),
         }
 
-    @_tool
+    @tool_method
     def search_locations(self, query: str) -> dict:
         """Search the destinations served by the agency by city, country or airport code.
 
@@ -235,7 +217,7 @@ class TravelBooking:
             query: Words to look for, e.g. "Lisbon", "japan" or "CDG"; an empty string lists all locations.
         """
         if not isinstance(query, str):
-            raise _ToolError(f"query must be a string, got {query!r}")
+            raise ToolError(f"query must be a string, got {query!r}")
         words = query.lower().split()
         matches = [loc for loc in self._locations.values()
                    if all(w in f"{loc['city']} {loc['country']} {loc['airport_code']}".lower() for w in words)]
@@ -248,7 +230,7 @@ class TravelBooking:
             "count": len(matches),
         }
 
-    @_tool
+    @tool_method
     def get_weather(self, location_id: str, date: str) -> dict:
         """Get the weather forecast for a location on a date within the bookable calendar.
 
@@ -273,7 +255,7 @@ class TravelBooking:
             "precipitation_chance": min(95, climate["rain_chance"] + 40) if wet else climate["rain_chance"] // 2,
         }
 
-    @_tool
+    @tool_method
     def convert_currency(self, amount: float, from_currency: str, to_currency: str) -> dict:
         """Convert an amount of money between currencies at today's exchange rates.
 
@@ -283,19 +265,19 @@ class TravelBooking:
             to_currency: The ISO code of the currency to convert to, e.g. "EUR".
         """
         if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
-            raise _ToolError(f"amount must be a number of at least 0, got {amount!r}")
+            raise ToolError(f"amount must be a number of at least 0, got {amount!r}")
         rate = self._rate(to_currency, "to_currency") / self._rate(from_currency, "from_currency")
         return {
             "amount": amount,
             "from_currency": from_currency.upper(),
             "to_currency": to_currency.upper(),
             "rate": round(rate, 6),
-            "converted_amount": _money(amount * rate),
+            "converted_amount": money(amount * rate),
         }
 
     # ----- hotels -------------------------------------------------------------
 
-    @_tool
+    @tool_method
     def search_hotels(self, location_id: str, check_in: str, check_out: str, guests: int) -> dict:
         """Find hotels in a location with a free room for the guests, cheapest first; prices are in USD per night.
 
@@ -326,7 +308,7 @@ class TravelBooking:
             "count": len(found),
         }
 
-    @_tool
+    @tool_method
     def get_hotel_details(self, hotel_id: str) -> dict:
         """Get a hotel with its room types: price per night in USD, capacity and availability.
 
@@ -344,7 +326,7 @@ class TravelBooking:
             "rooms": [{**room, "available": room["rooms_left"] > 0} for room in copy.deepcopy(hotel["rooms"])],
         }
 
-    @_tool
+    @tool_method
     def book_hotel(
         self, hotel_id: str, room_id: str, check_in: str, check_out: str, guest_name: str, guests: int = 1
     ) -> dict:
@@ -364,10 +346,10 @@ class TravelBooking:
         guest_name = _name(guest_name, "guest_name")
         guests = _positive_int(guests, "guests")
         if guests > room["max_guests"]:
-            raise _ToolError(f"room {room_id!r} holds at most {room['max_guests']} guest(s), not {guests}")
+            raise ToolError(f"room {room_id!r} holds at most {room['max_guests']} guest(s), not {guests}")
         if room["rooms_left"] < 1:
-            raise _ToolError(f"room {room_id!r} ({room['type']}) at {hotel['name']} is fully booked")
-        total = _money(room["price"] * nights)
+            raise ToolError(f"room {room_id!r} ({room['type']}) at {hotel['name']} is fully booked")
+        total = money(room["price"] * nights)
         self._charge(total)
         room["rooms_left"] -= 1
         booking = {
@@ -382,7 +364,7 @@ class TravelBooking:
 
     # ----- flights ------------------------------------------------------------
 
-    @_tool
+    @tool_method
     def get_flight_routes(self, origin_location_id: str) -> dict:
         """List the destinations with direct flights from a location and the dates they fly.
 
@@ -403,7 +385,7 @@ class TravelBooking:
         ]
         return {"origin_location_id": origin_location_id, "city": origin["city"], "routes": routes[:MAX_LISTED]}
 
-    @_tool
+    @tool_method
     def search_flights(self, origin_location_id: str, destination_location_id: str, date: str) -> dict:
         """Find direct flights between two locations on a date, earliest first; times are UTC, prices USD.
 
@@ -415,7 +397,7 @@ class TravelBooking:
         self._location(origin_location_id, "origin_location_id")
         self._location(destination_location_id, "destination_location_id")
         if origin_location_id == destination_location_id:
-            raise _ToolError(f"origin and destination are both {origin_location_id!r}")
+            raise ToolError(f"origin and destination are both {origin_location_id!r}")
         self._calendar_date(date, "date")
         flights = sorted(
             (f for f in self._flights.values() if f["date"] == date and f["origin_location_id"] == origin_location_id
@@ -430,7 +412,7 @@ class TravelBooking:
             "count": len(flights),
         }
 
-    @_tool
+    @tool_method
     def get_flight_details(self, flight_id: str) -> dict:
         """Get a flight with its origin, destination, times and the price and free seats of each seat class.
 
@@ -446,7 +428,7 @@ class TravelBooking:
             "cabins": [{"seat_class": c, **flight["cabins"][c]} for c in SEAT_CLASSES],
         }
 
-    @_tool
+    @tool_method
     def book_flight(self, flight_id: str, passenger_name: str, seat_class: SeatClass) -> dict:
         """Book one seat on a flight in a seat class, paying the fare from the traveler's wallet.
 
@@ -458,10 +440,10 @@ class TravelBooking:
         flight = self._flight(flight_id)
         passenger_name = _name(passenger_name, "passenger_name")
         if seat_class not in SEAT_CLASSES:
-            raise _ToolError(f"seat_class must be one of {list(SEAT_CLASSES)}, got {seat_class!r}")
+            raise ToolError(f"seat_class must be one of {list(SEAT_CLASSES)}, got {seat_class!r}")
         cabin = flight["cabins"][seat_class]
         if cabin["seats_left"] < 1:
-            raise _ToolError(f"flight {flight_id!r} has no {seat_class} seats left")
+            raise ToolError(f"flight {flight_id!r} has no {seat_class} seats left")
         self._charge(cabin["price"])
         cabin["seats_left"] -= 1
         booking = {
@@ -475,7 +457,7 @@ class TravelBooking:
 
     # ----- bookings -----------------------------------------------------------
 
-    @_tool
+    @tool_method
     def list_bookings(self, status: Optional[BookingStatus] = None, booking_type: Optional[BookingType] = None) -> dict:
         """List the traveler's hotel and flight bookings, optionally filtered by status and type.
 
@@ -487,7 +469,7 @@ class TravelBooking:
                    if status in (None, b["status"]) and booking_type in (None, b["booking_type"])]
         return {"bookings": [self._booking_summary(b) for b in matches[:MAX_LISTED]], "count": len(matches)}
 
-    @_tool
+    @tool_method
     def get_booking(self, booking_id: str) -> dict:
         """Get every detail of one hotel or flight booking.
 
@@ -496,7 +478,7 @@ class TravelBooking:
         """
         return copy.deepcopy(self._booking(booking_id))
 
-    @_tool
+    @tool_method
     def cancel_booking(self, booking_id: str) -> dict:
         """Cancel a confirmed hotel or flight booking, release the room or seat and refund the wallet in full.
 
@@ -514,7 +496,7 @@ class TravelBooking:
         return {"booking_id": booking_id, "booking_type": booking["booking_type"], "status": "cancelled",
                 "refund_amount": booking["total_price"], "wallet_balance": self._traveler["wallet_balance"]}
 
-    @_tool
+    @tool_method
     def modify_booking_dates(self, booking_id: str, check_in: str, check_out: str) -> dict:
         """Move a confirmed hotel booking to new dates, charging or refunding the price difference.
 
@@ -525,12 +507,12 @@ class TravelBooking:
         """
         booking = self._booking(booking_id, confirmed=True)
         if booking["booking_type"] != "hotel":
-            raise _ToolError(f"booking {booking_id!r} is a flight booking; only hotel bookings have stay dates")
+            raise ToolError(f"booking {booking_id!r} is a flight booking; only hotel bookings have stay dates")
         nights = self._stay(check_in, check_out)
         if (check_in, check_out) == (booking["check_in"], booking["check_out"]):
-            raise _ToolError(f"booking {booking_id!r} is already from {check_in} to {check_out}")
-        total = _money(booking["price_per_night"] * nights)
-        difference = _money(total - booking["total_price"])
+            raise ToolError(f"booking {booking_id!r} is already from {check_in} to {check_out}")
+        total = money(booking["price_per_night"] * nights)
+        difference = money(total - booking["total_price"])
         if difference > 0:
             self._charge(difference)
         else:
@@ -619,7 +601,7 @@ def _sample_hotel(rng: random.Random, taken: set[str], location: dict, cost: flo
     rating = round(rng.uniform(3.0, 5.0), 1)
     base = 95 * cost * (0.6 + 0.2 * rating) * rng.uniform(0.85, 1.15)
     rooms = [
-        {"room_id": f"{hotel_id}-{code}", "type": kind, "max_guests": guests, "price": _money(round(base * factor)),
+        {"room_id": f"{hotel_id}-{code}", "type": kind, "max_guests": guests, "price": money(round(base * factor)),
          "rooms_left": 0 if rng.random() < 0.25 else rng.randint(1, 6)}
         for kind, code, guests, factor in sorted(rng.sample(_ROOM_TYPES, rng.randint(2, 4)), key=lambda t: t[3])
     ]
@@ -644,7 +626,7 @@ def _sample_flight(rng: random.Random, taken: set[str], origin: tuple, destinati
         "date": day.isoformat(), "departure_time": departure.isoformat(timespec="minutes"),
         "arrival_time": (departure + timedelta(minutes=minutes)).isoformat(timespec="minutes"),
         "duration_minutes": minutes,
-        "cabins": {c: {"price": _money(round(fare * factor)), "seats_left": seats[c]}
+        "cabins": {c: {"price": money(round(fare * factor)), "seats_left": seats[c]}
                    for c, factor in (("economy", 1.0), ("business", 3.2), ("first", 5.5))},
     }
 
