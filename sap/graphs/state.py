@@ -15,7 +15,6 @@ class SynthState(TypedDict, total=False):
     fsm_hash: str
     tool_histogram: dict[str, int]  # input: tool calls in the run's accepted records so far (H)
     emphasis: list[str]  # the long-tail set E this trajectory must call one of
-    c0: dict[str, Any]
     path: list[int]  # FSM transition indices, one per planned turn
     turns: list[dict[str, Any]]  # Turn dumps; the last one may be in progress
     turn_pos: int

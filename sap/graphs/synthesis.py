@@ -59,6 +59,7 @@ class SynthesisContext:
     executors: dict[int, tuple[Executor, tuple[str, ...]]] = field(default_factory=dict)
     node_seconds: dict[str, float] | None = None  # when a dict, each node's cumulative wall time is added to it
     fsm_preset: FSM | None = None  # a verified FSM to use as is (a stored run's), instead of building one
+    configs: dict[int, dict[str, Any]] = field(default_factory=dict)  # c0 by trajectory seed (derived, not in state)
 
     def fsm(self) -> tuple[str, FSM]:
         """The toolset's V_spec-verified FSM, built once per process, tool-doc hash, builder and path lengths."""
@@ -68,6 +69,15 @@ class SynthesisContext:
         if key not in _FSM_CACHE:
             _FSM_CACHE[key] = build_verified_fsm(self.fsm_builder, self.toolset, (self.min_turns, self.max_turns))
         return key, _FSM_CACHE[key]
+
+    def initial_config(self, seed: int) -> dict[str, Any]:
+        """The trajectory's c0: `sample_config(seed)`, derived once per process and kept out of the checkpointed
+        state (which is re-serialized at every step); a resumed thread derives the same c0 again."""
+        if seed not in self.configs:
+            if len(self.configs) > 64:
+                self.configs.clear()
+            self.configs[seed] = self.toolset.sample_config(seed)
+        return self.configs[seed]
 
     def executor_for(self, index: int, c0: dict[str, Any], committed: list[ToolCall]) -> Executor:
         """The slot's executor in the state after `committed`; rebuilt by replay when absent or out of step."""
@@ -120,12 +130,12 @@ def _committed(turns: list[Turn]) -> list[ToolCall]:
     return [c for t in turns for c in t.calls]
 
 
-def trajectory_from_state(state: SynthState, toolset: Toolset) -> Trajectory:
+def trajectory_from_state(state: SynthState, ctx: SynthesisContext) -> Trajectory:
     """The trajectory the state describes."""
-    traj = Trajectory(id=f"{state['seed']:016x}-{state['index']}", toolset=toolset.name, seed=state["seed"],
+    traj = Trajectory(id=f"{state['seed']:016x}-{state['index']}", toolset=ctx.toolset.name, seed=state["seed"],
                       c0={}, turns=_turns(state), virtual_history=state.get("virtual_history", []))
-    traj.c0 = state["c0"]  # the state's own object (validation would copy it), so cached field indexes apply
-    return traj
+    traj.c0 = ctx.initial_config(state["seed"])  # the cached object itself (validation would copy it), so the
+    return traj                                  # field indexes built on it are reused
 
 
 def _timed(name: str, fn: Callable[[SynthState], Any], sink: dict[str, float]) -> Callable[[SynthState], Any]:
@@ -153,7 +163,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         _, fsm = ctx.fsm()
         rng = random.Random(f"{state['seed']}:path")
         emphasis = emphasis_set(fsm, state.get("tool_histogram", {}), rng, ctx.emphasis_size)
-        return {"c0": ctx.toolset.sample_config(state["seed"]), "emphasis": sorted(emphasis),
+        return {"emphasis": sorted(emphasis),
                 "path": walk(fsm, rng, ctx.min_turns, ctx.max_turns, emphasis=emphasis),
                 "turns": [], "turn_pos": 0, "call_pos": 0, "attempts": 0, "exec_error": None,
                 "failed_args": [], "attempt_log": [], "blacklist": [], "pending": None, "pending_virtual": [],
@@ -170,7 +180,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                   if (s := stated_value(t.index, name, c.args_exec[name], p)) is not None]
         tags = transition.provenance_tag.get(tool, {}) if ctx.use_tags else {}
         req = PlanRequest(spec=specs[tool], tags=tags, turn=turn_pos,
-                          index=call_pos, history=history, stated=stated, c0=state["c0"],
+                          index=call_pos, history=history, stated=stated, c0=ctx.initial_config(state["seed"]),
                           rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
                           last_error=state.get("exec_error"), failed_args=state.get("failed_args", []),
                           upcoming=[specs[t] for t in transition.action[call_pos + 1:]],
@@ -186,7 +196,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         _, fsm = ctx.fsm()
         turns = _turns(state)
         call = ToolCall.model_validate(state["pending"])
-        ex = ctx.executor_for(state["index"], state["c0"], _committed(turns))
+        ex = ctx.executor_for(state["index"], ctx.initial_config(state["seed"]), _committed(turns))
         res = ex.execute(call)
         turn_pos, call_pos = state["turn_pos"], state["call_pos"]
         transition = fsm.transitions[state["path"][turn_pos]]
@@ -252,7 +262,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         return {"turns": [t.model_dump(mode="json") for t in turns], "message_rounds": rounds + 1}
 
     def check(state: SynthState) -> Command[Literal["judge", "persist"]]:
-        traj = trajectory_from_state(state, ctx.toolset)
+        traj = trajectory_from_state(state, ctx)
         problems = code_check(traj)
         if len(traj.turns) < ctx.min_keep_turns:
             problems.append(f"only {len(traj.turns)} turns, fewer than {ctx.min_keep_turns}")
@@ -263,7 +273,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         return Command(goto="judge")
 
     def judge(state: SynthState) -> Command[Literal["write_messages", "rewrite", "persist"]]:
-        verdict = ctx.judge.judge(trajectory_from_state(state, ctx.toolset), specs)
+        verdict = ctx.judge.judge(trajectory_from_state(state, ctx), specs)
         update: dict[str, Any] = {"verdict": verdict.model_dump(mode="json")}
         if verdict.accepted:
             status = "truncated" if state["status"] == "truncated" else "accepted"
@@ -278,7 +288,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         kind = state.get("kind", "base")
         if kind == "base":
             return {}
-        base = trajectory_from_state(state, ctx.toolset)
+        base = trajectory_from_state(state, ctx)
         out = rewrite(kind, base, ctx.toolset, state["seed"], graph=rewriters[kind])
         if isinstance(out, RewriteRejected):
             return {"rewrite_rejection": out.reason}
@@ -292,7 +302,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         if state["status"] not in ("accepted", "truncated"):
             return {"record": None}
         traj = (Trajectory.model_validate(state["variant"]) if state.get("variant")
-                else trajectory_from_state(state, ctx.toolset))
+                else trajectory_from_state(state, ctx))
         traj.judge = state.get("verdict")
         meta = {"index": state["index"], "run_seed": ctx.run_seed, "fsm": state["fsm_hash"],
                 "states": [t.state for t in traj.turns], "truncated": state["status"] == "truncated",
