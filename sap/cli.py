@@ -84,6 +84,7 @@ def _open_store(args: argparse.Namespace):
 def _drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, output: str | None) -> int:
     """Work on a stored run until its target is met, writing `output` as it goes and in slot order at the end."""
     from sap.api import reason_kind
+    from sap.provenance.stats import dataset_stats
     from sap.store.checkpoint import checkpointer_for
     from sap.store.driver import RunDriver
 
@@ -115,12 +116,11 @@ def _drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, outp
     if output:
         _write_jsonl(output, records)
         _write_jsonl(f"{output}.rejections.jsonl", rejections)
-    args_total = sum(len(p["args"]) for r in records for p in r["provenance"])
-    fallbacks = sum(a["tag"] == "fallback" for r in records for p in r["provenance"] for a in p["args"].values())
+    stats = dataset_stats(records)
     truncated = sum(bool(r["meta"].get("truncated")) for r in records)
     print(f"run {run_id}: accepted {done.accepted}/{done.target} ({truncated} truncated at a failing turn) "
           f"from {done.slots} slots" + (f" -> {output}" if output else ""))
-    print(f"  P_f rate {fallbacks / max(args_total, 1):.1%} of {args_total} arguments; "
+    print(f"  P_f rate {stats['fallback_rate']:.1%} of {stats['arguments']} arguments; "
           f"{len(rejections)} rejections with reasons" + (f" -> {output}.rejections.jsonl" if output else ""))
     kinds = Counter(r["meta"]["kind"] for r in records)
     print("  kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))

@@ -43,8 +43,13 @@ def _new_run(url: str, n: int, seed: int = 2) -> str:
     from sap.store.driver import run_config, start_run
     from sap.toolsets import load_toolset
 
-    return start_run(RunStore(url), load_toolset("store"),
-                     run_config(n, seed, None, {"min_turns": 3, "max_turns": 8, "emphasis_size": 3}))
+    from sap.store.checkpoint import checkpointer_for
+
+    run_id = start_run(RunStore(url), load_toolset("store"),
+                       run_config(n, seed, None, {"min_turns": 3, "max_turns": 8, "emphasis_size": 3}))
+    with checkpointer_for(url):  # the checkpoint tables exist before workers start, as after `sap synthesize`
+        pass
+    return run_id
 
 
 def test_four_workers_make_exactly_n_unique_records(pg_db, tmp_path):

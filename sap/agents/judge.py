@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from sap.agents.fsm_builder import READ_VERBS
 from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn
-from sap.provenance.checks import mentions
+from sap.provenance.checks import mentions, normalize_text
 from sap.provenance.fields import index_of
 from sap.provenance.jsonpath import PathError, resolve
 
@@ -101,18 +101,13 @@ class Judge(Protocol):
 # text helpers
 
 
-def _norm(text: str) -> str:
-    """Lower-case with whitespace collapsed."""
-    return re.sub(r"\s+", " ", text).strip().lower()
-
-
 def _occurs(text: str, value: str) -> bool:
     """Whether `value` occurs in `text` as a whole token run (case- and whitespace-insensitive); a part of a longer
     identifier (`roadmap` in `roadmap_review.log`) does not count."""
-    needle = _norm(value)
+    needle = normalize_text(value)
     if not needle:
         return False
-    return re.search(r"(?<![a-z0-9_-])" + re.escape(needle) + r"(?![a-z0-9_-])", _norm(text)) is not None
+    return re.search(r"(?<![a-z0-9_-])" + re.escape(needle) + r"(?![a-z0-9_-])", normalize_text(text)) is not None
 
 
 def _stem(word: str) -> str:
@@ -171,7 +166,7 @@ def _single_value(c0: dict[str, Any], key: str) -> Any:
 def _same(a: Any, b: Any) -> bool:
     """Equal values, strings compared case- and whitespace-insensitively."""
     if isinstance(a, str) and isinstance(b, str):
-        return _norm(a) == _norm(b)
+        return normalize_text(a) == normalize_text(b)
     return a == b
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 
 from sap.model import ToolCall
 
@@ -48,3 +48,18 @@ def replay(executor: Executor, c0: dict[str, Any], calls: Iterable[ToolCall], ch
         if check and (res.ok != call.ok or (res.value if res.ok else res.error) != (call.result if call.ok else call.error)):
             raise ReplayMismatch(f"replay of call {call.call_id} ({call.name}) gave {res!r}, recorded {call.result!r}")
     return executor
+
+
+def replay_fresh(factory: Callable[[], Executor], c0: dict[str, Any], calls: list[ToolCall]) -> tuple[dict[str, Any], str | None]:
+    """Replay `calls` from c0 on a new executor: its end state, and the first result mismatch (None if all match)."""
+    ex = factory()
+    try:
+        try:
+            replay(ex, c0, calls)
+            return ex.state(), None
+        except ReplayMismatch as exc:
+            replay(ex, c0, calls, check=False)
+            return ex.state(), str(exc)
+    finally:
+        if hasattr(ex, "close"):
+            ex.close()

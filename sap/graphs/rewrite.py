@@ -26,7 +26,7 @@ from typing import Any, Literal, TypedDict
 from langgraph.graph import END, START, StateGraph
 
 from sap.agents.messenger import describe_value
-from sap.executors.base import ReplayMismatch, replay
+from sap.executors.base import replay_fresh
 from sap.model import ArgProvenance, Tag, ToolCall, Toolset, ToolSpec, Trajectory, Turn
 from sap.provenance.checks import code_check, mentions
 
@@ -369,21 +369,6 @@ def _plan_miss_func(base: Trajectory, specs: dict[str, ToolSpec], rng: random.Ra
 # the graphs
 
 
-def _end_state(toolset: Toolset, c0: dict[str, Any], calls: list[ToolCall]) -> tuple[Any, str | None]:
-    """The executor state after replaying `calls` from c0 on a fresh executor, and the first result mismatch."""
-    ex = toolset.executor_factory()
-    try:
-        try:
-            replay(ex, c0, calls)
-            return ex.state(), None
-        except ReplayMismatch as exc:
-            replay(ex, c0, calls, check=False)
-            return ex.state(), str(exc)
-    finally:
-        if hasattr(ex, "close"):
-            ex.close()
-
-
 def _state_diff(a: Any, b: Any) -> str:
     """Which top-level parts of two executor states differ."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -422,10 +407,10 @@ def _rewrite_graph(kind: RewriteOp, toolset: Toolset):
     def replay_check(state: RewriteState) -> dict[str, Any]:
         base = Trajectory.model_validate(state["base"])
         variant = Trajectory.model_validate(state["result"])
-        base_end, base_mismatch = _end_state(toolset, base.c0, [c for _, _, c in base.calls()])
+        base_end, base_mismatch = replay_fresh(toolset.executor_factory, base.c0, [c for _, _, c in base.calls()])
         if base_mismatch:
             return {"result": None, "rejection": f"the base does not replay: {base_mismatch}"}
-        end, mismatch = _end_state(toolset, variant.c0, [c for _, _, c in variant.calls()])
+        end, mismatch = replay_fresh(toolset.executor_factory, variant.c0, [c for _, _, c in variant.calls()])
         reasons = []
         if end != base_end:
             reasons.append(f"the variant's end state differs from the base's end state ({_state_diff(end, base_end)})")

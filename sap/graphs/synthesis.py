@@ -17,7 +17,7 @@ from sap.agents.fsm_builder import FSMBuilder, RuleFSMBuilder
 from sap.agents.judge import Judge, RuleJudge
 from sap.agents.messenger import Messenger, RuleMessenger
 from sap.agents.planner import HistoryCall, PlanRequest, Planner, RulePlanner, StatedValue
-from sap.executors.base import Executor, ReplayMismatch, replay
+from sap.executors.base import Executor, replay, replay_fresh
 from sap.export.records import to_record
 from sap.fsm.walk import NoPathError, emphasis_set
 from sap.fsm.walk import sample_path as walk
@@ -109,15 +109,8 @@ def stated_value(turn: int, name: str, value: Any, prov: ArgProvenance) -> State
 
 def replay_problems(toolset: Toolset, traj: Trajectory) -> list[str]:
     """Replay the committed calls from c0 on a fresh executor; any differing result is a problem."""
-    ex = toolset.executor_factory()
-    try:
-        replay(ex, traj.c0, _committed(traj.turns))
-    except ReplayMismatch as exc:
-        return [f"replay from c0: {exc}"]
-    finally:
-        if hasattr(ex, "close"):
-            ex.close()
-    return []
+    _, mismatch = replay_fresh(toolset.executor_factory, traj.c0, _committed(traj.turns))
+    return [f"replay from c0: {mismatch}"] if mismatch else []
 
 
 def _turns(state: SynthState) -> list[Turn]:

@@ -9,14 +9,14 @@ from sap.model import ArgProvenance, Tag, Trajectory
 from sap.provenance.jsonpath import PathError, resolve
 
 
-def _norm(text: str) -> str:
+def normalize_text(text: str) -> str:
     """Lower-case with whitespace collapsed, for verbatim-mention checks."""
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
 def mentions(message: str, value: Any) -> bool:
     """Whether `value` appears verbatim (case- and whitespace-insensitive) in `message`."""
-    return _norm(describe_value(value).strip('"')) in _norm(message) if not isinstance(value, list) else all(
+    return normalize_text(describe_value(value).strip('"')) in normalize_text(message) if not isinstance(value, list) else all(
         mentions(message, v) for v in value)
 
 
