@@ -1,5 +1,6 @@
-"""The synthesis graph: load_fsm -> sample_path -> plan_call <-> execute_call -> group_parallel -> write_messages
--> code_check -> judge (-> write_messages on a text rejection) -> rewrite (MissParam / MissFunc) -> persist."""
+"""The synthesis graph: load_fsm -> sample_path -> run_turn (plan_call <-> execute_call, once per turn) ->
+group_parallel -> write_messages -> code_check -> judge (-> write_messages on a text rejection) -> rewrite
+(MissParam / MissFunc) -> persist."""
 from __future__ import annotations
 
 import functools
@@ -7,6 +8,7 @@ import hashlib
 import json
 import random
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -29,6 +31,8 @@ from sap.provenance.checks import code_check
 from sap.provenance.groups import group_calls
 
 _FSM_CACHE: dict[str, FSM] = {}
+# run_turn passes durability to its checkpointer-less turn graph on purpose (see there)
+warnings.filterwarnings("ignore", message="`durability` has no effect when no checkpointer is present")
 
 
 def toolset_hash(toolset: Toolset) -> str:
@@ -185,7 +189,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                 "pending_virtual": [{"turn": v.turn, "param": v.param, "value": v.value, "used_at": turn_pos}
                                     for v in binding.virtual]}
 
-    def execute_call(state: SynthState) -> Command[Literal["plan_call", "group_parallel", "persist"]]:
+    def execute_call(state: SynthState) -> Command[Literal["plan_call", "__end__"]]:
         _, fsm = ctx.fsm()
         turns = _turns(state)
         call = ToolCall.model_validate(state["pending"])
@@ -207,8 +211,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
             update = {"turns": new_turns, "turn_pos": turn_pos, "call_pos": call_pos,
                       "attempts": 0, "exec_error": None, "failed_args": [], "pending": None, "pending_virtual": [],
                       "virtual_history": state.get("virtual_history", []) + state.get("pending_virtual", [])}
-            goto = "plan_call" if turn_pos < len(state["path"]) else "group_parallel"
-            return Command(goto=goto, update=update)
+            return Command(goto="plan_call" if next_call else END, update=update)
         attempts = state["attempts"] + 1
         log = state.get("attempt_log", []) + [{"turn": turn_pos, "call": call_pos, "tool": call.name,
                                                "attempt": attempts, "error": res.error}]
@@ -224,13 +227,20 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         if len(blacklist) <= ctx.max_replans:
             new_path = replan(fsm, state, kept, set(blacklist))
             if new_path is not None:
-                return Command(goto="plan_call", update={
+                return Command(goto=END, update={
                     **update, "path": new_path, "blacklist": blacklist, "call_pos": 0, "attempts": 0,
                     "exec_error": None, "failed_args": []})
         if len(kept) >= ctx.min_keep_turns:
-            return Command(goto="group_parallel", update={**update, "status": "truncated"})
+            return Command(goto=END, update={**update, "status": "truncated"})
         reason = f"{call.name} failed {attempts} times at turn {turn_pos}"
-        return Command(goto="persist", update={**update, "status": "dropped", "drop_reason": reason})
+        return Command(goto=END, update={**update, "status": "dropped", "drop_reason": reason})
+
+    def after_turn(state: SynthState) -> Literal["run_turn", "group_parallel", "persist"]:
+        if state["status"] == "dropped":
+            return "persist"
+        if state["status"] == "truncated" or state["turn_pos"] >= len(state["path"]):
+            return "group_parallel"
+        return "run_turn"
 
     def replan(fsm: FSM, state: SynthState, kept: list[Turn], blacklist: set[str]) -> list[int] | None:
         """The kept turns' path plus a fresh walk from where they ended, avoiding blacklisted tools."""
@@ -304,16 +314,33 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                 "retries": len(state.get("attempt_log", []))}
         return {"record": to_record(traj, ctx.toolset, meta)}
 
+    def timed(name: str, fn: Callable[[SynthState], Any]) -> Callable[[SynthState], Any]:
+        return _timed(name, fn, ctx.node_seconds) if ctx.node_seconds is not None else fn
+
+    # one turn's calls with their retry edges; never checkpointed inside (checkpointer=False), so the parent
+    # graph checkpoints once per turn and a crash mid-turn re-runs that turn from its start
+    turn_builder = StateGraph(SynthState)
+    turn_builder.add_node("plan_call", timed("plan_call", plan_call))
+    turn_builder.add_node("execute_call", timed("execute_call", execute_call))
+    turn_builder.add_edge(START, "plan_call")
+    turn_builder.add_edge("plan_call", "execute_call")
+    turn_graph = turn_builder.compile(checkpointer=False)
+
+    def run_turn(state: SynthState) -> dict[str, Any]:
+        # durability given explicitly: inheriting the parent's "sync" makes LangGraph 1.2 wait on a checkpoint
+        # that a checkpointer=False graph never writes (AttributeError _put_checkpoint_fut)
+        return turn_graph.invoke(state, durability="exit")
+
     builder = StateGraph(SynthState)
-    nodes = {"load_fsm": load_fsm, "sample_path": sample_path, "plan_call": plan_call, "execute_call": execute_call,
+    nodes = {"load_fsm": load_fsm, "sample_path": sample_path, "run_turn": run_turn,
              "group_parallel": group_parallel, "write_messages": write_messages, "code_check": check,
              "judge": judge, "rewrite": rewrite_variant, "persist": persist}
     for name, fn in nodes.items():
-        builder.add_node(name, _timed(name, fn, ctx.node_seconds) if ctx.node_seconds is not None else fn)
+        builder.add_node(name, fn if name == "run_turn" else timed(name, fn))
     builder.add_edge(START, "load_fsm")
     builder.add_edge("load_fsm", "sample_path")
-    builder.add_edge("sample_path", "plan_call")
-    builder.add_edge("plan_call", "execute_call")
+    builder.add_edge("sample_path", "run_turn")
+    builder.add_conditional_edges("run_turn", after_turn)
     builder.add_edge("group_parallel", "write_messages")
     builder.add_edge("write_messages", "code_check")
     builder.add_edge("rewrite", "persist")
