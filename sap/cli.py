@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from sap.store.runs import StoreError
+from sap.store.runs import StoreError, is_disk_full, sqlite_path
 from sap.toolsets import ToolDocError, UnknownToolset, builtin_names, load_toolset
 
 
@@ -68,10 +68,44 @@ def _write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
     """Write rows as JSONL atomically: a temporary file beside `path`, then a rename (never a half-written line)."""
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as out:
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, target)
+    try:
+        with open(tmp, "w", encoding="utf-8") as out:
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class _LineWriter:
+    """A JSONL file written a whole line at a time, unbuffered; a failed write is cut back to the last whole line."""
+
+    def __init__(self, path: str) -> None:
+        self.file = open(path, "wb", buffering=0)
+        self.size = 0
+
+    def write(self, row: dict[str, Any]) -> None:
+        """Append `row` as one line, or leave the file as it was and raise."""
+        line = (json.dumps(row, ensure_ascii=False) + "\n").encode()
+        rest = memoryview(line)
+        try:
+            while rest:
+                rest = rest[self.file.write(rest):]
+        except OSError:
+            self.file.truncate(self.size)
+            self.file.seek(self.size)
+            raise
+        self.size += len(line)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _full_disk(args: argparse.Namespace, exc: BaseException) -> str:
+    """Which disk is full, in words: the output file's (ENOSPC) or the run database's."""
+    if isinstance(exc, OSError):
+        return f"output {args.output}: disk is full"
+    return f"database {sqlite_path(args.db) or args.db}: disk is full"
 
 
 def _open_store(args: argparse.Namespace):
@@ -90,32 +124,35 @@ def _drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, outp
 
     run = store.run(run_id)
     progress = _Progress(run.target)
-    out = open(output, "w", encoding="utf-8") if output else None
+    out = _LineWriter(output) if output else None
     try:
         for record in store.records(run_id):
             if out:
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-
-        def write(record: dict[str, Any]) -> None:
-            if out:
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-                out.flush()
-
+                out.write(record)
         with checkpointer_for(args.db, full_sync=getattr(args, "full_sync", False)) as saver:
-            done = RunDriver(store, run_id, toolset, saver).run(on_record=write, on_slot=progress.slot)
+            done = RunDriver(store, run_id, toolset, saver).run(on_record=out.write if out else None,
+                                                                on_slot=progress.slot)
+        records, rejections = store.records(run_id), store.rejections(run_id)
+        if output:  # in slot order: several workers accept slots out of order
+            _write_jsonl(output, records)
+            _write_jsonl(f"{output}.rejections.jsonl", rejections)
     except KeyboardInterrupt:
         progress.close()
         print(f"interrupted; nothing accepted is lost. Continue with: sap resume {run_id} --db {args.db}",
               file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not is_disk_full(exc):
+            raise
+        progress.close()
+        kept = store.counts(run_id).get("accepted", 0)
+        raise StoreError(f"{_full_disk(args, exc)} (run {run_id} stopped; {kept} accepted records are kept; "
+                         f"free space and run: sap resume {run_id} --db {args.db}"
+                         + (f" -o {output})" if output else ")")) from exc
     finally:
         if out:
             out.close()
     progress.close()
-    records, rejections = store.records(run_id), store.rejections(run_id)
-    if output:
-        _write_jsonl(output, records)
-        _write_jsonl(f"{output}.rejections.jsonl", rejections)
     stats = dataset_stats(records)
     truncated = sum(bool(r["meta"].get("truncated")) for r in records)
     print(f"run {run_id}: accepted {done.accepted}/{done.target} ({truncated} truncated at a failing turn) "
@@ -315,6 +352,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except (FileNotFoundError, IsADirectoryError, PermissionError, ValueError) as exc:
         print(f"sap {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a full disk outside a run's slots: creating the run, exporting
+        if not is_disk_full(exc):
+            raise
+        print(f"sap {args.command}: error: {_full_disk(args, exc)}", file=sys.stderr)
         return 2
 
 

@@ -55,10 +55,14 @@ class Finding(BaseModel):
     criterion: Criterion
     turn: int | None = None
     detail: str
+    diagnosis: Literal["text", "truth"] | None = Field(default=None, exclude_if=lambda v: v is None)  # an LLM
+    # judge's own diagnosis; None: the kind follows from the criterion
 
     @property
     def kind(self) -> Literal["text", "truth"]:
         """`text` if rewriting the messages can fix it, `truth` if the calls or structure are wrong."""
+        if self.diagnosis is not None:
+            return self.diagnosis
         return "text" if self.criterion in TEXT_CRITERIA else "truth"
 
 

@@ -21,8 +21,9 @@ class Messenger(Protocol):
     """Writes each turn's user message and assistant reply (rule or LLM)."""
 
     def write(self, turns: list[Turn], specs: dict[str, ToolSpec], rng: random.Random,
-              virtual: list[dict[str, Any]] = ()) -> list[Turn]:
-        """The turns with messages filled in; `virtual` lists values (turn, param, value) to state ahead of use."""
+              virtual: list[dict[str, Any]] = (), narrative: str | None = None) -> list[Turn]:
+        """The turns with messages filled in; `virtual` lists values (turn, param, value) to state ahead of use;
+        `narrative` is the planner's story for a global rewrite (None in per-turn mode)."""
 
 
 def describe_value(value: Any) -> str:
@@ -39,7 +40,7 @@ def _humanize(param: str) -> str:
     return param.replace("_", " ")
 
 
-def _task_phrase(spec: ToolSpec) -> str:
+def task_phrase(spec: ToolSpec) -> str:
     """The tool's first description sentence, as a lower-case imperative phrase."""
     text = (spec.description or spec.name.replace("_", " ")).strip().split("\n")[0]
     text = text.split(". ")[0].rstrip(".")
@@ -116,8 +117,9 @@ class RuleMessenger:
     user message; new and config values verbatim, history values by reference."""
 
     def write(self, turns: list[Turn], specs: dict[str, ToolSpec], rng: random.Random,
-              virtual: list[dict[str, Any]] = ()) -> list[Turn]:
-        """Fill every turn's messages in order, stating virtual-history values in their anchor turns."""
+              virtual: list[dict[str, Any]] = (), narrative: str | None = None) -> list[Turn]:
+        """Fill every turn's messages in order, stating virtual-history values in their anchor turns (templates
+        take no narrative)."""
         names = {(t.index, i): c.name for t in turns for i, c in enumerate(t.calls)}
         out = []
         for turn in turns:
@@ -126,7 +128,7 @@ class RuleMessenger:
                 continue
             fragments = []
             for call in turn.calls:
-                task = _task_phrase(specs[call.name])
+                task = task_phrase(specs[call.name])
                 details = [_fragment_detail(m, names, rng) for m in must_mention(call)]
                 fragments.append(task + (f" ({'; '.join(details)})" if details else ""))
             message = rng.choice(_OPENERS).format(x=fragments[0])

@@ -74,11 +74,23 @@ class Binding:
     virtual: list[StatedValue] = field(default_factory=list)  # new virtual-history entries this binding needs
 
 
+@dataclass(frozen=True)
+class NarrativeRequest:
+    """What a trajectory's background story must fit: the environment, c0 and each turn's task phrases."""
+
+    toolset: str
+    c0: dict[str, Any]
+    tasks: list[list[str]]
+
+
 class Planner(Protocol):
-    """Binds the arguments of one call (rule or LLM)."""
+    """Binds the arguments of one call (rule or LLM), and writes a trajectory's narrative."""
 
     def bind(self, req: PlanRequest) -> Binding:
         """Choose argument values honouring the tags, avoiding what failed before."""
+
+    def narrate(self, req: NarrativeRequest) -> str:
+        """A short story of who the user is and what they want, for the global message rewrite."""
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -136,6 +148,11 @@ class RulePlanner:
                 value, source = self._fallback(declared, name, schema, ctx)
             ctx.bound[name], prov[name] = value, source
         return Binding(ctx.bound, prov, ctx.virtual)
+
+    def narrate(self, req: NarrativeRequest) -> str:
+        """A template story listing the turns' tasks in order."""
+        steps = "; then ".join(" and ".join(t) for t in req.tasks if t)
+        return f"A user of the {req.toolset} service wants to get a few things done, in order: {steps}."
 
     def _params(self, req: PlanRequest) -> list[str]:
         """Required parameters, then optional ones worth filling: flags the last error named, a few enums/flags."""

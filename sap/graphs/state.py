@@ -27,6 +27,7 @@ class SynthState(TypedDict, total=False):
     failed_args: list[dict[str, Any]]  # argument sets that failed for the pending call
     attempt_log: list[dict[str, Any]]  # every failed attempt: turn, call, tool, error
     blacklist: list[str]  # tools that failed at the attempt cap; re-planned paths avoid them
+    narrative: str | None  # the planner's background story (global rewrite mode only)
     message_rounds: int  # how many times write_messages has run (the first write, then rewrites)
     verdict: dict[str, Any] | None  # the judge's last Verdict
     status: str  # running / truncated / accepted / dropped

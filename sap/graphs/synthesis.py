@@ -17,8 +17,8 @@ from langgraph.types import Command
 
 from sap.agents.fsm_builder import FSMBuilder, RuleFSMBuilder
 from sap.agents.judge import Judge, RuleJudge
-from sap.agents.messenger import Messenger, RuleMessenger
-from sap.agents.planner import HistoryCall, PlanRequest, Planner, RulePlanner, StatedValue
+from sap.agents.messenger import Messenger, RuleMessenger, task_phrase
+from sap.agents.planner import HistoryCall, NarrativeRequest, PlanRequest, Planner, RulePlanner, StatedValue
 from sap.executors.base import Executor, replay, replay_fresh
 from sap.export.records import to_record
 from sap.fsm.walk import NoPathError, emphasis_set
@@ -64,6 +64,8 @@ class SynthesisContext:
     node_seconds: dict[str, float] | None = None  # when a dict, each node's cumulative wall time is added to it
     fsm_preset: FSM | None = None  # a verified FSM to use as is (a stored run's), instead of building one
     configs: dict[int, dict[str, Any]] = field(default_factory=dict)  # c0 by trajectory seed (derived, not in state)
+    narrative: bool = False  # the planner writes a narrative before the first messages (global rewrite mode)
+    agents_meta: dict[str, Any] = field(default_factory=dict)  # models and prompt hashes, copied into record meta
 
     def fsm(self) -> tuple[str, FSM]:
         """The toolset's V_spec-verified FSM, built once per process, tool-doc hash, builder and path lengths."""
@@ -261,8 +263,15 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
     def write_messages(state: SynthState) -> dict[str, Any]:
         rounds = state.get("message_rounds", 0)
         rng = random.Random(f"{state['seed']}:messages" + (f":{rounds}" if rounds else ""))
-        turns = ctx.messenger.write(_turns(state), specs, rng, state.get("virtual_history", []))
-        return {"turns": [t.model_dump(mode="json") for t in turns], "message_rounds": rounds + 1}
+        turns = _turns(state)
+        narrative = state.get("narrative")
+        if ctx.narrative and narrative is None:
+            narrative = ctx.planner.narrate(NarrativeRequest(
+                ctx.toolset.name, ctx.initial_config(state["seed"]),
+                [[task_phrase(specs[c.name]) for c in t.calls] for t in turns]))
+        turns = ctx.messenger.write(turns, specs, rng, state.get("virtual_history", []), narrative=narrative)
+        return {"turns": [t.model_dump(mode="json") for t in turns], "message_rounds": rounds + 1,
+                "narrative": narrative}
 
     def check(state: SynthState) -> Command[Literal["judge", "persist"]]:
         traj = trajectory_from_state(state, ctx)
@@ -311,7 +320,8 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                 "states": [t.state for t in traj.turns], "truncated": state["status"] == "truncated",
                 "emphasis": state.get("emphasis", []), "requested_kind": state.get("kind", "base"),
                 **({"rewrite_rejection": state["rewrite_rejection"]} if state.get("rewrite_rejection") else {}),
-                "retries": len(state.get("attempt_log", []))}
+                "retries": len(state.get("attempt_log", [])),
+                **({"agents": ctx.agents_meta} if ctx.agents_meta else {})}
         return {"record": to_record(traj, ctx.toolset, meta)}
 
     def timed(name: str, fn: Callable[[SynthState], Any]) -> Callable[[SynthState], Any]:

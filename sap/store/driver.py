@@ -5,9 +5,12 @@ import hashlib
 import json
 import os
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from sqlalchemy.exc import SQLAlchemyError
 
 import sap
 from sap.api import slot_input
@@ -83,6 +86,36 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+class LeaseKeeper:
+    """A daemon thread renewing a running slot's lease every lease/3; `lost` once another worker holds the slot."""
+
+    def __init__(self, store: RunStore, run_id: str, index: int, worker: str, lease_seconds: float) -> None:
+        self.store, self.run_id, self.index, self.worker = store, run_id, index, worker
+        self.lease_seconds = lease_seconds
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"lease {run_id}:{index}", daemon=True)
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        """Renew until stopped or until the slot turns out to be lost."""
+        while not self._stop.wait(self.lease_seconds / 3):
+            try:
+                held = self.store.renew(self.run_id, self.index, self.worker, self.lease_seconds)
+            except SQLAlchemyError:  # its own pooled connection; busy, full or unreachable: the next beat retries
+                continue
+            if not held:
+                self.lost = True
+                return
+
+
 @dataclass
 class RunProgress:
     """How far a run has got."""
@@ -98,9 +131,10 @@ class RunDriver:
     """Works on one stored run: claims slots in order, runs or resumes each slot's thread, stores outcomes."""
 
     def __init__(self, store: RunStore, run_id: str, toolset: Toolset, checkpointer: Any,
-                 worker: str | None = None) -> None:
+                 worker: str | None = None, lease_seconds: float = LEASE_SECONDS) -> None:
         self.store, self.run_id, self.toolset, self.checkpointer = store, run_id, toolset, checkpointer
-        self.worker = worker or worker_name()
+        self.worker, self.lease_seconds = worker or worker_name(), lease_seconds
+        self.lost: list[int] = []  # slots taken over by another worker mid-run: that worker stores the outcome
         run = store.run(run_id)
         self.config = run.config
         self.ctx = SynthesisContext(toolset=toolset, run_seed=run.seed, fsm_preset=FSM.model_validate(store.fsm(run_id)),
@@ -132,7 +166,7 @@ class RunDriver:
             on_slot: Callable[[int, str], None] | None = None) -> RunProgress:
         """Fill the run's target (or exhaust its slot budget), one slot at a time."""
         self.check_fingerprint()
-        self.store.acquire(self.run_id, self.worker, LEASE_SECONDS)
+        self.store.acquire(self.run_id, self.worker, self.lease_seconds)
         status = "running"
         try:
             while True:
@@ -144,14 +178,18 @@ class RunDriver:
                 if sum(counts.values()) - counts.get("running", 0) - counts.get("pending", 0) >= limit:
                     status = "exhausted"
                     break
-                self.store.acquire(self.run_id, self.worker, LEASE_SECONDS)
-                index = self.store.next_slot(self.run_id, self.worker, LEASE_SECONDS)
+                self.store.acquire(self.run_id, self.worker, self.lease_seconds)
+                index = self.store.next_slot(self.run_id, self.worker, self.lease_seconds)
                 if index is None:  # other workers hold the last slots the target needs: wait for them
                     time.sleep(0.2)
                     continue
-                out = self._outcome(index)
+                with LeaseKeeper(self.store, self.run_id, index, self.worker, self.lease_seconds) as lease:
+                    out = self._outcome(index)
                 record = out.get("record")
-                self.store.finish(self.run_id, index, record, out.get("drop_reason"), out.get("verdict"))
+                if lease.lost or not self.store.finish(self.run_id, index, self.worker, record,
+                                                       out.get("drop_reason"), out.get("verdict")):
+                    self.lost.append(index)
+                    continue
                 self.checkpointer.delete_thread(f"{self.run_id}:{index}")
                 if record is not None and on_record is not None:
                     on_record(record)

@@ -1,14 +1,16 @@
 """The run store: runs, slots, records and rejections in SQLAlchemy on the run's database URL."""
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import socket
+import sqlite3
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import and_, create_engine, event, func, or_, select, text
+from sqlalchemy import and_, create_engine, event, func, or_, select, text, update
 from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -43,6 +45,17 @@ def _worker_alive(worker: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def is_disk_full(exc: BaseException | None) -> bool:
+    """Whether `exc` or an error it wraps (`orig`, `__cause__`) is SQLITE_FULL, PostgreSQL's 53100 or ENOSPC."""
+    while exc is not None:
+        code = getattr(exc, "sqlite_errorcode", None)
+        if ((isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or getattr(exc, "sqlstate", None) == "53100"
+                or (code is not None and code & 0xFF == sqlite3.SQLITE_FULL)):
+            return True
+        exc = getattr(exc, "orig", None) or exc.__cause__
+    return False
 
 
 def sqlalchemy_url(url: str) -> str:
@@ -180,19 +193,34 @@ class RunStore:
             slot.attempts = (slot.attempts or 0) + 1
             return slot.index
 
-    def finish(self, run_id: str, index: int, record: dict[str, Any] | None, reason: str | None,
-               verdict: dict[str, Any] | None) -> None:
-        """Store a slot's outcome in one transaction; repeating it is harmless (idempotent)."""
+    def renew(self, run_id: str, index: int, worker: str, lease_seconds: float) -> bool:
+        """Extend `worker`'s lease on slot `index` (and on SQLite on the run); False if it no longer holds the slot."""
+        expiry = _now() + timedelta(seconds=lease_seconds)
         with self._tx() as s:
-            slot = s.get(SlotRow, (run_id, index))
+            held = s.execute(update(SlotRow).where(SlotRow.run_id == run_id, SlotRow.index == index,
+                                                   SlotRow.worker == worker, SlotRow.status == "running")
+                             .values(lease_expiry=expiry)).rowcount == 1
+            if self.single_process:
+                s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.worker == worker)
+                          .values(lease_expiry=expiry))
+        return held
+
+    def finish(self, run_id: str, index: int, worker: str, record: dict[str, Any] | None, reason: str | None,
+               verdict: dict[str, Any] | None) -> bool:
+        """Store a slot's outcome in one transaction if `worker` still holds the slot (else nothing); whether it did."""
+        with self._tx() as s:
+            status = "accepted" if record is not None else "rejected"
+            held = s.execute(update(SlotRow).where(SlotRow.run_id == run_id, SlotRow.index == index,
+                                                   SlotRow.worker == worker, SlotRow.status == "running")
+                             .values(status=status, worker=None)).rowcount == 1
+            if not held:
+                return False
             if record is not None:
                 calls = Counter(p["name"] for p in record["provenance"])
                 s.merge(RecordRow(run_id=run_id, index=index, record=record, tool_calls=dict(calls)))
-                slot.status = "accepted"
             else:
                 s.merge(RejectionRow(run_id=run_id, index=index, reason=reason or "unknown", verdict=verdict))
-                slot.status = "rejected"
-            slot.worker = None
+        return True
 
     def histogram_before(self, run_id: str, index: int) -> Counter:
         """H for slot `index`: tool calls in the run's accepted records of lower slots."""

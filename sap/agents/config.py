@@ -1,0 +1,132 @@
+"""Which implementation and model each agent role uses: from a TOML file and command-line options."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sap.agents.judge import RuleJudge
+from sap.agents.llm_common import LLMRole
+from sap.agents.llm_judge import LLMJudge
+from sap.agents.llm_messenger import LLMMessenger
+from sap.agents.llm_planner import LLMPlanner
+from sap.agents.messenger import RuleMessenger
+from sap.agents.planner import RulePlanner
+from sap.llm import LLMClient, ModelConfig
+from sap.prompts import prompt
+
+Role = Literal["planner", "messenger", "judge"]
+ROLES: tuple[Role, ...] = ("planner", "messenger", "judge")
+Impl = Literal["rule", "llm"]
+
+
+class AgentsConfigError(ValueError):
+    """An agents config that cannot be used; the message names the file, the field and the value."""
+
+
+class RoleConfig(BaseModel):
+    """One role: its implementation and, for `llm`, its model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agents: Impl = "rule"
+    model: ModelConfig | None = None
+
+
+class AgentsConfig(BaseModel):
+    """Every role's choice, plus the messenger's mode (per_turn fragments or one global rewrite)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    roles: dict[Role, RoleConfig] = Field(default_factory=lambda: {r: RoleConfig() for r in ROLES})
+    message_mode: Literal["per_turn", "global"] = "per_turn"
+
+    def uses_llm(self) -> bool:
+        """Whether any role calls a model."""
+        return any(rc.agents == "llm" for rc in self.roles.values())
+
+    def public(self) -> dict[str, Any]:
+        """JSON-safe view for fingerprints and record meta (no keys: configs hold only key variable names)."""
+        return self.model_dump(mode="json")
+
+
+def build_agents_config(file: str | Path | None = None, *, agents: Impl | None = None,
+                        model_overrides: dict[str, Any] | None = None,
+                        role_models: dict[str, str | None] | None = None,
+                        message_mode: str | None = None) -> AgentsConfig:
+    """Merge, in order: defaults, the TOML file, then command-line values (`--agents`, `--model`, `--api-base`,
+    `--temperature`, `--max-tokens` for every role, `--planner-model` and so on per role).
+
+    TOML layout: top-level `agents` and `message_mode`; a `[model]` table of ModelConfig fields shared by all
+    roles; `[roles.<role>]` tables with `agents` and any ModelConfig fields for that role alone.
+    A role given its own model on the command line becomes an LLM role."""
+    where = str(file) if file else "command line"
+    raw: dict[str, Any] = {}
+    if file:
+        try:
+            raw = tomllib.loads(Path(file).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise AgentsConfigError(f"{file}: {exc}") from exc
+    unknown = set(raw) - {"agents", "message_mode", "model", "roles"}
+    if unknown:
+        raise AgentsConfigError(f"{where}: unknown key(s) {sorted(unknown)}; expected agents, message_mode, model, roles")
+    shared = {**raw.get("model", {}), **{k: v for k, v in (model_overrides or {}).items() if v is not None}}
+    default_impl = agents or raw.get("agents", "rule")
+    roles_raw = raw.get("roles", {})
+    if unknown := set(roles_raw) - set(ROLES):
+        raise AgentsConfigError(f"{where}: unknown role(s) {sorted(unknown)}; roles are {list(ROLES)}")
+    roles: dict[str, Any] = {}
+    for role in ROLES:
+        own = dict(roles_raw.get(role, {}))
+        impl = own.pop("agents", default_impl)
+        if (cli_model := (role_models or {}).get(role)) is not None:
+            own["model"], impl = cli_model, "llm"
+        fields = {**shared, **own}
+        if impl == "llm" and "model" not in fields:
+            raise AgentsConfigError(f"{where}: role {role} uses agents 'llm' but no model is given "
+                                    f"(--model, --{role}-model, or model = ... in [model] / [roles.{role}])")
+        roles[role] = {"agents": impl, "model": fields if impl == "llm" else None}
+    try:
+        return AgentsConfig(roles=roles, message_mode=message_mode or raw.get("message_mode", "per_turn"))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise AgentsConfigError(f"{where}: {field}: {first['msg']} (value {first.get('input')!r})") from exc
+
+
+ROLE_PROMPTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "planner": {"per_turn": ("planner_bind",), "global": ("planner_bind", "planner_narrative")},
+    "messenger": {"per_turn": ("messenger_turn",), "global": ("messenger_global",)},
+    "judge": {"per_turn": ("judge",), "global": ("judge",)},
+}
+
+
+def agents_meta(cfg: AgentsConfig) -> dict[str, Any]:
+    """What each record's meta says about its agents: implementation, model and the hash of every prompt used."""
+    out: dict[str, Any] = {}
+    for role, rc in cfg.roles.items():
+        entry: dict[str, Any] = {"agents": rc.agents}
+        if rc.agents == "llm" and rc.model is not None:
+            entry["model"] = rc.model.model
+            entry["prompts"] = {name: prompt(name).sha for name in ROLE_PROMPTS[role][cfg.message_mode]}
+        out[role] = entry
+    return {"roles": out, "message_mode": cfg.message_mode}
+
+
+def build_agents(cfg: AgentsConfig, client: LLMClient) -> dict[str, Any]:
+    """SynthesisContext keyword arguments for `cfg`: one agent per role, the narrative switch and the meta.
+    `client` is the run's LLMClient (only used by LLM roles)."""
+    def llm(role: Role) -> LLMRole | None:
+        rc = cfg.roles[role]
+        return LLMRole(client, rc.model, role) if rc.agents == "llm" and rc.model is not None else None
+
+    planner, messenger, judge = llm("planner"), llm("messenger"), llm("judge")
+    if cfg.message_mode == "global" and messenger is None:
+        raise AgentsConfigError("message_mode 'global' needs an LLM messenger (the rule messenger writes per turn)")
+    return {"planner": LLMPlanner(planner) if planner else RulePlanner(),
+            "messenger": LLMMessenger(messenger, cfg.message_mode) if messenger else RuleMessenger(),
+            "judge": LLMJudge(judge) if judge else RuleJudge(),
+            "narrative": cfg.message_mode == "global",
+            "agents_meta": agents_meta(cfg) if cfg.uses_llm() else {}}

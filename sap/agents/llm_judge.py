@@ -1,0 +1,61 @@
+"""LLM judge: the code-checkable findings of the rule judge first (a rejection there costs no LLM call), then the
+model's reading of the five criteria, each finding diagnosed as a text or a ground-truth problem."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from sap.agents.judge import Criterion, Finding, RuleJudge, Verdict
+from sap.agents.llm_common import STATE_CHARS, LLMRole, call_line, compact
+from sap.model import ToolSpec, Trajectory
+
+
+class JudgeFinding(BaseModel):
+    """One problem the model reports."""
+
+    criterion: Criterion
+    turn: int | None = None
+    detail: str = Field(min_length=1)
+    kind: Literal["text", "truth"]
+
+
+class JudgeAnswer(BaseModel):
+    """The model's findings; none means accept."""
+
+    findings: list[JudgeFinding] = Field(default_factory=list)
+
+
+def conversation_text(traj: Trajectory) -> str:
+    """The dialogue as the judge reads it: per turn the user message, the calls with results, the reply."""
+    lines = []
+    for t in traj.turns:
+        lines.append(f"turn {t.index} user: {t.user_message}")
+        lines += [f"  {call_line(t.index, i, c)}" for i, c in enumerate(t.calls)]
+        lines.append(f"turn {t.index} assistant: {t.assistant_message}")
+    return "\n".join(lines)
+
+
+class LLMJudge:
+    """Rule findings, then the model's; the verdict follows Verdict.from_findings."""
+
+    def __init__(self, llm: LLMRole, rule: RuleJudge | None = None) -> None:
+        self.llm, self.rule = llm, rule or RuleJudge()
+
+    def judge(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> Verdict:
+        """Reject on any rule finding; otherwise on the model's findings."""
+        verdict = self.rule.judge(traj, specs)
+        if not verdict.accepted:
+            return verdict
+        turns = len(traj.turns)
+
+        def check(a: JudgeAnswer) -> None:
+            bad = [f"findings[{k}].turn: {f.turn} is not a turn 0..{turns - 1}" for k, f in enumerate(a.findings)
+                   if f.turn is not None and not 0 <= f.turn < turns]
+            if bad:
+                raise ValueError("; ".join(bad))
+
+        answer = self.llm.ask("judge", JudgeAnswer, check=check, state=compact(traj.c0, STATE_CHARS),
+                              conversation=conversation_text(traj))
+        return Verdict.from_findings([Finding(criterion=f.criterion, turn=f.turn, detail=f.detail, diagnosis=f.kind)
+                                      for f in answer.findings])

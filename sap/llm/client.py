@@ -1,0 +1,272 @@
+"""LLMClient: structured LLM answers per role via LiteLLM, with limits, retries, error feedback and accounting."""
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import email.utils
+import functools
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from sap.llm.config import ModelConfig, load_litellm
+from sap.llm.limits import LimiterRegistry, ModelLimiter
+from sap.llm.structured import ResponseT, StructuredOutputError, parse_structured
+from sap.llm.usage import Budget, UsageLedger, response_cost
+
+Check = Callable[[Any], None]  # a role's own validation of a parsed answer; raises ValueError
+
+FailureKind = Literal["config", "rejected", "transient", "invalid"]
+
+# Sent to OpenAI-compatible servers (api_base set, no key configured): the openai SDK refuses to send no key at all.
+_PLACEHOLDER_KEY = "sk-none"
+_TRANSIENT_STATUS = frozenset({408, 409, 429})
+_CHARS_PER_TOKEN = 4
+_CLOSE_TIMEOUT = 5.0
+
+
+class LLMRoleError(RuntimeError):
+    """A role's LLM call gave up. `kind`: config (no key), rejected (a non-transient error such as 400/401),
+    transient (retries exhausted) or invalid (no valid answer after the validation retries)."""
+
+    def __init__(self, role: str, model: str, kind: FailureKind, reason: str):
+        super().__init__(f"LLM role {role!r} ({model}) failed, {kind}: {reason}")
+        self.role, self.model, self.kind, self.reason = role, model, kind, reason
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a LiteLLM error is worth retrying: rate limits, timeouts, connection errors and 5xx."""
+    litellm = load_litellm()
+    transient_classes = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
+                         litellm.InternalServerError, litellm.BadGatewayError, litellm.ServiceUnavailableError)
+    if isinstance(exc, transient_classes):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(exc, litellm.APIError) and isinstance(status, int) and (
+        status in _TRANSIENT_STATUS or status >= 500)
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The wait a server asked for in Retry-After (seconds or an HTTP date) or retry-after-ms, if any."""
+    headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    values = {name.lower(): value for name, value in headers.items()}
+    try:
+        if "retry-after-ms" in values:
+            return max(0.0, float(values["retry-after-ms"]) / 1000)
+        if "retry-after" in values:
+            return max(0.0, float(values["retry-after"]))
+    except ValueError:
+        when = email.utils.parsedate_tz(values["retry-after"])
+        if when is not None:
+            return max(0.0, email.utils.mktime_tz(when) - time.time())
+    return None
+
+
+class LLMClient:
+    """Structured LLM calls per role, sharing one process-wide event loop thread, its limiters, and one ledger."""
+
+    def __init__(self, ledger: UsageLedger | None = None, budget: Budget | None = None):
+        self.ledger = UsageLedger() if ledger is None else ledger
+        self.budget = budget
+
+    async def acomplete(self, role: str, cfg: ModelConfig, messages: list[dict[str, Any]],
+                        response_model: type[ResponseT], check: Check | None = None) -> ResponseT:
+        """The model's answer to `messages` as a `response_model`; raises LLMRoleError or BudgetExceeded.
+
+        `check` validates what the schema cannot (values the role needs): a ValueError it raises is fed back
+        to the model like a schema error."""
+        loop_thread = _llm_loop_thread()
+        call = self._call(role, cfg, messages, response_model, loop_thread.limiters, check)
+        if asyncio.get_running_loop() is loop_thread.loop:
+            return await call
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, loop_thread.loop))
+
+    def complete(self, role: str, cfg: ModelConfig, messages: list[dict[str, Any]],
+                 response_model: type[ResponseT], check: Check | None = None) -> ResponseT:
+        """The blocking form of `acomplete`, safe to call from many threads at once."""
+        loop_thread = _llm_loop_thread()
+        if threading.current_thread() is loop_thread.thread:
+            raise RuntimeError("LLMClient.complete() was called on the LLM event loop thread; await acomplete()")
+        future = asyncio.run_coroutine_threadsafe(
+            self._call(role, cfg, messages, response_model, loop_thread.limiters, check), loop_thread.loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
+
+    async def _call(self, role: str, cfg: ModelConfig, messages: list[dict[str, Any]],
+                    response_model: type[ResponseT], limiters: LimiterRegistry, check: Check | None) -> ResponseT:
+        try:
+            return await self._answer(role, cfg, messages, response_model, limiters, check)
+        except LLMRoleError:
+            self.ledger.record_failure(role)
+            raise
+
+    async def _answer(self, role: str, cfg: ModelConfig, messages: list[dict[str, Any]],
+                      response_model: type[ResponseT], limiters: LimiterRegistry, check: Check | None) -> ResponseT:
+        """Ask until the answer parses and validates, feeding each invalid answer's error back."""
+        api_key = _api_key(role, cfg)
+        schema = _schema_json(response_model)
+        request: dict[str, Any] = {
+            "model": cfg.model, "api_base": cfg.api_base, "api_key": api_key, "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens, "timeout": cfg.timeout,
+            "num_retries": 0, "max_retries": 0,  # LiteLLM's and the openai SDK's own retries: tenacity retries here
+        }
+        if cfg.structured == "json_schema":
+            request["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": _schema_name(response_model), "schema": json.loads(schema), "strict": False}}
+            conversation = [dict(m) for m in messages]
+        else:
+            conversation = _with_schema_in_prompt(messages, schema)
+        limiter = limiters.get(cfg)
+        last_error: StructuredOutputError | None = None
+        for _ in range(cfg.max_validation_retries + 1):
+            text = await self._request(role, cfg, limiter, {**request, "messages": conversation}, api_key)
+            try:
+                answer = parse_structured(text, response_model)
+                if check is not None:
+                    try:
+                        check(answer)
+                    except ValueError as exc:
+                        raise StructuredOutputError(str(exc)) from exc
+                return answer
+            except StructuredOutputError as exc:
+                self.ledger.record_validation_failure(role)
+                last_error = exc
+                conversation = [*conversation, {"role": "assistant", "content": text}, {"role": "user", "content": (
+                    f"Your answer was invalid: {exc}. Reply with only a JSON object matching the schema.")}]
+        raise LLMRoleError(role, cfg.model, "invalid", _redacted(
+            f"no valid answer after {cfg.max_validation_retries + 1} attempts; last error: {last_error}", api_key))
+
+    async def _request(self, role: str, cfg: ModelConfig, limiter: ModelLimiter, request: dict[str, Any],
+                       api_key: str | None) -> str:
+        """Send one request, retrying transient errors; record its usage and return the answer's text."""
+        litellm = load_litellm()
+        estimated_tokens = _estimated_tokens(request["messages"], cfg.max_tokens) if cfg.tpm else 0
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(is_transient), stop=stop_after_attempt(cfg.max_retries + 1),
+            wait=_transient_wait(cfg), reraise=True,
+            before_sleep=lambda state: self.ledger.record_transient_retry(role, state.upcoming_sleep))
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    async with limiter.slot(estimated_tokens) as grant:
+                        if self.budget is not None:
+                            self.budget.check(self.ledger)
+                        response = await litellm.acompletion(**request)
+                        usage = getattr(response, "usage", None)
+                        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+                        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+                        grant.tokens = prompt_tokens + completion_tokens
+        except tuple(litellm.LITELLM_EXCEPTION_TYPES) as exc:
+            transient = is_transient(exc)
+            reason = _redacted(f"{'after ' + str(cfg.max_retries) + ' retries, ' if transient else ''}"
+                               f"{type(exc).__name__}: {exc}", api_key)
+            error = LLMRoleError(role, cfg.model, "transient" if transient else "rejected", reason)
+            # A server may echo the key in its error text: then the original exception is not chained.
+            raise error from (None if api_key and api_key in str(exc) else exc)
+        cost, priced = response_cost(cfg, prompt_tokens, completion_tokens, response)
+        self.ledger.record_response(role, prompt_tokens, completion_tokens, cost, priced)
+        return response.choices[0].message.content or ""
+
+
+class _LLMLoopThread:
+    """The process-wide event loop thread that runs every LLM request, and the limiters bound to it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.limiters = LimiterRegistry()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="sap-llm-loop", daemon=True)
+        self.thread.start()
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """Close LiteLLM's cached HTTP clients on the loop they were opened on, then stop the loop."""
+        if self.loop.is_closed() or not self.thread.is_alive():
+            return
+        closing = asyncio.run_coroutine_threadsafe(load_litellm().close_litellm_async_clients(), self.loop)
+        with contextlib.suppress(Exception):
+            closing.result(timeout=_CLOSE_TIMEOUT)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=_CLOSE_TIMEOUT)
+
+
+_loop_thread: _LLMLoopThread | None = None
+_loop_thread_lock = threading.Lock()
+
+
+def _llm_loop_thread() -> _LLMLoopThread:
+    global _loop_thread
+    with _loop_thread_lock:
+        if _loop_thread is None:
+            _loop_thread = _LLMLoopThread()
+        return _loop_thread
+
+
+def _forget_loop_thread_after_fork() -> None:
+    """A forked child has no copy of the loop thread: it starts its own on first use."""
+    global _loop_thread, _loop_thread_lock
+    _loop_thread, _loop_thread_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_loop_thread_after_fork)
+
+
+def _api_key(role: str, cfg: ModelConfig) -> str | None:
+    """The key from cfg.api_key_env, read now; a placeholder for a keyless api_base; else None (LiteLLM's default)."""
+    if cfg.api_key_env is None:
+        return _PLACEHOLDER_KEY if cfg.api_base else None
+    key = os.environ.get(cfg.api_key_env)
+    if not key:
+        raise LLMRoleError(role, cfg.model, "config", f"environment variable {cfg.api_key_env} is not set")
+    return key
+
+
+def _redacted(text: str, api_key: str | None) -> str:
+    return text.replace(api_key, "***") if api_key else text
+
+
+def _transient_wait(cfg: ModelConfig) -> Callable[[RetryCallState], float]:
+    """Tenacity wait: the server's Retry-After if it sent one, else exponential backoff with jitter; <= backoff_max."""
+    backoff = wait_exponential_jitter(multiplier=cfg.backoff_base, max=cfg.backoff_max, jitter=cfg.backoff_base)
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        requested = retry_after_seconds(exc) if exc is not None else None
+        return min(requested, cfg.backoff_max) if requested is not None else backoff(state)
+
+    return wait
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_json(response_model: type[BaseModel]) -> str:
+    return json.dumps(response_model.model_json_schema())
+
+
+def _schema_name(response_model: type[BaseModel]) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", response_model.__name__)[:64]
+
+
+def _with_schema_in_prompt(messages: list[dict[str, Any]], schema: str) -> list[dict[str, Any]]:
+    """The messages with the schema instruction appended to the leading system message (or as a new one)."""
+    instruction = f"Reply with only a JSON object that matches this JSON schema:\n{schema}"
+    first = messages[0] if messages else None
+    if first is not None and first.get("role") == "system" and isinstance(first.get("content"), str):
+        return [{**first, "content": f"{first['content']}\n\n{instruction}"}, *(dict(m) for m in messages[1:])]
+    return [{"role": "system", "content": instruction}, *(dict(m) for m in messages)]
+
+
+def _estimated_tokens(messages: list[dict[str, Any]], max_tokens: int) -> int:
+    """A request's worst-case token count for the tpm window: rough prompt size plus the whole completion budget."""
+    return sum(len(str(m.get("content") or "")) for m in messages) // _CHARS_PER_TOKEN + max_tokens

@@ -1,0 +1,115 @@
+"""Token usage and cost per role (UsageLedger), the price of one response, and the run's spending cap (Budget)."""
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from sap.llm.config import ModelConfig, load_litellm
+
+
+@dataclass
+class RoleUsage:
+    """Counters of one role. `priced` is False once any response's cost was unknown (counted as 0)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    transient_retries: int = 0
+    retry_wait_s: float = 0.0
+    validation_failures: int = 0
+    failures: int = 0
+    priced: bool = True
+
+    def add(self, other: RoleUsage) -> None:
+        """Add other's counters to these."""
+        for f in fields(self):
+            if f.name != "priced":
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        self.priced = self.priced and other.priced
+
+
+def response_cost(cfg: ModelConfig, prompt_tokens: int, completion_tokens: int,
+                  response: Any) -> tuple[float, bool]:
+    """(cost in USD, priced): the config's own prices if given, else LiteLLM's cost map; (0.0, False) if unknown."""
+    if cfg.input_cost_per_token is not None and cfg.output_cost_per_token is not None:
+        return prompt_tokens * cfg.input_cost_per_token + completion_tokens * cfg.output_cost_per_token, True
+    try:
+        return float(load_litellm().completion_cost(completion_response=response)), True
+    except Exception:  # LiteLLM raises ModelNotMappedError, and others for odd responses: the cost is unknown
+        return 0.0, False
+
+
+class UsageLedger:
+    """Thread-safe usage counters per role, with totals; snapshots are JSON-safe and can be merged back."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._roles: dict[str, RoleUsage] = {}
+
+    def _role(self, role: str) -> RoleUsage:
+        return self._roles.setdefault(role, RoleUsage())
+
+    def record_response(self, role: str, prompt_tokens: int, completion_tokens: int,
+                        cost_usd: float, priced: bool) -> None:
+        """Count one answered request."""
+        with self._lock:
+            self._role(role).add(RoleUsage(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                                           cost_usd=cost_usd, priced=priced))
+
+    def record_transient_retry(self, role: str, wait_s: float) -> None:
+        """Count one retry of a transient error, after a wait of wait_s seconds."""
+        with self._lock:
+            self._role(role).add(RoleUsage(transient_retries=1, retry_wait_s=wait_s))
+
+    def record_validation_failure(self, role: str) -> None:
+        """Count one answer that did not parse or validate."""
+        with self._lock:
+            self._role(role).validation_failures += 1
+
+    def record_failure(self, role: str) -> None:
+        """Count one role call that gave up."""
+        with self._lock:
+            self._role(role).failures += 1
+
+    def spent_usd(self) -> float:
+        """The total cost so far."""
+        with self._lock:
+            return sum(u.cost_usd for u in self._roles.values())
+
+    def snapshot(self) -> dict[str, Any]:
+        """{"roles": {role: counters}, "total": counters}, JSON-safe."""
+        with self._lock:
+            total = RoleUsage()
+            for usage in self._roles.values():
+                total.add(usage)
+            return {"roles": {role: asdict(u) for role, u in sorted(self._roles.items())}, "total": asdict(total)}
+
+    def merge(self, snapshot: dict[str, Any]) -> None:
+        """Add a stored snapshot's per-role counters (e.g. a resumed run's earlier usage)."""
+        with self._lock:
+            for role, counters in snapshot.get("roles", {}).items():
+                self._role(role).add(RoleUsage(**counters))
+
+
+class BudgetExceeded(RuntimeError):
+    """The run has spent its cap; no further LLM request is sent."""
+
+    def __init__(self, spent_usd: float, max_cost_usd: float):
+        super().__init__(f"LLM budget exhausted: spent ${spent_usd:.6f} of the ${max_cost_usd:.6f} cap")
+        self.spent_usd = spent_usd
+        self.max_cost_usd = max_cost_usd
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A spending cap in USD, checked against a ledger before every request."""
+
+    max_cost_usd: float
+
+    def check(self, ledger: UsageLedger) -> None:
+        """Raise BudgetExceeded when the ledger's spending has reached the cap."""
+        spent = ledger.spent_usd()
+        if spent >= self.max_cost_usd:
+            raise BudgetExceeded(spent, self.max_cost_usd)

@@ -1,0 +1,236 @@
+"""ScriptedLLMServer: a local OpenAI-compatible chat-completions HTTP server that answers from a script."""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """Answer 200 with this assistant content."""
+
+    content: str
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """Answer 200 with assistant content that holds no parseable JSON."""
+
+    text: str = "Sure, here is the answer you asked for: {name: oops"
+
+
+@dataclass(frozen=True)
+class SchemaViolation:
+    """Answer 200 with valid JSON of the wrong shape."""
+
+    obj: Any
+
+
+@dataclass(frozen=True)
+class Status:
+    """Answer with an HTTP error status and an OpenAI-style error body, optionally with a Retry-After header."""
+
+    code: int
+    retry_after: float | None = None
+    message: str = "scripted error"
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Wait this many seconds, then answer as the responder would (the client has usually given up by then)."""
+
+    seconds: float
+
+
+Step = Reply | Malformed | SchemaViolation | Status | Hang
+Responder = Callable[[dict[str, Any]], str]
+
+
+class _QuietHTTPServer(ThreadingHTTPServer):
+    """A threading HTTP server that ignores clients hanging up (timeouts, closed keep-alive connections)."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _prompt_words(body: dict[str, Any]) -> int:
+    total = 0
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, str):
+            total += _words(content)
+        elif isinstance(content, list):
+            total += sum(_words(part.get("text", "")) for part in content if isinstance(part, dict))
+    return total
+
+
+class ScriptedLLMServer:
+    """An OpenAI-compatible server on 127.0.0.1 that consumes one scripted step per chat-completions request.
+
+    When the script is empty, `responder(request_json) -> content` answers; without a responder the
+    request gets a 400 naming the exhausted script. `latency` seconds are added to every answer.
+    Usage is deterministic: prompt tokens = words in the request messages, completion tokens = words
+    in the content. Every chat request body and its headers are recorded, in arrival order.
+    """
+
+    def __init__(self, steps: Iterable[Step] = (), responder: Responder | None = None, latency: float = 0.0):
+        self._steps: deque[Step] = deque(steps)
+        self._responder = responder
+        self._latency = latency
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._requests: list[dict[str, Any]] = []
+        self._headers: list[dict[str, str]] = []
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._httpd = _QuietHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="scripted-llm", daemon=True)
+        self._thread.start()
+
+    @property
+    def api_base(self) -> str:
+        """The base URL to give LiteLLM, e.g. http://127.0.0.1:PORT/v1."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Copies of the chat-completions request bodies received so far."""
+        with self._lock:
+            return json.loads(json.dumps(self._requests))
+
+    @property
+    def request_headers(self) -> list[dict[str, str]]:
+        """The headers of each recorded request (lower-cased names), parallel to `requests`."""
+        with self._lock:
+            return [dict(h) for h in self._headers]
+
+    @property
+    def max_in_flight(self) -> int:
+        """The largest number of chat requests that were being answered at the same time."""
+        with self._lock:
+            return self._max_in_flight
+
+    def push(self, *steps: Step) -> None:
+        """Append steps to the script."""
+        with self._lock:
+            self._steps.extend(steps)
+
+    def close(self) -> None:
+        """Stop serving; hanging and delayed answers are cut short."""
+        self._closing.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()
+
+    def __enter__(self) -> ScriptedLLMServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _begin(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Step | None]:
+        """Record a chat request; its number and the scripted step that answers it (None: the responder)."""
+        with self._lock:
+            self._requests.append(body)
+            self._headers.append(headers)
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            return len(self._requests), (self._steps.popleft() if self._steps else None)
+
+    def _end(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _answer(self, number: int, step: Step | None,
+                body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
+        """The status, extra headers and JSON body for one chat request."""
+        if isinstance(step, Hang):
+            self._closing.wait(step.seconds)
+            step = None
+        if isinstance(step, Status):
+            headers = {} if step.retry_after is None else {"Retry-After": f"{step.retry_after:g}"}
+            return step.code, headers, {"error": {"message": step.message, "type": "scripted", "code": step.code}}
+        if isinstance(step, Reply):
+            content = step.content
+        elif isinstance(step, Malformed):
+            content = step.text
+        elif isinstance(step, SchemaViolation):
+            content = json.dumps(step.obj)
+        elif self._responder is not None:
+            content = self._responder(body)
+        else:
+            message = "scripted server: the script is exhausted and there is no responder"
+            return 400, {}, {"error": {"message": message, "type": "scripted", "code": 400}}
+        prompt_tokens, completion_tokens = _prompt_words(body), _words(content)
+        return 200, {}, {
+            "id": f"chatcmpl-scripted-{number}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "scripted"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _send_json(self, status: int, headers: dict[str, str], doc: dict[str, Any]) -> None:
+                payload = json.dumps(doc).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/v1/models":
+                    self._send_json(200, {}, {"object": "list",
+                                              "data": [{"id": "scripted", "object": "model", "owned_by": "sap"}]})
+                else:
+                    self._send_json(404, {}, {"error": {"message": f"no route {self.path}", "code": 404}})
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send_json(404, {}, {"error": {"message": f"no route {self.path}", "code": 404}})
+                    return
+                body = json.loads(raw or b"{}")
+                number, step = server._begin(body, {k.lower(): v for k, v in self.headers.items()})
+                try:
+                    if server._latency:
+                        server._closing.wait(server._latency)
+                    status, headers, doc = server._answer(number, step, body)
+                    self._send_json(status, headers, doc)
+                finally:
+                    server._end()
+
+        return Handler

@@ -1,0 +1,191 @@
+"""LLM roles through real HTTP to a scripted OpenAI-compatible server: what is asked, what is fed back,
+how answers become bindings, messages and verdicts; and a whole run with every role on the LLM."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from sap.agents.config import AgentsConfigError, build_agents, build_agents_config
+from sap.agents.judge import RuleJudge
+from sap.agents.llm_common import LLMRole
+from sap.agents.llm_judge import LLMJudge
+from sap.agents.llm_messenger import LLMMessenger
+from sap.agents.llm_planner import LLMPlanner
+from sap.agents.planner import HistoryCall, PlanRequest, RulePlanner
+from sap.api import synthesize
+from sap.export.records import record_to_trajectory
+from sap.llm import LLMClient, ModelConfig
+from sap.model import ArgProvenance, Tag, ToolCall, Turn
+from sap.prompts import prompt
+from sap.testing.role_model import role_model
+from sap.testing.scripted_llm import Reply, ScriptedLLMServer
+from sap.toolsets import load_toolset
+from sap.validate import validate_record
+
+
+def _role(server: ScriptedLLMServer, role: str) -> LLMRole:
+    cfg = ModelConfig(model="openai/scripted", api_base=server.api_base, timeout=5, backoff_base=0.01,
+                      input_cost_per_token=1e-6, output_cost_per_token=2e-6)
+    return LLMRole(LLMClient(), cfg, role)
+
+
+def _user_text(request: dict) -> str:
+    return "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+
+
+@pytest.fixture()
+def store():
+    return load_toolset("store")
+
+
+def _request(store, tool: str, **kw) -> PlanRequest:
+    spec = next(t for t in store.tools if t.name == tool)
+    return PlanRequest(spec=spec, tags={p: Tag.self_create for p in spec.required}, turn=0, index=0, history=[],
+                       stated=[], c0=store.sample_config(3), rng=random.Random(1), **kw)
+
+
+def _tool_with_string_arg(store):
+    return next(t for t in store.tools if any(t.properties.get(p, {}).get("type") == "string"
+                                               and "enum" not in t.properties[p] for p in t.required))
+
+
+def test_planner_asks_only_for_open_arguments_and_uses_the_answer(store):
+    spec = _tool_with_string_arg(store)
+    name = next(p for p in spec.required if spec.properties[p].get("type") == "string")
+    draft = RulePlanner().bind(_request(store, spec.name))  # same seed: the draft the LLM planner starts from
+    values = {p: (f"llm-{p}" if p == name else draft.args_exec[p]) for p in draft.args_exec
+              if draft.args_prov[p].effective_tag() == Tag.self_create}
+    with ScriptedLLMServer(responder=role_model) as server:
+        server.push(Reply(json.dumps({"values": values, "choices": {}})))
+        binding = LLMPlanner(_role(server, "planner")).bind(_request(store, spec.name))
+    assert binding.args_exec[name] == f"llm-{name}"
+    assert binding.args_prov[name].tag == Tag.self_create
+    assert len(server.requests) == 1
+    assert f"- {name} (NEW, code's draft: " in _user_text(server.requests[0])
+
+
+def test_planner_feeds_a_mistyped_value_back_naming_the_field(store):
+    spec = _tool_with_string_arg(store)
+    name = next(p for p in spec.required if spec.properties[p].get("type") == "string")
+    with ScriptedLLMServer(responder=role_model) as server:
+        server.push(Reply(json.dumps({"values": {name: 12345}, "choices": {}})))
+        binding = LLMPlanner(_role(server, "planner")).bind(_request(store, spec.name))
+    assert len(server.requests) == 2
+    fed_back = server.requests[1]["messages"][-1]["content"]
+    assert f"values.{name}" in fed_back and "does not fit" in fed_back
+    assert isinstance(binding.args_exec[name], str)
+
+
+def test_planner_makes_no_call_when_code_binds_everything(store):
+    spec = next(t for t in store.tools if t.required)
+    out_call = ToolCall(call_id="c", name="x", args_exec={}, args_prov={}, result={p: "v1" for p in spec.required},
+                        ok=True)
+    req = PlanRequest(spec=spec, tags={p: Tag.prev_output for p in spec.required}, turn=1, index=0,
+                      history=[HistoryCall(0, 0, out_call)], stated=[], c0={}, rng=random.Random(0))
+    with ScriptedLLMServer(responder=role_model) as server:
+        binding = LLMPlanner(_role(server, "planner")).bind(req)
+    assert server.requests == []
+    assert all(binding.args_prov[p].tag == Tag.prev_output for p in spec.required)
+
+
+def _turn(store) -> tuple[Turn, dict]:
+    specs = {t.name: t for t in store.tools}
+    spec = _tool_with_string_arg(store)
+    args = {p: f"value-{p}" for p in spec.required}
+    call = ToolCall(call_id="call_0_0", name=spec.name, args_exec=args,
+                    args_prov={p: ArgProvenance(tag=Tag.self_create) for p in args}, result={"ok": True}, ok=True)
+    return Turn(index=0, state="s", transition=0, calls=[call]), specs
+
+
+def test_messenger_feeds_back_a_missing_verbatim_value(store):
+    turn, specs = _turn(store)
+    with ScriptedLLMServer(responder=role_model) as server:
+        server.push(Reply(json.dumps({"fragments": ["please do the thing"], "assistant_message": "ok"})))
+        out = LLMMessenger(_role(server, "messenger")).write([turn], specs, random.Random(0))
+    assert len(server.requests) == 2
+    assert "word for word" in server.requests[1]["messages"][-1]["content"]
+    for value in turn.calls[0].args_exec.values():
+        assert value in out[0].user_message
+
+
+def test_global_mode_writes_all_turns_in_one_call(store):
+    turn, specs = _turn(store)
+    second = turn.model_copy(update={"index": 1})
+    with ScriptedLLMServer(responder=role_model) as server:
+        out = LLMMessenger(_role(server, "messenger"), mode="global").write(
+            [turn, second], specs, random.Random(0), narrative="Ann runs a shop.")
+    assert len(server.requests) == 1
+    assert "Ann runs a shop." in _user_text(server.requests[0])
+    assert all(v in t.user_message for t in out for v in t.calls[0].args_exec.values())
+
+
+def _accepted_trajectory(store):
+    summary = synthesize(store, 1, seed=5)
+    return record_to_trajectory(summary.records[0])
+
+
+@pytest.mark.parametrize("kind,decision", [("text", "reject_text"), ("truth", "reject_truth")])
+def test_judge_maps_the_models_diagnosis(store, kind, decision):
+    traj = _accepted_trajectory(store)
+    specs = {t.name: t for t in store.tools}
+    finding = {"criterion": "reads_as_user", "turn": 0, "detail": "stilted", "kind": kind}
+    with ScriptedLLMServer(responder=role_model) as server:
+        server.push(Reply(json.dumps({"findings": [finding]})))
+        verdict = LLMJudge(_role(server, "judge")).judge(traj, specs)
+    assert verdict.decision == decision and verdict.reasons[0].detail == "stilted"
+
+
+def test_judge_skips_the_model_when_the_rule_checks_reject(store):
+    traj = _accepted_trajectory(store)
+    traj.turns[0].user_message = "x"
+    specs = {t.name: t for t in store.tools}
+    assert not RuleJudge().judge(traj, specs).accepted
+    with ScriptedLLMServer(responder=role_model) as server:
+        verdict = LLMJudge(_role(server, "judge")).judge(traj, specs)
+    assert not verdict.accepted and server.requests == []
+
+
+@pytest.mark.parametrize("mode", ["per_turn", "global"])
+def test_every_role_on_the_llm_makes_valid_records_with_fewer_calls_than_per_call(store, mode):
+    with ScriptedLLMServer(responder=role_model) as server:
+        cfg = build_agents_config(agents="llm", model_overrides={"model": "openai/scripted",
+                                  "api_base": server.api_base, "input_cost_per_token": 1e-6,
+                                  "output_cost_per_token": 2e-6}, message_mode=mode)
+        client = LLMClient()
+        summary = synthesize(store, 4, seed=11, **build_agents(cfg, client))
+    assert summary.accepted == 4
+    for record in summary.records:
+        assert validate_record(record, store) == []
+        meta = record["meta"]["agents"]
+        assert meta["roles"]["planner"]["model"] == "openai/scripted"
+        assert meta["roles"]["judge"]["prompts"] == {"judge": prompt("judge").sha}
+    usage = client.ledger.snapshot()
+    calls = sum(len(r["provenance"]) for r in summary.records)
+    per_call_pattern = 2 * calls + len(summary.records)  # a planner and a message call per tool call, plus a judge
+    assert 0 < usage["total"]["calls"] < per_call_pattern
+    assert usage["total"]["cost_usd"] == pytest.approx(
+        usage["total"]["prompt_tokens"] * 1e-6 + usage["total"]["completion_tokens"] * 2e-6)
+
+
+def test_agents_config_from_toml_mixes_roles(tmp_path):
+    path = tmp_path / "agents.toml"
+    path.write_text('agents = "llm"\n[model]\nmodel = "openai/a"\ntemperature = 0.2\n'
+                    '[roles.planner]\nagents = "rule"\n[roles.judge]\nmodel = "openai/judge"\ntemperature = 0.0\n')
+    cfg = build_agents_config(path, role_models={"messenger": "openai/m"})
+    assert cfg.roles["planner"].agents == "rule" and cfg.roles["planner"].model is None
+    assert cfg.roles["judge"].model.model == "openai/judge" and cfg.roles["judge"].model.temperature == 0.0
+    assert cfg.roles["messenger"].model.model == "openai/m" and cfg.roles["messenger"].model.temperature == 0.2
+
+
+def test_agents_config_errors_name_the_problem(tmp_path):
+    with pytest.raises(AgentsConfigError, match="command line: role planner uses agents 'llm' but no model"):
+        build_agents_config(agents="llm")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[roles.planer]\nagents = "llm"\n')
+    with pytest.raises(AgentsConfigError, match=r"bad.toml: unknown role\(s\) \['planer'\]"):
+        build_agents_config(bad)
+    bad.write_text('[model]\nmodel = "openai/x"\ntemperature = -1\n')
+    with pytest.raises(AgentsConfigError, match="temperature"):
+        build_agents_config(bad, agents="llm")
