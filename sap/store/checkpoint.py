@@ -26,14 +26,15 @@ def checkpointer_for(url: str, full_sync: bool = False) -> Iterator[Any]:
 
         conn = sqlite3.connect(path, check_same_thread=False)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={'FULL' if full_sync else 'NORMAL'}")
-            conn.execute("PRAGMA busy_timeout=5000")
-            saver = SqliteSaver(conn)
-            saver.setup()
-            yield saver
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{url}: cannot use this database for checkpoints: {exc}") from exc
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(f"PRAGMA synchronous={'FULL' if full_sync else 'NORMAL'}")
+                conn.execute("PRAGMA busy_timeout=5000")
+                saver = SqliteSaver(conn)
+                saver.setup()
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{url}: cannot use this database for checkpoints: {exc}") from exc
+            yield saver  # errors while the run uses the saver pass through as they are (disk full, locked)
         finally:
             conn.close()
         return
