@@ -9,6 +9,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+from sap.agents.config import ROLES, build_agents_config
+from sap.llm import LLMRoleError
 from sap.store.runs import StoreError, is_disk_full, sqlite_path
 from sap.toolsets import ToolDocError, UnknownToolset, builtin_names, load_toolset
 
@@ -130,8 +132,8 @@ def _drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, outp
             if out:
                 out.write(record)
         with checkpointer_for(args.db, full_sync=getattr(args, "full_sync", False)) as saver:
-            done = RunDriver(store, run_id, toolset, saver).run(on_record=out.write if out else None,
-                                                                on_slot=progress.slot)
+            driver = RunDriver(store, run_id, toolset, saver, max_cost=getattr(args, "max_cost", None))
+            done = driver.run(on_record=out.write if out else None, on_slot=progress.slot)
         records, rejections = store.records(run_id), store.rejections(run_id)
         if output:  # in slot order: several workers accept slots out of order
             _write_jsonl(output, records)
@@ -166,6 +168,14 @@ def _drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, outp
         print(f"  {unkept} requested rewrites were not kept (their base records were exported instead)")
     for reason, count in Counter(reason_kind(r["reason"]) for r in rejections).most_common():
         print(f"  dropped {count}: {reason}")
+    usage = store.usage(run_id).snapshot()
+    if usage["roles"]:
+        total = usage["total"]
+        print(f"  LLM: {total['calls']} calls, {total['prompt_tokens']}+{total['completion_tokens']} tokens, "
+              f"${total['cost_usd']:.4f}" + ("" if total["priced"] else " (some models have no price: counted as 0)"))
+    if done.status == "budget":
+        print(f"stopped at the cost cap (--max-cost {args.max_cost}); raise it and run: sap resume {run_id} "
+              f"--db {args.db} --max-cost N", file=sys.stderr)
     return 0 if done.accepted >= done.target else 1
 
 
@@ -180,7 +190,12 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
     toolset = load_toolset(args.toolset)
     store = _open_store(args)
     context = {"min_turns": args.min_turns, "max_turns": args.max_turns, "emphasis_size": 0 if args.no_emphasis else 3}
-    config = run_config(args.n, args.seed, mix if args.mix != "base=1" else None, context)
+    agents = build_agents_config(
+        args.agents_config, agents=args.agents, message_mode=args.message_mode,
+        model_overrides={"model": args.model, "api_base": args.api_base, "temperature": args.temperature,
+                         "max_tokens": args.max_tokens},
+        role_models={role: getattr(args, f"{role}_model") for role in ROLES})
+    config = run_config(args.n, args.seed, mix if args.mix != "base=1" else None, context, agents=agents)
     run_id = None
     if not args.new_run:
         run_id, why = find_resumable(store, toolset, config)
@@ -209,7 +224,8 @@ def _cmd_runs(args: argparse.Namespace) -> int:
         counts = store.counts(run.id)
         rows.append({"id": run.id, "status": run.status, "toolset": run.toolset, "accepted": counts.get("accepted", 0),
                      "target": run.target, "rejected": counts.get("rejected", 0), "failed": counts.get("failed", 0),
-                     "cost_usd": 0.0, "created": run.created.isoformat(timespec="seconds")})
+                     "cost_usd": round(store.usage(run.id).spent_usd(), 6),
+                     "created": run.created.isoformat(timespec="seconds")})
     if args.json:
         print(json.dumps(rows))
         return 0
@@ -284,6 +300,27 @@ def _db_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--full-sync", action="store_true", help="SQLite synchronous=FULL (slower, survives power loss)")
 
 
+def _agents_args(p: argparse.ArgumentParser) -> None:
+    """Which implementation and LiteLLM model each agent role uses."""
+    g = p.add_argument_group("agents", "rule agents by default; a model makes the roles LLM roles")
+    g.add_argument("--agents", choices=["rule", "llm"], help="implementation of every role (default: llm if a model "
+                   "is given, else rule)")
+    g.add_argument("--agents-config", help="TOML file of per-role agents and models (see docs/architecture.md)")
+    g.add_argument("--model", help="LiteLLM model string for every LLM role, e.g. openai/gpt-4o-mini")
+    for role in ROLES:
+        g.add_argument(f"--{role.replace('_', '-')}-model", dest=f"{role}_model", help=f"model of the {role} alone")
+    g.add_argument("--api-base", help="base URL of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...)")
+    g.add_argument("--temperature", type=float)
+    g.add_argument("--max-tokens", type=int)
+    g.add_argument("--message-mode", choices=["per_turn", "global"], help="messenger: one call per turn, or all "
+                   "turns at once from the planner's narrative")
+
+
+def _cost_arg(p: argparse.ArgumentParser) -> None:
+    """--max-cost, a run's LLM spending cap."""
+    p.add_argument("--max-cost", type=float, help="stop cleanly once the run's LLM cost reaches this many USD")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `sap` command."""
     parser = argparse.ArgumentParser(prog="sap", description="Synthesize multi-turn tool-use data with provenance.")
@@ -301,18 +338,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mix", default="base=1", help="shares of record kinds, e.g. base=0.6,miss_param=0.2,miss_func=0.2")
     p.add_argument("--no-emphasis", action="store_true", help="turn long-tail emphasis off")
     p.add_argument("--new-run", action="store_true", help="start a new run even if an unfinished one matches")
+    _agents_args(p)
+    _cost_arg(p)
     _db_args(p)
     p.set_defaults(fn=_cmd_synthesize)
     p = sub.add_parser("resume", help="continue a stored run from its checkpoints and fill its target")
     p.add_argument("run")
     p.add_argument("-o", "--output", help="JSONL file to write the run's records to")
     p.add_argument("--toolset", help="toolset path, for a run over a domain module (default: the run's toolset)")
+    _cost_arg(p)
     _db_args(p)
     p.set_defaults(fn=_cmd_resume)
     p = sub.add_parser("worker", help="join a stored run as one more worker (on SQLite: one at a time)")
     p.add_argument("run")
     p.add_argument("-o", "--output", default=None)
     p.add_argument("--toolset")
+    _cost_arg(p)
     _db_args(p)
     p.set_defaults(fn=_cmd_resume)
     p = sub.add_parser("runs", help="list the stored runs with their progress")
@@ -347,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (UsageError, UnknownToolset, ToolDocError, StoreError) as exc:
+    except (UsageError, UnknownToolset, ToolDocError, StoreError, LLMRoleError) as exc:
         print(f"sap {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except (FileNotFoundError, IsADirectoryError, PermissionError, ValueError) as exc:

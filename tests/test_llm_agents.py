@@ -189,3 +189,10 @@ def test_agents_config_errors_name_the_problem(tmp_path):
     bad.write_text('[model]\nmodel = "openai/x"\ntemperature = -1\n')
     with pytest.raises(AgentsConfigError, match="temperature"):
         build_agents_config(bad, agents="llm")
+
+
+def test_roles_on_one_endpoint_must_agree_on_limits(tmp_path):
+    path = tmp_path / "agents.toml"
+    path.write_text('[model]\nmodel = "openai/a"\n[roles.judge]\nconcurrency = 2\n')
+    with pytest.raises(AgentsConfigError, match="roles planner and judge use openai/a with different limits"):
+        build_agents_config(path)

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import subprocess
 import sys
+import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -13,7 +15,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from sap.llm import (Budget, BudgetExceeded, LimiterRegistry, LLMClient, LLMRoleError, ModelConfig, ModelLimiter,
-                     StructuredOutputError, UsageLedger, extract_json, parse_structured)
+                     StructuredOutputError, UsageLedger, extract_json, parse_structured, retry_after_seconds)
 from sap.llm.config import load_litellm
 from sap.testing import Hang, Malformed, Reply, SchemaViolation, ScriptedLLMServer, Status
 
@@ -81,6 +83,19 @@ def test_schema_violation_feedback_names_the_failing_fields():
     assert 'args.days: Input should be a valid integer' in feedback and '(got "soon")' in feedback
 
 
+def test_a_failed_role_check_is_fed_back_like_a_schema_error():
+    def known_city(answer: Call) -> None:
+        if answer.args.city != "Paris":
+            raise ValueError(f"args.city must be a city the user named, not {answer.args.city!r}")
+
+    wrong = WEATHER.replace("Paris", "Lyon")
+    with ScriptedLLMServer([Reply(wrong), Reply(WEATHER)]) as server:
+        answer = LLMClient().complete("planner", config(server), USER, Call, check=known_city)
+        feedback = server.requests[1]["messages"][-1]["content"]
+    assert answer.args.city == "Paris"
+    assert feedback.startswith("Your answer was invalid: args.city must be a city the user named, not 'Lyon'.")
+
+
 def test_validation_cap_raises_a_role_error_naming_role_model_and_last_error():
     client = LLMClient()
     with ScriptedLLMServer([Malformed(), SchemaViolation({"name": 1, "args": {}})]) as server:
@@ -113,6 +128,20 @@ def test_server_error_is_retried_with_backoff():
     usage = client.ledger.snapshot()["roles"]["planner"]
     assert usage["transient_retries"] == 1
     assert 0.05 <= usage["retry_wait_s"] <= 0.1
+
+
+def test_retry_after_is_read_as_seconds_milliseconds_or_an_http_date():
+    def error(headers: dict[str, str]) -> Exception:
+        exc = Exception("429")
+        exc.litellm_response_headers = headers  # type: ignore[attr-defined]
+        return exc
+
+    in_an_hour = email.utils.formatdate(time.time() + 3600, usegmt=True)
+    assert retry_after_seconds(error({"Retry-After": "1.5"})) == 1.5
+    assert retry_after_seconds(error({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
+    assert 3590 <= retry_after_seconds(error({"retry-after": in_an_hour})) <= 3600  # type: ignore[operator]
+    assert retry_after_seconds(error({"retry-after": "soon"})) is None
+    assert retry_after_seconds(Exception("no headers")) is None
 
 
 def test_neither_litellm_nor_the_openai_sdk_retries_on_its_own():
@@ -184,13 +213,13 @@ def test_cost_comes_from_litellm_cost_map_and_unknown_models_are_marked_unpriced
 def test_budget_stops_before_a_request_is_sent():
     with ScriptedLLMServer(responder=lambda body: WEATHER) as server:
         cfg = config(server, input_cost_per_token=0.01, output_cost_per_token=0.01)
-        first_call_cost = (words(USER[0]["content"]) + words(WEATHER)) * 0.01
-        client = LLMClient(budget=Budget(max_cost_usd=first_call_cost))
-        client.complete("planner", cfg, USER, Call)
+        client = LLMClient(budget=Budget(max_cost_usd=0.1))
+        client.complete("planner", cfg, USER, Call)  # spent 0 < 0.1: sent; it costs 0.19
         with pytest.raises(BudgetExceeded) as caught:
             client.complete("planner", cfg, USER, Call)
         assert len(server.requests) == 1
-    assert f"spent ${first_call_cost:.6f}" in str(caught.value) and f"${first_call_cost:.6f} cap" in str(caught.value)
+    first_call_cost = (words(USER[0]["content"]) + words(WEATHER)) * 0.01
+    assert str(caught.value) == f"LLM budget exhausted: spent ${first_call_cost:.6f} of the $0.100000 cap"
 
 
 def test_api_key_is_read_from_the_environment_sent_and_never_leaked(monkeypatch):

@@ -73,7 +73,7 @@ def build_agents_config(file: str | Path | None = None, *, agents: Impl | None =
     if unknown:
         raise AgentsConfigError(f"{where}: unknown key(s) {sorted(unknown)}; expected agents, message_mode, model, roles")
     shared = {**raw.get("model", {}), **{k: v for k, v in (model_overrides or {}).items() if v is not None}}
-    default_impl = agents or raw.get("agents", "rule")
+    default_impl = agents or raw.get("agents") or ("llm" if shared.get("model") else "rule")
     roles_raw = raw.get("roles", {})
     if unknown := set(roles_raw) - set(ROLES):
         raise AgentsConfigError(f"{where}: unknown role(s) {sorted(unknown)}; roles are {list(ROLES)}")
@@ -89,11 +89,26 @@ def build_agents_config(file: str | Path | None = None, *, agents: Impl | None =
                                     f"(--model, --{role}-model, or model = ... in [model] / [roles.{role}])")
         roles[role] = {"agents": impl, "model": fields if impl == "llm" else None}
     try:
-        return AgentsConfig(roles=roles, message_mode=message_mode or raw.get("message_mode", "per_turn"))
+        cfg = AgentsConfig(roles=roles, message_mode=message_mode or raw.get("message_mode", "per_turn"))
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         raise AgentsConfigError(f"{where}: {field}: {first['msg']} (value {first.get('input')!r})") from exc
+    _check_shared_limits(cfg, where)
+    return cfg
+
+
+def _check_shared_limits(cfg: AgentsConfig, where: str) -> None:
+    """Roles on one endpoint share its limiter, so they must agree on concurrency, rpm and tpm."""
+    seen: dict[tuple[str, str | None], tuple[str, tuple[Any, ...]]] = {}
+    for role, rc in cfg.roles.items():
+        if rc.model is None:
+            continue
+        key, limits = (rc.model.model, rc.model.api_base), (rc.model.concurrency, rc.model.rpm, rc.model.tpm)
+        other = seen.setdefault(key, (role, limits))
+        if other[1] != limits:
+            raise AgentsConfigError(f"{where}: roles {other[0]} and {role} use {key[0]} with different limits "
+                                    f"(concurrency, rpm, tpm) {other[1]} vs {limits}; one endpoint has one limiter")
 
 
 ROLE_PROMPTS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -101,6 +116,12 @@ ROLE_PROMPTS: dict[str, dict[str, tuple[str, ...]]] = {
     "messenger": {"per_turn": ("messenger_turn",), "global": ("messenger_global",)},
     "judge": {"per_turn": ("judge",), "global": ("judge",)},
 }
+
+
+def prompt_hashes() -> dict[str, str]:
+    """The hash of every prompt file any role can use, by prompt name (for run fingerprints)."""
+    names = sorted({n for modes in ROLE_PROMPTS.values() for names in modes.values() for n in names})
+    return {name: prompt(name).sha for name in names}
 
 
 def agents_meta(cfg: AgentsConfig) -> dict[str, Any]:

@@ -84,7 +84,9 @@ class LLMPlanner:
             schemas=compact({n: req.spec.properties.get(n, {}) for n in [*new, *choose]}, 1200),
             bound=compact({n: v for n, v in base.args_exec.items() if n not in new and n not in choose}, 600),
             open="\n".join([f"- {n} (NEW, code's draft: {compact(base.args_exec[n], 120)})" for n in new] + [
-                f"- {n} (CHOOSE): " + "; ".join(f"[{i}] {compact(o.value, 80)} {o.label()}" for i, o in enumerate(opts))
+                f"- {n} (CHOOSE one index):\n" + "\n".join(
+                    f"    {i}: {compact(o.value, 80)} {o.label()}" + (" (code's pick)" if o.value == base.args_exec[n] else "")
+                    for i, o in enumerate(opts))
                 for n, opts in choose.items()]),
             history="\n".join(call_line(h.turn, h.index, h.call) for h in req.history[-6:]) or "(none)",
             state=compact(req.c0, STATE_CHARS), error=req.last_error or "(none)",
@@ -107,8 +109,6 @@ class LLMPlanner:
                 problems.append(f"values.{n}: missing")
             elif not type_ok(answer.values[n], schema):
                 problems.append(f"values.{n}: {answer.values[n]!r} does not fit {compact(schema, 200)}")
-            elif any(a.get(n) == answer.values[n] for a in req.failed_args):
-                problems.append(f"values.{n}: {answer.values[n]!r} already failed")
         for n, opts in choose.items():
             if n not in answer.choices:
                 problems.append(f"choices.{n}: missing")

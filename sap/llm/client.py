@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import email.utils
 import functools
@@ -30,7 +29,6 @@ FailureKind = Literal["config", "rejected", "transient", "invalid"]
 _PLACEHOLDER_KEY = "sk-none"
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 _CHARS_PER_TOKEN = 4
-_CLOSE_TIMEOUT = 5.0
 
 
 class LLMRoleError(RuntimeError):
@@ -60,16 +58,16 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     if not headers:
         return None
     values = {name.lower(): value for name, value in headers.items()}
-    try:
-        if "retry-after-ms" in values:
+    if "retry-after-ms" in values:
+        with contextlib.suppress(ValueError):
             return max(0.0, float(values["retry-after-ms"]) / 1000)
-        if "retry-after" in values:
-            return max(0.0, float(values["retry-after"]))
+    if "retry-after" not in values:
+        return None
+    try:
+        return max(0.0, float(values["retry-after"]))
     except ValueError:
         when = email.utils.parsedate_tz(values["retry-after"])
-        if when is not None:
-            return max(0.0, email.utils.mktime_tz(when) - time.time())
-    return None
+        return None if when is None else max(0.0, email.utils.mktime_tz(when) - time.time())
 
 
 class LLMClient:
@@ -189,17 +187,6 @@ class _LLMLoopThread:
         self.limiters = LimiterRegistry()
         self.thread = threading.Thread(target=self.loop.run_forever, name="sap-llm-loop", daemon=True)
         self.thread.start()
-        atexit.register(self.close)
-
-    def close(self) -> None:
-        """Close LiteLLM's cached HTTP clients on the loop they were opened on, then stop the loop."""
-        if self.loop.is_closed() or not self.thread.is_alive():
-            return
-        closing = asyncio.run_coroutine_threadsafe(load_litellm().close_litellm_async_clients(), self.loop)
-        with contextlib.suppress(Exception):
-            closing.result(timeout=_CLOSE_TIMEOUT)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=_CLOSE_TIMEOUT)
 
 
 _loop_thread: _LLMLoopThread | None = None
@@ -207,7 +194,10 @@ _loop_thread_lock = threading.Lock()
 
 
 def _llm_loop_thread() -> _LLMLoopThread:
+    """The loop thread, started on first use; LiteLLM is imported first, on the caller's thread, so that its
+    seconds-long import never stalls the loop."""
     global _loop_thread
+    load_litellm()
     with _loop_thread_lock:
         if _loop_thread is None:
             _loop_thread = _LLMLoopThread()

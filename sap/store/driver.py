@@ -13,8 +13,10 @@ from typing import Any, Callable
 from sqlalchemy.exc import SQLAlchemyError
 
 import sap
+from sap.agents.config import AgentsConfig, build_agents, prompt_hashes
 from sap.api import slot_input
 from sap.graphs.synthesis import SynthesisContext, synthesis_graph, toolset_hash
+from sap.llm import Budget, BudgetExceeded, LLMClient, LLMRoleError
 from sap.model import FSM, Toolset
 from sap.store.runs import RunStore, StoreError
 
@@ -26,8 +28,12 @@ class FingerprintMismatch(StoreError):
 
 
 def fingerprint_parts(toolset: Toolset, config: dict[str, Any]) -> dict[str, Any]:
-    """What a run's output depends on: its config (seed, target, mix, limits), the tool docs and sap's version."""
-    return {"config": config, "tool_docs": toolset_hash(toolset), "sap_version": sap.__version__}
+    """What a run's output depends on: its config (seed, target, mix, limits, agents), the tool docs, sap's version
+    and, when LLM agents are configured, the hash of every prompt file."""
+    parts = {"config": config, "tool_docs": toolset_hash(toolset), "sap_version": sap.__version__}
+    if config.get("agents"):
+        parts["prompts"] = prompt_hashes()
+    return parts
 
 
 def fingerprint(parts: dict[str, Any]) -> str:
@@ -46,14 +52,21 @@ def describe_change(old: dict[str, Any], new: dict[str, Any]) -> str:
         changes.append(f"tool docs changed (hash {old['tool_docs']} -> {new['tool_docs']})")
     if old["sap_version"] != new["sap_version"]:
         changes.append(f"sap version {old['sap_version']} -> {new['sap_version']}")
+    old_prompts, new_prompts = old.get("prompts", {}), new.get("prompts", {})
+    changed = sorted(k for k in set(old_prompts) | set(new_prompts) if old_prompts.get(k) != new_prompts.get(k))
+    if changed:
+        changes.append(f"prompts changed: {', '.join(changed)}")
     return "; ".join(changes) or "nothing visible (fingerprint differs)"
 
 
 def run_config(n: int, seed: int, mix: dict[str, float] | None, context: dict[str, Any],
-               max_slots: int | None = None) -> dict[str, Any]:
-    """The settings a run is created with (and fingerprinted by)."""
-    return {"target": n, "seed": seed, "mix": mix, "context": context,
-            "max_slots": max_slots if max_slots is not None else 5 * n + 20}
+               max_slots: int | None = None, agents: AgentsConfig | None = None) -> dict[str, Any]:
+    """The settings a run is created with (and fingerprinted by); `agents` only when a role uses an LLM."""
+    config = {"target": n, "seed": seed, "mix": mix, "context": context,
+              "max_slots": max_slots if max_slots is not None else 5 * n + 20}
+    if agents is not None and agents.uses_llm():
+        config["agents"] = agents.public()
+    return config
 
 
 def start_run(store: RunStore, toolset: Toolset, config: dict[str, Any]) -> str:
@@ -131,15 +144,24 @@ class RunDriver:
     """Works on one stored run: claims slots in order, runs or resumes each slot's thread, stores outcomes."""
 
     def __init__(self, store: RunStore, run_id: str, toolset: Toolset, checkpointer: Any,
-                 worker: str | None = None, lease_seconds: float = LEASE_SECONDS) -> None:
+                 worker: str | None = None, lease_seconds: float = LEASE_SECONDS,
+                 max_cost: float | None = None) -> None:
         self.store, self.run_id, self.toolset, self.checkpointer = store, run_id, toolset, checkpointer
         self.worker, self.lease_seconds = worker or worker_name(), lease_seconds
         self.lost: list[int] = []  # slots taken over by another worker mid-run: that worker stores the outcome
         run = store.run(run_id)
         self.config = run.config
+        self.client = self._client(max_cost)
+        agents = build_agents(AgentsConfig.model_validate(self.config["agents"]), self.client) \
+            if self.config.get("agents") else {}
         self.ctx = SynthesisContext(toolset=toolset, run_seed=run.seed, fsm_preset=FSM.model_validate(store.fsm(run_id)),
-                                    **self.config["context"])
+                                    **self.config["context"], **agents)
         self.graph = synthesis_graph(self.ctx, checkpointer=checkpointer)
+
+    def _client(self, max_cost: float | None) -> LLMClient:
+        """This worker's LLM client; its budget is what `max_cost` leaves after the run's usage so far."""
+        spent = self.store.usage(self.run_id).spent_usd()
+        return LLMClient(budget=Budget(max_cost - spent) if max_cost is not None else None)
 
     def check_fingerprint(self) -> None:
         """Refuse to continue if the tool docs or sap's version changed since the run started."""
@@ -183,11 +205,24 @@ class RunDriver:
                 if index is None:  # other workers hold the last slots the target needs: wait for them
                     time.sleep(0.2)
                     continue
-                with LeaseKeeper(self.store, self.run_id, index, self.worker, self.lease_seconds) as lease:
-                    out = self._outcome(index)
+                try:
+                    with LeaseKeeper(self.store, self.run_id, index, self.worker, self.lease_seconds) as lease:
+                        out = self._outcome(index)
+                except BudgetExceeded:  # the slot goes back to pending; its checkpoint keeps what it has done
+                    self.store.unclaim(self.run_id, index, self.worker)
+                    status = "budget"
+                    break
+                except LLMRoleError as exc:  # the role gave up on this slot: recorded as failed, with the reason
+                    if exc.kind == "config":  # no API key: every slot would fail the same way
+                        raise
+                    out = {"record": None, "drop_reason": str(exc), "status": "failed"}
+                finally:
+                    if self.client.ledger.snapshot()["roles"]:
+                        self.store.save_usage(self.run_id, self.worker, self.client.ledger.snapshot())
                 record = out.get("record")
                 if lease.lost or not self.store.finish(self.run_id, index, self.worker, record,
-                                                       out.get("drop_reason"), out.get("verdict")):
+                                                       out.get("drop_reason"), out.get("verdict"),
+                                                       failed=out.get("status") == "failed"):
                     self.lost.append(index)
                     continue
                 self.checkpointer.delete_thread(f"{self.run_id}:{index}")

@@ -14,7 +14,9 @@ from sqlalchemy import and_, create_engine, event, func, or_, select, text, upda
 from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from sap.store.schema import SCHEMA_VERSION, Base, FSMRow, RecordRow, RejectionRow, RunRow, SchemaInfo, SlotRow
+from sap.llm.usage import UsageLedger
+from sap.store.schema import (SCHEMA_VERSION, Base, FSMRow, RecordRow, RejectionRow, RunRow, SchemaInfo, SlotRow,
+                              UsageRow)
 
 
 SETUP_LOCK = 7_253_010  # PostgreSQL advisory locks held while creating tables: this key (run store), +1 (checkpointer)
@@ -206,10 +208,11 @@ class RunStore:
         return held
 
     def finish(self, run_id: str, index: int, worker: str, record: dict[str, Any] | None, reason: str | None,
-               verdict: dict[str, Any] | None) -> bool:
-        """Store a slot's outcome in one transaction if `worker` still holds the slot (else nothing); whether it did."""
+               verdict: dict[str, Any] | None, failed: bool = False) -> bool:
+        """Store a slot's outcome in one transaction if `worker` still holds the slot (else nothing); whether it did.
+        `failed` marks a slot that could not be synthesized (an LLM role gave up) rather than rejected."""
         with self._tx() as s:
-            status = "accepted" if record is not None else "rejected"
+            status = "accepted" if record is not None else "failed" if failed else "rejected"
             held = s.execute(update(SlotRow).where(SlotRow.run_id == run_id, SlotRow.index == index,
                                                    SlotRow.worker == worker, SlotRow.status == "running")
                              .values(status=status, worker=None)).rowcount == 1
@@ -221,6 +224,26 @@ class RunStore:
             else:
                 s.merge(RejectionRow(run_id=run_id, index=index, reason=reason or "unknown", verdict=verdict))
         return True
+
+    def unclaim(self, run_id: str, index: int, worker: str) -> None:
+        """Put a slot `worker` holds back to pending (its checkpoint stays, so the next claim continues it)."""
+        with self._tx() as s:
+            s.execute(update(SlotRow).where(SlotRow.run_id == run_id, SlotRow.index == index,
+                                            SlotRow.worker == worker, SlotRow.status == "running")
+                      .values(status="pending", worker=None, lease_expiry=None))
+
+    def save_usage(self, run_id: str, worker: str, usage: dict[str, Any]) -> None:
+        """Store this worker's LLM usage snapshot on the run (replacing its previous one)."""
+        with self._tx() as s:
+            s.merge(UsageRow(run_id=run_id, worker=worker, usage=usage))
+
+    def usage(self, run_id: str) -> UsageLedger:
+        """The run's LLM usage: every worker's snapshot merged."""
+        ledger = UsageLedger()
+        with self.session() as s:
+            for (usage,) in s.execute(select(UsageRow.usage).where(UsageRow.run_id == run_id)):
+                ledger.merge(usage)
+        return ledger
 
     def histogram_before(self, run_id: str, index: int) -> Counter:
         """H for slot `index`: tool calls in the run's accepted records of lower slots."""

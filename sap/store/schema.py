@@ -1,4 +1,5 @@
-"""Tables of the run store (SQLAlchemy 2 ORM): runs, slots, records, rejections, cached FSMs, schema version."""
+"""Tables of the run store (SQLAlchemy 2 ORM): runs, slots, records, rejections, cached FSMs, LLM usage, schema
+version."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -69,6 +70,15 @@ class RejectionRow(Base):
     index: Mapped[int] = mapped_column(Integer, primary_key=True)
     reason: Mapped[str] = mapped_column(Text)
     verdict: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+
+
+class UsageRow(Base):
+    """One worker process's LLM usage on a run (a UsageLedger snapshot); the run's usage is the sum over rows."""
+
+    __tablename__ = "sap_usage"
+    run_id: Mapped[str] = mapped_column(ForeignKey("sap_runs.id"), primary_key=True)
+    worker: Mapped[str] = mapped_column(String(200), primary_key=True)
+    usage: Mapped[dict] = mapped_column(JSON)
 
 
 class FSMRow(Base):

@@ -9,7 +9,8 @@ from typing import Any
 from sap.prompts import prompt
 
 _OPEN_NEW = re.compile(r"^- (\w+) \(NEW, code's draft: (.*)\)$")
-_OPEN_CHOOSE = re.compile(r"^- (\w+) \(CHOOSE\):")
+_OPEN_CHOOSE = re.compile(r"^- (\w+) \(CHOOSE one index\):$")
+_PICK = re.compile(r"^(\d+): .*\(code's pick\)$")
 _CALL = re.compile(r"^call \d+: task: (.*)$")
 _VERBATIM = re.compile(r"^\[(?:NEW|FROM_CONFIG|FALLBACK from \w+)\] ([^:]+): (.*)$")
 _REFERRED = re.compile(r"^\[(?:FROM_HISTORY|FALLBACK from \w+)\] ([^:]+): refer to it")
@@ -26,11 +27,15 @@ def _which(system: str) -> str:
 
 def _planner(user: str) -> dict[str, Any]:
     values, choices = {}, {}
-    for line in user.splitlines():
-        if m := _OPEN_NEW.match(line.strip()):
-            values[m.group(1)] = json.loads(m.group(2))
-        elif m := _OPEN_CHOOSE.match(line.strip()):
-            choices[m.group(1)] = 0
+    choosing = None
+    for line in (raw.strip() for raw in user.splitlines()):
+        if m := _OPEN_NEW.match(line):
+            values[m.group(1)], choosing = json.loads(m.group(2)), None
+        elif m := _OPEN_CHOOSE.match(line):
+            choosing = m.group(1)
+            choices[choosing] = 0
+        elif choosing and (m := _PICK.match(line)):
+            choices[choosing] = int(m.group(1))
     return {"values": values, "choices": choices}
 
 
