@@ -133,7 +133,8 @@ def _drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, outp
                 out.write(record)
         with checkpointer_for(args.db, full_sync=getattr(args, "full_sync", False)) as saver:
             driver = RunDriver(store, run_id, toolset, saver, max_cost=getattr(args, "max_cost", None))
-            done = driver.run(on_record=out.write if out else None, on_slot=progress.slot)
+            done = driver.run(on_record=out.write if out else None, on_slot=progress.slot,
+                              concurrency=getattr(args, "concurrency", 1))
         records, rejections = store.records(run_id), store.rejections(run_id)
         if output:  # in slot order: several workers accept slots out of order
             _write_jsonl(output, records)
@@ -316,9 +317,11 @@ def _agents_args(p: argparse.ArgumentParser) -> None:
                    "turns at once from the planner's narrative")
 
 
-def _cost_arg(p: argparse.ArgumentParser) -> None:
-    """--max-cost, a run's LLM spending cap."""
+def _run_args(p: argparse.ArgumentParser) -> None:
+    """--max-cost (a run's LLM spending cap) and --concurrency (slots in flight in this process)."""
     p.add_argument("--max-cost", type=float, help="stop cleanly once the run's LLM cost reaches this many USD")
+    p.add_argument("--concurrency", type=int, default=1, help="slots run at once in this process (LLM agents "
+                   "wait on the network; above 1 the output depends on completion order, as with several workers)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -339,21 +342,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-emphasis", action="store_true", help="turn long-tail emphasis off")
     p.add_argument("--new-run", action="store_true", help="start a new run even if an unfinished one matches")
     _agents_args(p)
-    _cost_arg(p)
+    _run_args(p)
     _db_args(p)
     p.set_defaults(fn=_cmd_synthesize)
     p = sub.add_parser("resume", help="continue a stored run from its checkpoints and fill its target")
     p.add_argument("run")
     p.add_argument("-o", "--output", help="JSONL file to write the run's records to")
     p.add_argument("--toolset", help="toolset path, for a run over a domain module (default: the run's toolset)")
-    _cost_arg(p)
+    _run_args(p)
     _db_args(p)
     p.set_defaults(fn=_cmd_resume)
     p = sub.add_parser("worker", help="join a stored run as one more worker (on SQLite: one at a time)")
     p.add_argument("run")
     p.add_argument("-o", "--output", default=None)
     p.add_argument("--toolset")
-    _cost_arg(p)
+    _run_args(p)
     _db_args(p)
     p.set_defaults(fn=_cmd_resume)
     p = sub.add_parser("runs", help="list the stored runs with their progress")

@@ -294,7 +294,9 @@ class RulePlanner:
 
     def _date_span(self, c0: dict[str, Any]) -> tuple[str, str] | None:
         """Earliest and latest ISO dates found in c0 (cached for the last c0 seen)."""
-        if self._date_cache[0] is not c0:
+        cached_c0, span = self._date_cache  # one read: slot threads share the planner
+        if cached_c0 is not c0:
             dates = sorted(f.value for f in iter_fields(c0) if isinstance(f.value, str) and _ISO_DATE.match(f.value))
-            self._date_cache = (c0, (dates[0], dates[-1]) if dates else None)
-        return self._date_cache[1]
+            span = (dates[0], dates[-1]) if dates else None
+            self._date_cache = (c0, span)
+        return span

@@ -7,6 +7,7 @@ import os
 import socket
 import threading
 import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -185,52 +186,79 @@ class RunDriver:
                                  durability="sync")
 
     def run(self, on_record: Callable[[dict[str, Any]], None] | None = None,
-            on_slot: Callable[[int, str], None] | None = None) -> RunProgress:
-        """Fill the run's target (or exhaust its slot budget), one slot at a time."""
+            on_slot: Callable[[int, str], None] | None = None, concurrency: int = 1) -> RunProgress:
+        """Fill the run's target (or exhaust its slot budget) with `concurrency` slots in flight at once.
+
+        At concurrency 1 slots run in index order and a run's bytes do not depend on interruptions; above 1
+        the long-tail histogram H a slot starts from depends on which lower slots finished first (as with
+        several workers), so records are valid and unique but not byte-identical to a sequential run."""
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.check_fingerprint()
         self.store.acquire(self.run_id, self.worker, self.lease_seconds)
-        status = "running"
+        self._stop, self._status, self._callback_lock = threading.Event(), "running", threading.Lock()
         try:
-            while True:
-                counts = self.store.counts(self.run_id)
-                target, limit = self.config["target"], self.config["max_slots"]
-                if counts.get("accepted", 0) >= target:
-                    status = "complete"
-                    break
-                if sum(counts.values()) - counts.get("running", 0) - counts.get("pending", 0) >= limit:
-                    status = "exhausted"
-                    break
-                self.store.acquire(self.run_id, self.worker, self.lease_seconds)
-                index = self.store.next_slot(self.run_id, self.worker, self.lease_seconds)
-                if index is None:  # other workers hold the last slots the target needs: wait for them
-                    time.sleep(0.2)
-                    continue
-                try:
-                    with LeaseKeeper(self.store, self.run_id, index, self.worker, self.lease_seconds) as lease:
-                        out = self._outcome(index)
-                except BudgetExceeded:  # the slot goes back to pending; its checkpoint keeps what it has done
-                    self.store.unclaim(self.run_id, index, self.worker)
-                    status = "budget"
-                    break
-                except LLMRoleError as exc:  # the role gave up on this slot: recorded as failed, with the reason
-                    if exc.kind == "config":  # no API key: every slot would fail the same way
-                        raise
-                    out = {"record": None, "drop_reason": str(exc), "status": "failed"}
-                finally:
-                    if self.client.ledger.snapshot()["roles"]:
-                        self.store.save_usage(self.run_id, self.worker, self.client.ledger.snapshot())
-                record = out.get("record")
-                if lease.lost or not self.store.finish(self.run_id, index, self.worker, record,
-                                                       out.get("drop_reason"), out.get("verdict"),
-                                                       failed=out.get("status") == "failed"):
-                    self.lost.append(index)
-                    continue
-                self.checkpointer.delete_thread(f"{self.run_id}:{index}")
+            if concurrency == 1:
+                self._work(on_record, on_slot)
+            else:
+                with ThreadPoolExecutor(concurrency, thread_name_prefix="sap-slot") as pool:
+                    futures = [pool.submit(self._work, on_record, on_slot) for _ in range(concurrency)]
+                    try:
+                        wait(futures, return_when=FIRST_EXCEPTION)
+                    finally:  # an error or Ctrl-C: the other threads start no new slot
+                        self._stop.set()
+                    for future in futures:
+                        future.result()
+        finally:
+            self.store.release(self.run_id, self.worker, self._status if self._status != "running" else None)
+        counts = self.store.counts(self.run_id)
+        return RunProgress(self.run_id, counts.get("accepted", 0), self.config["target"], sum(counts.values()),
+                           self._status)
+
+    def _end(self, status: str) -> None:
+        """Record why the run stops and tell every slot thread to start no new slot."""
+        self._status = status
+        self._stop.set()
+
+    def _work(self, on_record: Callable[[dict[str, Any]], None] | None,
+              on_slot: Callable[[int, str], None] | None) -> None:
+        """One slot thread: claim, run and store slots until the run is complete, exhausted or stopped."""
+        while not self._stop.is_set():
+            counts = self.store.counts(self.run_id)
+            target, limit = self.config["target"], self.config["max_slots"]
+            if counts.get("accepted", 0) >= target:
+                self._end("complete")
+                return
+            if sum(counts.values()) - counts.get("running", 0) - counts.get("pending", 0) >= limit:
+                self._end("exhausted")
+                return
+            self.store.acquire(self.run_id, self.worker, self.lease_seconds)
+            index = self.store.next_slot(self.run_id, self.worker, self.lease_seconds)
+            if index is None:  # other workers (or threads) hold the last slots the target needs: wait for them
+                time.sleep(0.2)
+                continue
+            try:
+                with LeaseKeeper(self.store, self.run_id, index, self.worker, self.lease_seconds) as lease:
+                    out = self._outcome(index)
+            except BudgetExceeded:  # the slot goes back to pending; its checkpoint keeps what it has done
+                self.store.unclaim(self.run_id, index, self.worker)
+                self._end("budget")
+                return
+            except LLMRoleError as exc:  # the role gave up on this slot: recorded as failed, with the reason
+                if exc.kind == "config":  # no API key: every slot would fail the same way
+                    raise
+                out = {"record": None, "drop_reason": str(exc), "status": "failed"}
+            finally:
+                if self.client.ledger.snapshot()["roles"]:
+                    self.store.save_usage(self.run_id, self.worker, self.client.ledger.snapshot())
+            record = out.get("record")
+            if lease.lost or not self.store.finish(self.run_id, index, self.worker, record, out.get("drop_reason"),
+                                                   out.get("verdict"), failed=out.get("status") == "failed"):
+                self.lost.append(index)
+                continue
+            self.checkpointer.delete_thread(f"{self.run_id}:{index}")
+            with self._callback_lock:
                 if record is not None and on_record is not None:
                     on_record(record)
                 if on_slot is not None:
                     on_slot(index, out.get("status", ""))
-        finally:
-            self.store.release(self.run_id, self.worker, status if status != "running" else None)
-        counts = self.store.counts(self.run_id)
-        return RunProgress(self.run_id, counts.get("accepted", 0), self.config["target"], sum(counts.values()), status)

@@ -6,6 +6,7 @@ import os
 import secrets
 import socket
 import sqlite3
+import threading
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -79,6 +80,9 @@ class RunStore:
     def __init__(self, url: str, full_sync: bool = False) -> None:
         self.url = url
         self.single_process = url.startswith("sqlite")  # SQLite: one process per run; PostgreSQL: many workers
+        # slot threads of this process claim one at a time: on SQLite a read-then-write transaction cannot wait
+        # for another's write (WAL snapshot), so claims are serialized here instead
+        self._claim_lock = threading.Lock()
         try:
             self.engine = create_engine(sqlalchemy_url(url))
         except Exception as exc:  # a malformed URL or a missing driver
@@ -165,8 +169,9 @@ class RunStore:
         one after the last, unless accepted plus in-flight slots already meet the target (then None).
         A slot whose worker died is claimable again once its lease expires, or at once if that worker was a
         process of this host that no longer exists."""
-        with self._tx() as s:
-            claimable = SlotRow.status.in_(("pending", "running"))  # SQLite: one process, every open slot is its own
+        with self._claim_lock, self._tx() as s:
+            # SQLite: one process at a time, so a running slot of another worker was left by a process that stopped
+            claimable = or_(SlotRow.status == "pending", and_(SlotRow.status == "running", SlotRow.worker != worker))
             if not self.single_process:  # PostgreSQL: pending, or running under a lease that has run out
                 claimable = or_(SlotRow.status == "pending",
                                 and_(SlotRow.status == "running", SlotRow.lease_expiry < _now()))

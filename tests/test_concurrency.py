@@ -1,0 +1,32 @@
+"""Several slots in flight in one process (`--concurrency`): exactly the target, no slot twice, real overlap."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from sap.store import RunStore
+from sap.testing.role_model import role_model
+from sap.testing.scripted_llm import ScriptedLLMServer
+from sap.validate import validate_file
+
+
+def test_concurrent_slots_fill_the_target_once_each_and_overlap(tmp_path):
+    with ScriptedLLMServer(responder=role_model, latency=0.05) as server:
+        out = tmp_path / "d.jsonl"
+        done = subprocess.run([sys.executable, "-m", "sap.cli", "synthesize", "--toolset", "store", "-n", "8",
+                               "-o", str(out), "--db", f"sqlite:///{tmp_path}/run.db", "--concurrency", "4",
+                               "--model", "openai/scripted", "--api-base", server.api_base],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        peak = server.max_in_flight
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    indexes = [r["meta"]["index"] for r in records]
+    assert len(records) == 8 and len(set(indexes)) == 8 and indexes == sorted(indexes)
+    assert peak > 1  # slots really ran at the same time
+    count, problems = validate_file(out)
+    assert count == 8 and problems == []
+    store = RunStore(f"sqlite:///{tmp_path}/run.db")
+    run = store.runs()[0]
+    assert store.counts(run.id).get("running", 0) == 0
+    assert store.usage(run.id).snapshot()["total"]["calls"] > 0
