@@ -43,7 +43,8 @@ class Option:
 
 
 def options_for(req: PlanRequest, name: str, tag: Tag) -> list[Option]:
-    """Distinct candidate values for `name` from its declared source, best match first, at most MAX_OPTIONS."""
+    """Distinct candidate values for `name` from its declared source that tie on the best name match (the
+    choice code cannot make), at most MAX_OPTIONS; one or none means code's binding stands."""
     schema = req.spec.properties.get(name, {})
     found: list[tuple[int, Option]] = []
     if tag == Tag.prev_output:
@@ -56,9 +57,11 @@ def options_for(req: PlanRequest, name: str, tag: Tag) -> list[Option]:
         found = [(c.score, Option(c.value, ArgProvenance(tag=Tag.initial_state, path=c.path)))
                  for c in candidates(name, schema, req.c0)]
     failed = [a[name] for a in req.failed_args if name in a]
+    found = [(score, opt) for score, opt in found if opt.value not in failed]
+    best = max((score for score, _ in found), default=None)
     out: list[Option] = []
-    for _, opt in sorted(found, key=lambda so: -so[0]):
-        if opt.value not in failed and all(o.value != opt.value for o in out):
+    for score, opt in found:
+        if score == best and all(o.value != opt.value for o in out):
             out.append(opt)
     return out[:MAX_OPTIONS]
 

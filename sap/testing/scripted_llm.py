@@ -194,6 +194,7 @@ class ScriptedLLMServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stall
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

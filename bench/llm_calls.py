@@ -1,0 +1,119 @@
+"""LLM calls and tokens per accepted trajectory by role, and throughput under a simulated 200 ms model latency
+at concurrency 1, 8 and 32 against the ideal (concurrency / critical-path latency).
+
+The model is sap.testing's RoleModel behind a ScriptedLLMServer in its own process (real HTTP through LiteLLM),
+so it answers every role validly and the figures show sap's own call pattern and overheads. The per-call
+pattern of the SAP paper (one planner and one message call per tool call, plus the judge) is printed beside
+the measured calls. Runs go through RunDriver on a SQLite run database with checkpoints, as `sap synthesize`
+does. Targets: at 32, >= 0.8 of ideal; fewer calls than the per-call pattern. Last line: one JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Iterator
+
+from sap.agents.config import build_agents_config
+from sap.store.checkpoint import checkpointer_for
+from sap.store.driver import RunDriver, run_config, start_run
+from sap.store.runs import RunStore
+from sap.toolsets import load_toolset
+
+_SERVER = """
+import sys, time
+from sap.testing.role_model import role_model
+from sap.testing.scripted_llm import ScriptedLLMServer
+with ScriptedLLMServer(responder=role_model, latency=float(sys.argv[1])) as server:
+    print(server.api_base, flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def model_server(latency: float) -> Iterator[str]:
+    """A RoleModel server in a child process (its own GIL); yields its api_base."""
+    proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(latency)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+
+
+def run_once(toolset_name: str, api_base: str, n: int, mode: str, concurrency: int, seed: int) -> dict[str, Any]:
+    """One stored run with every role on the model: wall time, slots, accepted, usage by role."""
+    agents = build_agents_config(agents="llm", message_mode=mode, model_overrides={  # one model name per limit:
+        "model": f"openai/rolemodel-c{concurrency}", "api_base": api_base,  # limiters are per (model, api_base)
+        "concurrency": max(concurrency, 8), "timeout": 30})
+    toolset = load_toolset(toolset_name)
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{tmp}/bench.db"
+        store = RunStore(url)
+        run_id = start_run(store, toolset, run_config(n, seed, None, {}, agents=agents))
+        with checkpointer_for(url) as saver:
+            driver = RunDriver(store, run_id, toolset, saver)
+            start = time.perf_counter()
+            progress = driver.run(concurrency=concurrency)
+            wall = time.perf_counter() - start
+        records = store.records(run_id)
+        usage = store.usage(run_id).snapshot()
+    return {"wall_s": wall, "slots": progress.slots, "accepted": progress.accepted,
+            "tool_calls": sum(len(r["provenance"]) for r in records), "usage": usage}
+
+
+def calls_table(toolset: str, api_base: str, n: int, mode: str) -> dict[str, Any]:
+    """Calls and tokens per accepted trajectory, by role, beside the per-call pattern."""
+    out = run_once(toolset, api_base, n, mode, 1, seed=1)
+    accepted = out["accepted"]
+    roles = {role: {"calls": round(u["calls"] / accepted, 2),
+                    "tokens": round((u["prompt_tokens"] + u["completion_tokens"]) / accepted, 1)}
+             for role, u in out["usage"]["roles"].items()}
+    per_call_pattern = round((2 * out["tool_calls"] + accepted) / accepted, 2)
+    total = round(out["usage"]["total"]["calls"] / accepted, 2)
+    return {"toolset": toolset, "mode": mode, "accepted": accepted, "tool_calls_per_trajectory":
+            round(out["tool_calls"] / accepted, 2), "llm_calls_per_trajectory": total,
+            "per_call_pattern": per_call_pattern, "by_role": roles}
+
+
+def main() -> None:
+    """Print the call table, then the throughput table, then one JSON line."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--toolset", default="store")
+    parser.add_argument("-n", type=int, default=20, help="accepted trajectories per call-count run")
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", default="1,8,32")
+    args = parser.parse_args()
+    tables = []
+    with model_server(0.0) as api_base:
+        for toolset in ("filesystem", "store", "travel"):
+            for mode in ("per_turn", "global"):
+                row = calls_table(toolset, api_base, args.n, mode)
+                tables.append(row)
+                print(f"{toolset:<11} {mode:<9} {row['llm_calls_per_trajectory']:6.2f} LLM calls/trajectory "
+                      f"(per-call pattern {row['per_call_pattern']:.2f}; {row['tool_calls_per_trajectory']:.2f} tool "
+                      f"calls) by role: " + ", ".join(f"{r} {v['calls']}" for r, v in row["by_role"].items()))
+    throughput = {}
+    with model_server(args.latency) as api_base:
+        for c in (int(x) for x in args.concurrency.split(",")):
+            n = max(3, 4 * c)  # several waves of slots, so the tail of the last one weighs less
+            out = run_once(args.toolset, api_base, n, "per_turn", c, seed=2)
+            calls_per_slot = out["usage"]["total"]["calls"] / out["slots"]
+            ideal = c / (calls_per_slot * args.latency)  # slots/s if only the model's latency counted
+            measured = out["slots"] / out["wall_s"]
+            throughput[str(c)] = {"slots_per_s": round(measured, 3), "ideal_slots_per_s": round(ideal, 3),
+                                  "ratio_to_ideal": round(measured / ideal, 3), "slots": out["slots"],
+                                  "llm_calls_per_slot": round(calls_per_slot, 2)}
+            print(f"concurrency {c:>2}: {measured:6.3f} slots/s, ideal {ideal:6.3f} "
+                  f"({calls_per_slot:.1f} sequential calls x {args.latency * 1000:.0f} ms), ratio {measured / ideal:.2f}")
+    print(json.dumps({"bench": "llm_calls", "latency_s": args.latency, "calls": tables, "throughput": throughput,
+                      "target_ratio_at_32": 0.8}))
+
+
+if __name__ == "__main__":
+    main()
