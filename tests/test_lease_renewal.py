@@ -3,7 +3,6 @@ slot is not taken by another worker, a worker that loses its slot stores nothing
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -23,7 +22,6 @@ from sap.store.runs import _now
 from sap.store.schema import SlotRow
 from sap.toolsets import load_toolset
 
-PG_URL = os.environ.get("SAP_TEST_PG_URL")
 LEASE = 0.6
 
 
@@ -33,16 +31,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'lease.db'}"
         return
-    if not PG_URL:
-        pytest.skip("SAP_TEST_PG_URL is not set (no PostgreSQL server to test on)")
-    import psycopg
-
-    name = f"sap_test_{secrets.token_hex(4)}"
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield PG_URL.rsplit("/", 1)[0] + "/" + name
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    yield request.getfixturevalue("pg_db")
 
 
 def _new_run(url: str, n: int) -> tuple[RunStore, str]:

@@ -1,14 +1,13 @@
 """Runs on a real PostgreSQL server: several workers on one run, re-claimed slots, kill-and-resume equality.
 
 Needs SAP_TEST_PG_URL (e.g. postgresql://postgres@127.0.0.1:5432/test; .ci/run sets it). Each test works in
-a database of its own, created and dropped here.
+a database of its own, created and dropped by the `pg_db` fixture (conftest.py).
 """
 from __future__ import annotations
 
 import json
 import os
 import random
-import secrets
 import signal
 import subprocess
 import sys
@@ -19,19 +18,6 @@ import pytest
 
 PG_URL = os.environ.get("SAP_TEST_PG_URL")
 pytestmark = pytest.mark.skipif(not PG_URL, reason="SAP_TEST_PG_URL is not set (no PostgreSQL server to test on)")
-
-
-@pytest.fixture
-def pg_db():
-    """The URL of a fresh database on the test server, dropped afterwards."""
-    import psycopg
-
-    name = f"sap_test_{secrets.token_hex(4)}"
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield PG_URL.rsplit("/", 1)[0] + "/" + name
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def _sap(*argv: str) -> list[str]:

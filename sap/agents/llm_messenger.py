@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from sap.agents.llm_common import RESULT_CHARS, LLMRole, compact
-from sap.agents.messenger import Mention, describe_value, must_mention, task_phrase
+from sap.agents.messenger import Mention, describe_value, humanize, must_mention, task_phrase
 from sap.model import ToolSpec, Turn
 from sap.provenance.checks import mentions
 
@@ -38,9 +38,14 @@ class GlobalAnswer(BaseModel):
 def _mention_line(m: Mention) -> str:
     """A must-mention entry as the prompt shows it: label, parameter, and the value or its source."""
     if m.verbatim:
-        return f"{m.label()} {m.param.replace('_', ' ')}: {describe_value(m.value)}"
+        return f"{m.label()} {humanize(m.param)}: {describe_value(m.value)}"
     where = f"the result of turn {m.source[0]} call {m.source[1]}" if m.source else "an earlier user message"
-    return f"{m.label()} {m.param.replace('_', ' ')}: refer to it as the one from {where}"
+    return f"{m.label()} {humanize(m.param)}: refer to it as the one from {where}"
+
+
+def stated_ahead(turn: Turn, virtual: list[dict[str, Any]]) -> list[str]:
+    """The virtual-history values this turn must state for later turns, as the prompt shows them."""
+    return [f"{humanize(v['param'])}: {describe_value(v['value'])}" for v in virtual if v["turn"] == turn.index]
 
 
 def required_values(turn: Turn, virtual: list[dict[str, Any]]) -> list[Any]:
@@ -85,12 +90,10 @@ class LLMMessenger:
             if missing := missing_values(" ".join(a.fragments), values):
                 raise ValueError(f"fragments: these values must appear word for word: {', '.join(missing)}")
 
-        ahead = [f"{v['param'].replace('_', ' ')}: {describe_value(v['value'])}" for v in virtual
-                 if v["turn"] == turn.index]
         answer = self.llm.ask(
             "messenger_turn", TurnAnswer, check=check,
             earlier="\n".join(f"turn {t.index}: {t.user_message}" for t in earlier if t.user_message) or "(none)",
-            calls=self._calls_text(turn, specs), ahead="; ".join(ahead) or "(none)",
+            calls=self._calls_text(turn, specs), ahead="; ".join(stated_ahead(turn, virtual)) or "(none)",
             results=compact([c.result for c in turn.calls], RESULT_CHARS * 2))
         return turn.model_copy(update={"user_message": " ".join(f.strip() for f in answer.fragments),
                                        "assistant_message": answer.assistant_message})
@@ -109,7 +112,7 @@ class LLMMessenger:
 
         blocks = []
         for k, t in enumerate(written):
-            ahead = [f"{v['param'].replace('_', ' ')}: {describe_value(v['value'])}" for v in virtual if v["turn"] == t.index]
+            ahead = stated_ahead(t, virtual)
             blocks.append(f"turn {k}:\n{self._calls_text(t, specs)}"
                           + (f"\n  also state, for later: {'; '.join(ahead)}" if ahead else "")
                           + f"\n  results: {compact([c.result for c in t.calls], RESULT_CHARS)}")

@@ -35,7 +35,7 @@ def describe_value(value: Any) -> str:
     return json.dumps(value)
 
 
-def _humanize(param: str) -> str:
+def humanize(param: str) -> str:
     """`check_in` -> `check in`."""
     return param.replace("_", " ")
 
@@ -92,11 +92,11 @@ def must_mention(call: ToolCall) -> list[Mention]:
 def _fragment_detail(m: Mention, history_names: dict[tuple[int, int], str], rng: random.Random) -> str:
     """How the user conveys one must-mention entry: verbatim if new or from config, by reference otherwise."""
     if m.verbatim:
-        return f"{_humanize(m.param)} {describe_value(m.value)}"
+        return f"{humanize(m.param)} {describe_value(m.value)}"
     if m.source is not None:
         tool = history_names.get(m.source, "results")
-        return f"{_humanize(m.param)}: " + rng.choice(_REF_PHRASES).format(p=_humanize(m.param), t=_result_noun(tool))
-    return f"{_humanize(m.param)}: " + rng.choice(_STATED_PHRASES).format(p=_humanize(m.param))
+        return f"{humanize(m.param)}: " + rng.choice(_REF_PHRASES).format(p=humanize(m.param), t=_result_noun(tool))
+    return f"{humanize(m.param)}: " + rng.choice(_STATED_PHRASES).format(p=humanize(m.param))
 
 
 def _summary(call: ToolCall) -> str:
@@ -105,7 +105,7 @@ def _summary(call: ToolCall) -> str:
         parts = []
         for k, v in list(call.result.items())[:3]:
             shown = v if isinstance(v, (str, int, float, bool)) else f"{len(v)} item(s)" if isinstance(v, (list, dict)) else v
-            parts.append(f"{_humanize(k)}: {shown}")
+            parts.append(f"{humanize(k)}: {shown}")
         body = "; ".join(parts) if parts else "no details"
     else:
         body = str(call.result)[:120]
@@ -135,7 +135,7 @@ class RuleMessenger:
             for frag in fragments[1:]:
                 message += rng.choice(_JOINERS) + frag + "."
             for v in (v for v in virtual if v["turn"] == turn.index):
-                message += " " + rng.choice(_AHEAD_PHRASES).format(p=_humanize(v["param"]), v=describe_value(v["value"]))
+                message += " " + rng.choice(_AHEAD_PHRASES).format(p=humanize(v["param"]), v=describe_value(v["value"]))
             reply = " ".join(_summary(c) for c in turn.calls)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
-from sap.agents.messenger import describe_value
+from sap.agents.messenger import describe_value, humanize
 from sap.executors.base import replay_fresh
 from sap.model import ArgProvenance, Tag, ToolCall, Toolset, ToolSpec, Trajectory, Turn
 from sap.provenance.checks import code_check, mentions
@@ -78,11 +78,6 @@ class RewriteError(ValueError):
 # small text helpers
 
 
-def _humanize(param: str) -> str:
-    """`check_in` -> `check in`."""
-    return param.replace("_", " ")
-
-
 def _key(value: Any) -> str:
     """A canonical key of a value, for grouping equal values."""
     return json.dumps(value, sort_keys=True, default=str)
@@ -101,7 +96,7 @@ def _join(items: list[str]) -> str:
 def _names_tool(text: str, tools: list[str]) -> bool:
     """Whether `text` names any tool as a whole word (`cat`, `get_user_details`, `get user details`)."""
     for name in tools:
-        for form in {name, _humanize(name)}:
+        for form in {name, humanize(name)}:
             if re.search(r"(?<![A-Za-z0-9_])" + _loose(form) + r"(?![A-Za-z0-9_])", text, re.I):
                 return True
     return False
@@ -246,11 +241,11 @@ def _withhold(message: str, group: _Group, rng: random.Random) -> str | None:
     if isinstance(value, (dict, type(None))) or value == "" or value == []:
         return None
     literal = describe_value(value)
-    p = _humanize(group.names[0])
+    p = humanize(group.names[0])
     vague = rng.choice(_VAGUE_FLAG if _is_flag(value) else _VAGUE).format(p=p, a="an" if p[:1].lower() in "aeiou" else "a")
     out = message
     for name in group.names:  # the messenger's form: `<param> <value>`
-        out = re.sub(_loose(f"{_humanize(name)} {literal}"), lambda _: vague, out, flags=re.I)
+        out = re.sub(_loose(f"{humanize(name)} {literal}"), lambda _: vague, out, flags=re.I)
     for form in dict.fromkeys([literal, literal.strip('"')]):
         if not mentions(out, value):
             break
@@ -264,7 +259,7 @@ def _ask_text(groups: list[_Group], rng: random.Random) -> str:
     """The assistant's clarification request, naming the missing values in plain words."""
     things = []
     for g in groups:
-        names = _join([_humanize(n) for n in g.names])
+        names = _join([humanize(n) for n in g.names])
         things.append(f"whether {names} should be set" if _is_flag(g.value) else f"the {names}")
     return rng.choice(_ASK).format(x=_join(things))
 
@@ -273,7 +268,7 @@ def _reveal_text(groups: list[_Group], rng: random.Random) -> str:
     """The user's reveal: every missing value verbatim."""
     items = []
     for g in groups:
-        names = _join([_humanize(n) for n in g.names])
+        names = _join([humanize(n) for n in g.names])
         if _is_flag(g.value):
             items.append(f"{names} should be {describe_value(g.value)}")
         else:

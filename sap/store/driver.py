@@ -249,8 +249,9 @@ class RunDriver:
                     raise
                 out = {"record": None, "drop_reason": str(exc), "status": "failed"}
             finally:
-                if self.client.ledger.snapshot()["roles"]:
-                    self.store.save_usage(self.run_id, self.worker, self.client.ledger.snapshot())
+                usage = self.client.ledger.snapshot()
+                if usage["roles"]:
+                    self.store.save_usage(self.run_id, self.worker, usage)
             record = out.get("record")
             if lease.lost or not self.store.finish(self.run_id, index, self.worker, record, out.get("drop_reason"),
                                                    out.get("verdict"), failed=out.get("status") == "failed"):
