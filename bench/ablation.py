@@ -18,7 +18,7 @@ VARIANTS = {
     "full": {},
     "no_fsm": {"fsm_builder": FlatFSMBuilder()},
     "no_tags": {"use_tags": False},
-    "no_retry": {"max_attempts": 1, "max_replans": 0},
+    "no_retry": {"max_attempts": 1, "max_replans": 0, "max_repairs": 0},
 }
 
 

@@ -7,18 +7,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sap.agents.fsm_builder import RuleFSMBuilder
 from sap.agents.judge import RuleJudge
 from sap.agents.llm_common import LLMRole
+from sap.agents.llm_fsm_builder import LLMFSMBuilder
 from sap.agents.llm_judge import LLMJudge
 from sap.agents.llm_messenger import LLMMessenger
 from sap.agents.llm_planner import LLMPlanner
 from sap.agents.messenger import RuleMessenger
 from sap.agents.planner import RulePlanner
+from sap.agents.repair import LLMRepairer, RuleRepairer
+from sap.agents.replanner import LLMReplanner, RuleReplanner
 from sap.llm import LLMClient, ModelConfig
 from sap.prompts import prompt
 
-Role = Literal["planner", "messenger", "judge"]
-ROLES: tuple[Role, ...] = ("planner", "messenger", "judge")
+Role = Literal["planner", "messenger", "judge", "fsm_builder", "repair", "replanner"]
+ROLES: tuple[Role, ...] = ("planner", "messenger", "judge", "fsm_builder", "repair", "replanner")
 Impl = Literal["rule", "llm"]
 
 
@@ -42,6 +46,7 @@ class AgentsConfig(BaseModel):
 
     roles: dict[Role, RoleConfig] = Field(default_factory=lambda: {r: RoleConfig() for r in ROLES})
     message_mode: Literal["per_turn", "global"] = "per_turn"
+    fsm_fallback: Literal["rule", "none"] = "rule"  # the rule FSM stands in (recorded) if an LLM draft never verifies
 
     def uses_llm(self) -> bool:
         """Whether any role calls a model."""
@@ -55,11 +60,11 @@ class AgentsConfig(BaseModel):
 def build_agents_config(file: str | Path | None = None, *, agents: Impl | None = None,
                         model_overrides: dict[str, Any] | None = None,
                         role_models: dict[str, str | None] | None = None,
-                        message_mode: str | None = None) -> AgentsConfig:
+                        message_mode: str | None = None, fsm_fallback: str | None = None) -> AgentsConfig:
     """Merge, in order: defaults, the TOML file, then command-line values (`--agents`, `--model`, `--api-base`,
     `--temperature`, `--max-tokens` for every role, `--planner-model` and so on per role).
 
-    TOML layout: top-level `agents` and `message_mode`; a `[model]` table of ModelConfig fields shared by all
+    TOML layout: top-level `agents`, `message_mode` and `fsm_fallback`; a `[model]` table of ModelConfig fields shared by all
     roles; `[roles.<role>]` tables with `agents` and any ModelConfig fields for that role alone.
     A role given its own model on the command line becomes an LLM role."""
     where = str(file) if file else "command line"
@@ -69,9 +74,10 @@ def build_agents_config(file: str | Path | None = None, *, agents: Impl | None =
             raw = tomllib.loads(Path(file).read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise AgentsConfigError(f"{file}: {exc}") from exc
-    unknown = set(raw) - {"agents", "message_mode", "model", "roles"}
+    unknown = set(raw) - {"agents", "message_mode", "fsm_fallback", "model", "roles"}
     if unknown:
-        raise AgentsConfigError(f"{where}: unknown key(s) {sorted(unknown)}; expected agents, message_mode, model, roles")
+        raise AgentsConfigError(f"{where}: unknown key(s) {sorted(unknown)}; "
+                                "expected agents, message_mode, fsm_fallback, model, roles")
     shared = {**raw.get("model", {}), **{k: v for k, v in (model_overrides or {}).items() if v is not None}}
     default_impl = agents or raw.get("agents") or ("llm" if shared.get("model") else "rule")
     roles_raw = raw.get("roles", {})
@@ -89,7 +95,8 @@ def build_agents_config(file: str | Path | None = None, *, agents: Impl | None =
                                     f"(--model, --{role}-model, or model = ... in [model] / [roles.{role}])")
         roles[role] = {"agents": impl, "model": fields if impl == "llm" else None}
     try:
-        cfg = AgentsConfig(roles=roles, message_mode=message_mode or raw.get("message_mode", "per_turn"))
+        cfg = AgentsConfig(roles=roles, message_mode=message_mode or raw.get("message_mode", "per_turn"),
+                           fsm_fallback=fsm_fallback or raw.get("fsm_fallback", "rule"))
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
@@ -115,6 +122,9 @@ ROLE_PROMPTS: dict[str, dict[str, tuple[str, ...]]] = {
     "planner": {"per_turn": ("planner_bind",), "global": ("planner_bind", "planner_narrative")},
     "messenger": {"per_turn": ("messenger_turn",), "global": ("messenger_global",)},
     "judge": {"per_turn": ("judge",), "global": ("judge",)},
+    "fsm_builder": {"per_turn": ("fsm_draft",), "global": ("fsm_draft",)},
+    "repair": {"per_turn": ("repair",), "global": ("repair",)},
+    "replanner": {"per_turn": ("replan",), "global": ("replan",)},
 }
 
 
@@ -133,7 +143,7 @@ def agents_meta(cfg: AgentsConfig) -> dict[str, Any]:
             entry["model"] = rc.model.model
             entry["prompts"] = {name: prompt(name).sha for name in ROLE_PROMPTS[role][cfg.message_mode]}
         out[role] = entry
-    return {"roles": out, "message_mode": cfg.message_mode}
+    return {"roles": out, "message_mode": cfg.message_mode, "fsm_fallback": cfg.fsm_fallback}
 
 
 def build_agents(cfg: AgentsConfig, client: LLMClient) -> dict[str, Any]:
@@ -144,10 +154,15 @@ def build_agents(cfg: AgentsConfig, client: LLMClient) -> dict[str, Any]:
         return LLMRole(client, rc.model, role) if rc.agents == "llm" and rc.model is not None else None
 
     planner, messenger, judge = llm("planner"), llm("messenger"), llm("judge")
+    fsm_builder, repair, replanner = llm("fsm_builder"), llm("repair"), llm("replanner")
     if cfg.message_mode == "global" and messenger is None:
         raise AgentsConfigError("message_mode 'global' needs an LLM messenger (the rule messenger writes per turn)")
     return {"planner": LLMPlanner(planner) if planner else RulePlanner(),
             "messenger": LLMMessenger(messenger, cfg.message_mode) if messenger else RuleMessenger(),
             "judge": LLMJudge(judge) if judge else RuleJudge(),
+            "fsm_builder": (LLMFSMBuilder(fsm_builder, fallback="rule" if cfg.fsm_fallback == "rule" else None)
+                            if fsm_builder else RuleFSMBuilder()),
+            "repairer": LLMRepairer(repair) if repair else RuleRepairer(),
+            "replanner": LLMReplanner(replanner) if replanner else RuleReplanner(),
             "narrative": cfg.message_mode == "global",
             "agents_meta": agents_meta(cfg) if cfg.uses_llm() else {}}

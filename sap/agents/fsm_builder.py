@@ -69,8 +69,8 @@ def classify(toolset: Toolset, report: ProbeReport) -> dict[str, ToolRole]:
     return roles
 
 
-def _tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(),
-          restate: bool = True) -> dict[str, Tag] | None:
+def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(),
+              restate: bool = True) -> dict[str, Tag] | None:
     """Per-argument tags for `role` on an edge; None if an argument cannot be sourced there.
 
     Off the initial state: results feed arguments (prev_output); a value users state elsewhere in the toolset
@@ -149,7 +149,7 @@ class RuleFSMBuilder:
         hub = "start"
         if auth and gated_exists:
             states.append(FSMState(id="authed", type=StateType.AUTH_COMPLETED, description="user authenticated"))
-            public = [r for r in work if not r.gated and _tags(r, True) is not None]
+            public = [r for r in work if not r.gated and role_tags(r, True) is not None]
             if public:
                 states.append(FSMState(id="needs_auth", type=StateType.AUTH_REQUIRED,
                                        description="browsing; account actions need authentication"))
@@ -170,7 +170,7 @@ class RuleFSMBuilder:
         for src in (hub, "found", "details", "done"):
             initial = src == "start"
             for r in work:
-                tags = _tags(r, initial, stated)
+                tags = role_tags(r, initial, stated)
                 if tags is None:
                     continue
                 consumes = Tag.prev_output in tags.values()
@@ -226,7 +226,7 @@ class RuleFSMBuilder:
         """A transition calling `tools` in order, with per-argument tags; None if some argument has no source."""
         tag_map: dict[str, dict[str, Tag]] = {}
         for r in tools:
-            tags = _tags(r, initial, stated, restate)
+            tags = role_tags(r, initial, stated, restate)
             if tags is None:
                 return None
             tag_map[r.spec.name] = tags

@@ -11,7 +11,7 @@ class SynthState(TypedDict, total=False):
     kind: str  # input: base, miss_param or miss_func (the rewrite this slot should produce)
     variant: dict[str, Any] | None  # the kept rewrite variant (Trajectory dump)
     rewrite_rejection: str | None  # why the requested rewrite was not kept (the base is exported instead)
-    seed: int  # trajectory seed, derived from (run seed, index)
+    seed: int  # trajectory seed, derived from (run seed, index); c0 is derived from it (plus c0_patch)
     fsm_hash: str
     tool_histogram: dict[str, int]  # input: tool calls in the run's accepted records so far (H)
     emphasis: list[str]  # the long-tail set E this trajectory must call one of
@@ -27,6 +27,8 @@ class SynthState(TypedDict, total=False):
     failed_args: list[dict[str, Any]]  # argument sets that failed for the pending call
     attempt_log: list[dict[str, Any]]  # every failed attempt: turn, call, tool, error
     blacklist: list[str]  # tools that failed at the attempt cap; re-planned paths avoid them
+    c0_patch: list[dict[str, Any]]  # repairs of c0 (path, value, turn), applied wherever c0 is used
+    repair_log: list[dict[str, Any]]  # every repair round: turn, call, tool, round, patch, outcome
     narrative: str | None  # the planner's background story (global rewrite mode only)
     message_rounds: int  # how many times write_messages has run (the first write, then rewrites)
     verdict: dict[str, Any] | None  # the judge's last Verdict

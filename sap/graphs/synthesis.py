@@ -1,6 +1,6 @@
-"""The synthesis graph: load_fsm -> sample_path -> run_turn (plan_call <-> execute_call, once per turn) ->
-group_parallel -> write_messages -> code_check -> judge (-> write_messages on a text rejection) -> rewrite
-(MissParam / MissFunc) -> persist."""
+"""The synthesis graph: load_fsm -> sample_path -> run_turn (plan_call <-> execute_call, once per turn; a call at
+its attempt cap gets c0 repair rounds, then blacklist + re-plan) -> group_parallel -> write_messages -> code_check
+-> judge (-> write_messages on a text rejection) -> rewrite (MissParam / MissFunc) -> persist."""
 from __future__ import annotations
 
 import functools
@@ -17,20 +17,22 @@ from langgraph.types import Command
 
 from sap.agents.fsm_builder import FSMBuilder, RuleFSMBuilder
 from sap.agents.judge import Judge, RuleJudge
+from sap.agents.llm_fsm_builder import verified_fsm
 from sap.agents.messenger import Messenger, RuleMessenger, task_phrase
 from sap.agents.planner import HistoryCall, NarrativeRequest, PlanRequest, Planner, RulePlanner, StatedValue
+from sap.agents.repair import PatchOp, Repairer, RuleRepairer, apply_patch, repair_call
+from sap.agents.replanner import ReplanRequest, Replanner, RuleReplanner
 from sap.executors.base import Executor, replay, replay_fresh
 from sap.export.records import to_record
-from sap.fsm.walk import NoPathError, emphasis_set
+from sap.fsm.walk import emphasis_set
 from sap.fsm.walk import sample_path as walk
-from sap.graphs.fsm_graph import build_verified_fsm
 from sap.graphs.rewrite import RewriteRejected, miss_func_graph, miss_param_graph, rewrite
 from sap.graphs.state import SynthState
 from sap.model import FSM, ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
 from sap.provenance.checks import code_check
 from sap.provenance.groups import group_calls
 
-_FSM_CACHE: dict[str, FSM] = {}
+_FSM_CACHE: dict[str, tuple[FSM, dict[str, Any] | None]] = {}  # key -> the FSM and its fallback note
 # run_turn passes durability to its checkpointer-less turn graph on purpose (see there)
 warnings.filterwarnings("ignore", message="`durability` has no effect when no checkpointer is present")
 
@@ -50,6 +52,8 @@ class SynthesisContext:
     planner: Planner = field(default_factory=RulePlanner)
     messenger: Messenger = field(default_factory=RuleMessenger)
     judge: Judge = field(default_factory=RuleJudge)
+    repairer: Repairer = field(default_factory=RuleRepairer)
+    replanner: Replanner = field(default_factory=RuleReplanner)
     max_rewrites: int = 2  # message rewrites after a reject_text verdict
     replay_check: bool = True  # code check replays every trajectory from c0 on a fresh executor
     use_tags: bool = True  # ablation switch: False makes the planner bind every argument without a declared source
@@ -57,13 +61,16 @@ class SynthesisContext:
     max_turns: int = 8
     max_attempts: int = 3
     max_replans: int = 2
+    max_repairs: int = 3  # c0 repair rounds for a call at its attempt cap, before blacklist + replan; 0 turns it off
     emphasis_size: int = 3  # long-tail emphasis |E|; 0 turns it off
     min_keep_turns: int = 2
     run_seed: int = 0
-    executors: dict[int, tuple[Executor, tuple[str, ...]]] = field(default_factory=dict)
+    executors: dict[int, tuple[Executor, tuple[str, ...], dict[str, Any]]] = field(default_factory=dict)  # with its c0
     node_seconds: dict[str, float] | None = None  # when a dict, each node's cumulative wall time is added to it
     fsm_preset: FSM | None = None  # a verified FSM to use as is (a stored run's), instead of building one
+    fsm_note: dict[str, Any] | None = None  # the preset FSM's fallback note (why the rule FSM stood in), if any
     configs: dict[int, dict[str, Any]] = field(default_factory=dict)  # c0 by trajectory seed (derived, not in state)
+    patched: dict[str, dict[str, Any]] = field(default_factory=dict)  # repaired c0 by seed and patch
     narrative: bool = False  # the planner writes a narrative before the first messages (global rewrite mode)
     agents_meta: dict[str, Any] = field(default_factory=dict)  # models and prompt hashes, copied into record meta
 
@@ -73,8 +80,13 @@ class SynthesisContext:
         if self.fsm_preset is not None:
             return key, self.fsm_preset
         if key not in _FSM_CACHE:
-            _FSM_CACHE[key] = build_verified_fsm(self.fsm_builder, self.toolset, (self.min_turns, self.max_turns))
-        return key, _FSM_CACHE[key]
+            _FSM_CACHE[key] = verified_fsm(self.fsm_builder, self.toolset, (self.min_turns, self.max_turns))
+        return key, _FSM_CACHE[key][0]
+
+    def fsm_fallback(self) -> dict[str, Any] | None:
+        """Why the rule FSM stands in for the configured builder's, or None; a preset FSM carries its own note."""
+        key, _ = self.fsm()
+        return self.fsm_note if self.fsm_preset is not None else _FSM_CACHE[key][1]
 
     def initial_config(self, seed: int) -> dict[str, Any]:
         """The trajectory's c0: `sample_config(seed)`, derived once per process and kept out of the checkpointed
@@ -85,15 +97,32 @@ class SynthesisContext:
             self.configs[seed] = self.toolset.sample_config(seed)
         return self.configs[seed]
 
+    def config(self, seed: int, patch: list[PatchOp]) -> dict[str, Any]:
+        """c0 with a repair patch applied, cached per process like `initial_config` (the same object each time,
+        so field indexes built on it are reused)."""
+        base = self.initial_config(seed)
+        if not patch:
+            return base
+        key = f"{seed}:" + json.dumps([[op["path"], op["value"]] for op in patch], sort_keys=True)
+        if key not in self.patched:
+            if len(self.patched) > 64:
+                self.patched.clear()
+            self.patched[key] = apply_patch(base, patch)
+        return self.patched[key]
+
+    def c0(self, state: SynthState) -> dict[str, Any]:
+        """The trajectory's c0: derived from its seed, with the state's repair patch applied."""
+        return self.config(state["seed"], state.get("c0_patch", []))
+
     def executor_for(self, index: int, c0: dict[str, Any], committed: list[ToolCall]) -> Executor:
-        """The slot's executor in the state after `committed`; rebuilt by replay when absent or out of step."""
+        """The slot's executor in the state after `committed` on `c0`; rebuilt by replay when absent or out of step."""
         ids = tuple(c.call_id for c in committed)
         cached = self.executors.get(index)
-        if cached is not None and cached[1] == ids:
+        if cached is not None and cached[1] == ids and cached[2] is c0:
             return cached[0]
         ex = cached[0] if cached is not None else self.toolset.executor_factory()
         replay(ex, c0, committed)
-        self.executors[index] = (ex, ids)
+        self.executors[index] = (ex, ids, c0)
         return ex
 
     def release(self, index: int) -> None:
@@ -133,8 +162,8 @@ def trajectory_from_state(state: SynthState, ctx: SynthesisContext) -> Trajector
     """The trajectory the state describes."""
     traj = Trajectory(id=f"{state['seed']:016x}-{state['index']}", toolset=ctx.toolset.name, seed=state["seed"],
                       c0={}, turns=_turns(state), virtual_history=state.get("virtual_history", []))
-    traj.c0 = ctx.initial_config(state["seed"])  # the cached object itself (validation would copy it), so the
-    return traj                                  # field indexes built on it are reused
+    traj.c0 = ctx.c0(state)  # the cached object itself (validation would copy it), so the field indexes
+    return traj              # built on it are reused
 
 
 def _timed(name: str, fn: Callable[[SynthState], Any], sink: dict[str, float]) -> Callable[[SynthState], Any]:
@@ -166,7 +195,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                 "path": walk(fsm, rng, ctx.min_turns, ctx.max_turns, emphasis=emphasis),
                 "turns": [], "turn_pos": 0, "call_pos": 0, "attempts": 0, "exec_error": None,
                 "failed_args": [], "attempt_log": [], "blacklist": [], "pending": None, "pending_virtual": [],
-                "virtual_history": []}
+                "virtual_history": [], "c0_patch": [], "repair_log": []}
 
     def plan_call(state: SynthState) -> dict[str, Any]:
         _, fsm = ctx.fsm()
@@ -179,7 +208,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                   if (s := stated_value(t.index, name, c.args_exec[name], p)) is not None]
         tags = transition.provenance_tag.get(tool, {}) if ctx.use_tags else {}
         req = PlanRequest(spec=specs[tool], tags=tags, turn=turn_pos,
-                          index=call_pos, history=history, stated=stated, c0=ctx.initial_config(state["seed"]),
+                          index=call_pos, history=history, stated=stated, c0=ctx.c0(state),
                           rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
                           last_error=state.get("exec_error"), failed_args=state.get("failed_args", []),
                           upcoming=[specs[t] for t in transition.action[call_pos + 1:]],
@@ -191,29 +220,37 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                 "pending_virtual": [{"turn": v.turn, "param": v.param, "value": v.value, "used_at": turn_pos}
                                     for v in binding.virtual]}
 
+    def commit(state: SynthState, turns: list[Turn], call: ToolCall, value: Any, ex: Executor,
+               c0: dict[str, Any], update: dict[str, Any]) -> Command[Literal["plan_call", "__end__"]]:
+        """Commit a successful call (with `update` merged in) and go on to the turn's next call or end the turn."""
+        _, fsm = ctx.fsm()
+        turn_pos, call_pos = state["turn_pos"], state["call_pos"]
+        transition = fsm.transitions[state["path"][turn_pos]]
+        done = call.model_copy(update={"result": value, "ok": True, "error": None}).model_dump(mode="json")
+        # append without re-dumping earlier turns, so their result objects (and field indexes) are reused
+        new_turns = list(state["turns"])
+        if call_pos == 0:
+            new_turns.append(Turn(index=turn_pos, state=transition.target,
+                                  transition=state["path"][turn_pos]).model_dump(mode="json"))
+        new_turns[-1] = {**new_turns[-1], "calls": new_turns[-1]["calls"] + [done]}
+        ctx.executors[state["index"]] = (ex, tuple(c.call_id for c in _committed(turns)) + (call.call_id,), c0)
+        next_call = call_pos + 1 < len(transition.action)
+        turn_pos, call_pos = (turn_pos, call_pos + 1) if next_call else (turn_pos + 1, 0)
+        return Command(goto="plan_call" if next_call else END, update={
+            **update, "turns": new_turns, "turn_pos": turn_pos, "call_pos": call_pos,
+            "attempts": 0, "exec_error": None, "failed_args": [], "pending": None, "pending_virtual": [],
+            "virtual_history": state.get("virtual_history", []) + state.get("pending_virtual", [])})
+
     def execute_call(state: SynthState) -> Command[Literal["plan_call", "__end__"]]:
         _, fsm = ctx.fsm()
         turns = _turns(state)
         call = ToolCall.model_validate(state["pending"])
-        ex = ctx.executor_for(state["index"], ctx.initial_config(state["seed"]), _committed(turns))
+        c0 = ctx.c0(state)
+        ex = ctx.executor_for(state["index"], c0, _committed(turns))
         res = ex.execute(call)
         turn_pos, call_pos = state["turn_pos"], state["call_pos"]
-        transition = fsm.transitions[state["path"][turn_pos]]
         if res.ok:
-            done = call.model_copy(update={"result": res.value, "ok": True, "error": None}).model_dump(mode="json")
-            # append without re-dumping earlier turns, so their result objects (and field indexes) are reused
-            new_turns = list(state["turns"])
-            if call_pos == 0:
-                new_turns.append(Turn(index=turn_pos, state=transition.target,
-                                      transition=state["path"][turn_pos]).model_dump(mode="json"))
-            new_turns[-1] = {**new_turns[-1], "calls": new_turns[-1]["calls"] + [done]}
-            ctx.executors[state["index"]] = (ex, tuple(c.call_id for c in _committed(turns)) + (call.call_id,))
-            next_call = call_pos + 1 < len(transition.action)
-            turn_pos, call_pos = (turn_pos, call_pos + 1) if next_call else (turn_pos + 1, 0)
-            update = {"turns": new_turns, "turn_pos": turn_pos, "call_pos": call_pos,
-                      "attempts": 0, "exec_error": None, "failed_args": [], "pending": None, "pending_virtual": [],
-                      "virtual_history": state.get("virtual_history", []) + state.get("pending_virtual", [])}
-            return Command(goto="plan_call" if next_call else END, update=update)
+            return commit(state, turns, call, res.value, ex, c0, {})
         attempts = state["attempts"] + 1
         log = state.get("attempt_log", []) + [{"turn": turn_pos, "call": call_pos, "tool": call.name,
                                                "attempt": attempts, "error": res.error}]
@@ -221,13 +258,28 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
             return Command(goto="plan_call", update={
                 "attempts": attempts, "exec_error": res.error, "attempt_log": log, "pending": None,
                 "failed_args": state.get("failed_args", []) + [call.args_exec]})
+        patch = state.get("c0_patch", [])
+        repair_log = state.get("repair_log", [])
+        if ctx.max_repairs > 0:
+            repaired, rounds = repair_call(ctx.repairer, ctx.toolset, lambda p: ctx.config(state["seed"], p), patch,
+                                           call, res.error or "", _committed(turns), ctx.max_repairs)
+            repair_log = repair_log + [{"turn": turn_pos, "call": call_pos, "tool": call.name, **r} for r in rounds]
+            if repaired is not None:
+                if hasattr(ex, "close"):  # the repaired executor, on the patched c0, replaces the slot's
+                    ex.close()
+                added = [{**op, "turn": turn_pos} for op in repaired.patch[len(patch):]]
+                return commit(state, turns, call, repaired.result.value, repaired.executor, repaired.c0,
+                              {"attempt_log": log, "repair_log": repair_log, "c0_patch": patch + added})
         kept = [t for t in turns if t.index < turn_pos]
         update = {"turns": [t for t in state["turns"] if t["index"] < turn_pos], "pending_virtual": [],
-                  "virtual_history": [v for v in state.get("virtual_history", []) if v["used_at"] < turn_pos], "attempt_log": log, "pending": None,
-                  "exec_error": res.error}
+                  "virtual_history": [v for v in state.get("virtual_history", []) if v["used_at"] < turn_pos],
+                  "attempt_log": log, "pending": None, "exec_error": res.error, "repair_log": repair_log,
+                  "c0_patch": [op for op in patch if op["turn"] < turn_pos]}  # patches made for dropped turns go
         blacklist = state.get("blacklist", []) + [call.name]
         if len(blacklist) <= ctx.max_replans:
-            new_path = replan(fsm, state, kept, set(blacklist))
+            new_path = ctx.replanner.replan(ReplanRequest(
+                fsm, state["path"], kept, frozenset(blacklist), ctx.min_turns, ctx.max_turns,
+                random.Random(f"{state['seed']}:replan:{len(blacklist)}")))
             if new_path is not None:
                 return Command(goto=END, update={
                     **update, "path": new_path, "blacklist": blacklist, "call_pos": 0, "attempts": 0,
@@ -244,19 +296,6 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
             return "group_parallel"
         return "run_turn"
 
-    def replan(fsm: FSM, state: SynthState, kept: list[Turn], blacklist: set[str]) -> list[int] | None:
-        """The kept turns' path plus a fresh walk from where they ended, avoiding blacklisted tools."""
-        done = len(kept)
-        rng = random.Random(f"{state['seed']}:replan:{len(blacklist)}")
-        try:
-            rest = walk(fsm, rng, max(1, ctx.min_turns - done), max(1, ctx.max_turns - done),
-                        start=kept[-1].state if kept else fsm.initial,
-                        seen={c.name for t in kept for c in t.calls}, blacklist=blacklist,
-                        previous=fsm.transitions[kept[-1].transition].action if kept else None)
-        except NoPathError:
-            return None
-        return state["path"][:done] + rest
-
     def group_parallel(state: SynthState) -> dict[str, Any]:
         return {"turns": [group_calls(t).model_dump(mode="json") for t in _turns(state)]}
 
@@ -267,7 +306,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         narrative = state.get("narrative")
         if ctx.narrative and narrative is None:
             narrative = ctx.planner.narrate(NarrativeRequest(
-                ctx.toolset.name, ctx.initial_config(state["seed"]),
+                ctx.toolset.name, ctx.c0(state),
                 [[task_phrase(specs[c.name]) for c in t.calls] for t in turns]))
         turns = ctx.messenger.write(turns, specs, rng, state.get("virtual_history", []), narrative=narrative)
         return {"turns": [t.model_dump(mode="json") for t in turns], "message_rounds": rounds + 1,
@@ -321,6 +360,9 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                 "emphasis": state.get("emphasis", []), "requested_kind": state.get("kind", "base"),
                 **({"rewrite_rejection": state["rewrite_rejection"]} if state.get("rewrite_rejection") else {}),
                 "retries": len(state.get("attempt_log", [])),
+                **({"c0_patch": [{"path": op["path"], "value": op["value"]} for op in state["c0_patch"]]}
+                   if state.get("c0_patch") else {}),
+                **({"fsm_fallback": fallback} if (fallback := ctx.fsm_fallback()) else {}),
                 **({"agents": ctx.agents_meta} if ctx.agents_meta else {})}
         return {"record": to_record(traj, ctx.toolset, meta)}
 

@@ -5,7 +5,7 @@ import json
 import re
 from typing import Any
 
-_TOKEN = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
+PATH_TOKEN = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
 
 
 class PathError(LookupError):
@@ -17,7 +17,7 @@ def resolve(doc: Any, path: str) -> Any:
     if not path.startswith("$"):
         raise PathError(f"path {path!r} does not start with '$'")
     pos, cur = 1, doc
-    for m in _TOKEN.finditer(path, 1):
+    for m in PATH_TOKEN.finditer(path, 1):
         if m.start() != pos:
             raise PathError(f"malformed path {path!r}")
         pos = m.end()

@@ -71,11 +71,20 @@ def run_config(n: int, seed: int, mix: dict[str, float] | None, context: dict[st
 
 
 def start_run(store: RunStore, toolset: Toolset, config: dict[str, Any]) -> str:
-    """Create a run: build and verify its FSM now, store it with the config and fingerprint; the run id."""
-    _, fsm = SynthesisContext(toolset=toolset, run_seed=config["seed"], **config["context"]).fsm()
+    """Create a run: build and verify its FSM now with the configured FSM builder (rule or LLM), store it with
+    the config and fingerprint (and, if the rule FSM stood in for an LLM draft, why); the run id."""
+    builder = {}
+    if config.get("agents"):
+        agents = build_agents(AgentsConfig.model_validate(config["agents"]), LLMClient())
+        builder = {"fsm_builder": agents["fsm_builder"]}
+    ctx = SynthesisContext(toolset=toolset, run_seed=config["seed"], **config["context"], **builder)
+    _, fsm = ctx.fsm()
+    stored = fsm.model_dump(mode="json", by_alias=True)
+    if (note := ctx.fsm_fallback()) is not None:
+        stored["fallback_note"] = note
     parts = fingerprint_parts(toolset, config)
     return store.create_run(toolset.name, config, config["seed"], config["target"], fingerprint(parts), parts,
-                            fsm.model_dump(mode="json", by_alias=True))
+                            stored)
 
 
 def find_resumable(store: RunStore, toolset: Toolset, config: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -155,8 +164,9 @@ class RunDriver:
         self.client = self._client(max_cost)
         agents = build_agents(AgentsConfig.model_validate(self.config["agents"]), self.client) \
             if self.config.get("agents") else {}
-        self.ctx = SynthesisContext(toolset=toolset, run_seed=run.seed, fsm_preset=FSM.model_validate(store.fsm(run_id)),
-                                    **self.config["context"], **agents)
+        stored_fsm = store.fsm(run_id)
+        self.ctx = SynthesisContext(toolset=toolset, run_seed=run.seed, fsm_preset=FSM.model_validate(stored_fsm),
+                                    fsm_note=stored_fsm.get("fallback_note"), **self.config["context"], **agents)
         self.graph = synthesis_graph(self.ctx, checkpointer=checkpointer)
 
     def _client(self, max_cost: float | None) -> LLMClient:

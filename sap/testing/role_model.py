@@ -1,5 +1,6 @@
 """RoleModel: a deterministic stand-in for a competent LLM behind ScriptedLLMServer, answering sap's own role
-prompts validly (keeps the planner's drafts, states every must-mention value, accepts in the judge)."""
+prompts validly (keeps the planner's drafts, states every must-mention value, accepts in the judge, drafts a
+phase FSM from the tool list, keeps code's repair suggestion, re-plans by a search over the listed transitions)."""
 from __future__ import annotations
 
 import json
@@ -15,11 +16,15 @@ _CALL = re.compile(r"^call \d+: task: (.*)$")
 _VERBATIM = re.compile(r"^\[(?:NEW|FROM_CONFIG|FALLBACK from \w+)\] ([^:]+): (.*)$")
 _REFERRED = re.compile(r"^\[(?:FROM_HISTORY|FALLBACK from \w+)\] ([^:]+): refer to it")
 _AHEAD = re.compile(r"^(?:Also state these values in this turn.*?: |also state, for later: )(.*)$")
+_TOOL = re.compile(r"^- (\w+) \((\w+)(; needs login)?\): ")
+_ARG = re.compile(r"^\s+(\w+): first turn (\w+|not possible); later (\w+)(?: \(from results of (.*)\))?")
+_OPTION = re.compile(r"^\[(\d+)\] (\S+) -> (\S+): ")
 
 
 def _which(system: str) -> str:
     """The sap prompt whose system text starts the request's system message."""
-    for name in ("planner_bind", "planner_narrative", "messenger_turn", "messenger_global", "judge"):
+    for name in ("planner_bind", "planner_narrative", "messenger_turn", "messenger_global", "judge", "fsm_draft",
+                 "repair", "replan"):
         if system.startswith(prompt(name).system):
             return name
     raise ValueError(f"not a sap role prompt: {system[:60]!r}")
@@ -78,6 +83,68 @@ def _messenger_global(user: str) -> dict[str, Any]:
     return {"turns": turns}
 
 
+def _fsm_draft(user: str) -> dict[str, Any]:
+    """A phase FSM: login first when tools need it, lookups into `found`, actions into `done`, both final-bound."""
+    tools: dict[str, dict[str, Any]] = {}
+    for line in user.splitlines():
+        if m := _TOOL.match(line):
+            tools[m.group(1)] = {"kind": m.group(2), "gated": bool(m.group(3)), "first": {}, "later": {}, "feeds": set()}
+        elif (m := _ARG.match(line)) and tools:
+            tool = tools[list(tools)[-1]]
+            tool["first"][m.group(1)], tool["later"][m.group(1)] = m.group(2), m.group(3)
+            tool["feeds"] |= set((m.group(4) or "").split(", ")) - {""}
+    auth = [n for n, t in tools.items() if t["kind"] == "auth"]
+    hub = "authed" if auth and any(t["gated"] for t in tools.values()) else "start"
+    edges: list[dict[str, Any]] = []
+
+    def edge(src: str, dst: str, *names: str) -> None:
+        tags = {n: tools[n]["first" if src == "start" else "later"] for n in names}
+        if all("not possible" not in t.values() for t in tags.values()) and (
+                src != "start" or all(not tools[n]["gated"] or n in auth for n in names)):
+            edges.append({"from": src, "to": dst, "action": list(names), "tags": tags})
+
+    for name in auth if hub == "authed" else []:
+        edge("start", "authed", name)
+    for src in dict.fromkeys([hub, "found", "done"]):
+        for name, t in tools.items():
+            if t["kind"] in ("read", "action"):
+                edge(src, "found" if t["kind"] == "read" else "done", name)
+            if t["kind"] == "read" and src != hub:
+                edge(src, "end", name)
+            if t["kind"] == "action" and src != "start":  # a lookup whose result the action uses, in one turn
+                for feeder in sorted(f for f in t["feeds"] if f in tools and tools[f]["kind"] == "read")[:2]:
+                    edge(src, "done", feeder, name)
+    used = {e["from"] for e in edges} | {e["to"] for e in edges} | {"start"}
+    types = {"start": "INITIAL", "authed": "AUTH_COMPLETED", "found": "FOUND", "done": "ACTION_COMPLETED",
+             "end": "COMPLETED"}
+    return {"states": [{"id": s, "type": k} for s, k in types.items() if s in used], "initial": "start",
+            "finals": [s for s in ("done", "end") if s in used], "transitions": edges}
+
+
+def _repair(user: str) -> dict[str, Any]:
+    suggestion = user.rsplit("Code's suggestion: ", 1)[1].strip()
+    return {"patch": [] if suggestion == "(none)" else json.loads(suggestion), "reason": "as code suggests"}
+
+
+def _replan(user: str) -> dict[str, Any]:
+    """The first path in breadth-first order over the listed transitions that is long enough and ends final."""
+    start = re.search(r"^Current state: (\S+)$", user, re.M).group(1)
+    finals = set(re.search(r"^Final states: (.*)$", user, re.M).group(1).split(", "))
+    lo, hi = map(int, re.search(r"between (\d+) and (\d+) transitions", user).groups())
+    options = [(int(m.group(1)), m.group(2), m.group(3)) for line in user.splitlines() if (m := _OPTION.match(line))]
+    paths: list[tuple[str, list[int]]] = [(start, [])]
+    seen = {(start, 0)}
+    while paths:
+        at, path = paths.pop(0)
+        if lo <= len(path) and at in finals:
+            return {"transitions": path}
+        for i, src, dst in options:
+            if src == at and len(path) < hi and (dst, len(path) + 1) not in seen:
+                seen.add((dst, len(path) + 1))
+                paths.append((dst, path + [i]))
+    return {"transitions": []}
+
+
 def role_model(request: dict[str, Any]) -> str:
     """A ScriptedLLMServer responder: the JSON answer a competent model would give to this sap prompt."""
     messages = request["messages"]
@@ -92,6 +159,12 @@ def role_model(request: dict[str, Any]) -> str:
         answer = _messenger_turn(user)
     elif name == "messenger_global":
         answer = _messenger_global(user)
+    elif name == "fsm_draft":
+        answer = _fsm_draft(user)
+    elif name == "repair":
+        answer = _repair(user)
+    elif name == "replan":
+        answer = _replan(user)
     else:
         answer = {"findings": []}
     return json.dumps(answer)

@@ -1,0 +1,194 @@
+"""LLM FSM builder: the model drafts the dialogue phases and transitions from the tool docs, the rule builder's
+tool classification and a c0 summary; code repairs what it can before V_spec (drops unknown tools, fills missing
+or impossible tags from the classification), and at the drafting cap the rule FSM stands in, if configured,
+with the fallback recorded."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sap.agents.fsm_builder import RuleFSMBuilder, ToolRole, classify, role_tags, stated_params
+from sap.agents.llm_common import STATE_CHARS, LLMRole, compact
+from sap.fsm.probe import probe
+from sap.fsm.verify import FSMVerificationError
+from sap.graphs.fsm_graph import build_verified_fsm
+from sap.llm import LLMRoleError
+from sap.model import FSM, FSMState, StateType, Tag, Toolset, Transition
+from sap.prompts import prompt
+
+DraftTag = Literal["initial_state", "prev_output", "self_create", "prev_user_msg"]
+Fallback = Literal["rule"] | None
+
+
+class DraftState(BaseModel):
+    """One phase of the draft."""
+
+    id: str = Field(min_length=1)
+    type: StateType
+    description: str = ""
+
+
+class DraftTransition(BaseModel):
+    """One turn of the draft: its tools in order and, optionally, a tag per required argument."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    source: str = Field(alias="from")
+    target: str = Field(alias="to")
+    action: list[str] = Field(min_length=1, max_length=2)
+    tags: dict[str, dict[str, DraftTag]] = Field(default_factory=dict)
+
+
+class FSMDraft(BaseModel):
+    """The model's FSM draft."""
+
+    states: list[DraftState] = Field(min_length=2)
+    initial: str
+    finals: list[str] = Field(min_length=1)
+    transitions: list[DraftTransition] = Field(min_length=1)
+
+
+def draft_problems(draft: FSMDraft, tools: set[str]) -> list[str]:
+    """What code cannot repair in a draft: state ids that repeat or are missing, and no usable transition."""
+    problems = []
+    ids: dict[str, int] = {}
+    for k, s in enumerate(draft.states):
+        if s.id in ids:
+            problems.append(f"states[{k}].id: {s.id!r} repeats states[{ids[s.id]}]")
+        ids.setdefault(s.id, k)
+    if draft.initial not in ids:
+        problems.append(f"initial: {draft.initial!r} is not a state id")
+    problems += [f"finals[{k}]: {f!r} is not a state id" for k, f in enumerate(draft.finals) if f not in ids]
+    for k, t in enumerate(draft.transitions):
+        problems += [f"transitions[{k}].{end}: {sid!r} is not a state id"
+                     for end, sid in (("from", t.source), ("to", t.target)) if sid not in ids]
+    if not any(tool in tools for t in draft.transitions for tool in t.action):
+        problems.append(f"transitions: no transition calls a listed tool ({', '.join(sorted(tools))})")
+    return problems
+
+
+def _possible(tag: Tag, role: ToolRole, arg: str, initial: bool, stated: frozenset[str]) -> bool:
+    """Whether `tag` can source `arg` of `role` on an edge (out of the initial state when `initial`)."""
+    if tag == Tag.prev_output:
+        return not initial and bool(role.producers[arg])
+    if tag == Tag.prev_user_msg:
+        return not initial and arg in stated
+    if tag == Tag.initial_state:
+        return arg in role.from_config
+    return not role.producers[arg]
+
+
+def repaired_fsm(draft: FSMDraft, roles: dict[str, ToolRole], stated: frozenset[str]) -> tuple[FSM, list[str]]:
+    """The draft as an FSM: unknown tools dropped, edges no tag can source on the first turn dropped, missing or
+    impossible tags set from the rule classification; uniform probabilities per state; notes on each repair."""
+    notes: list[str] = []
+    edges: list[Transition] = []
+    for k, t in enumerate(draft.transitions):
+        unknown = [a for a in t.action if a not in roles]
+        if unknown:
+            notes.append(f"transitions[{k}]: dropped unknown tool(s) {unknown}")
+        action = [a for a in t.action if a in roles]
+        initial = t.source == draft.initial
+        rule = {a: role_tags(roles[a], initial, stated) for a in action}
+        if not action or any(r is None for r in rule.values()):
+            notes.append(f"transitions[{k}]: dropped (" + ("no known tool" if not action else
+                         "an argument can only come from an earlier result, on the first turn") + ")")
+            continue
+        tags: dict[str, dict[str, Tag]] = {}
+        for a in action:
+            given = t.tags.get(a, {})
+            tags[a] = {}
+            for arg in roles[a].spec.required:
+                tag = Tag(given[arg]) if arg in given else None
+                if tag is None or not _possible(tag, roles[a], arg, initial, stated):
+                    notes.append(f"transitions[{k}]: {a}.{arg} tagged {rule[a][arg].value}"
+                                 + (f" (not {tag.value})" if tag else ""))
+                    tag = rule[a][arg]
+                tags[a][arg] = tag
+        dependent = sum(tag == Tag.prev_output for ts in tags.values() for tag in ts.values())
+        edges.append(Transition(**{"from": t.source, "to": t.target}, action=action,
+                                condition=f"user asks to {' then '.join(action)}", weight=1.0 + dependent,
+                                is_critical=any(roles[a].kind in ("action", "auth") for a in action),
+                                provenance_tag=tags))
+    RuleFSMBuilder._normalize(edges)
+    producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
+    fsm = FSM(states=[FSMState(id=s.id, type=s.type, description=s.description) for s in draft.states],
+              initial=draft.initial, finals=list(dict.fromkeys(draft.finals)), transitions=edges,
+              producers={t: ps for t, ps in producers.items() if ps})
+    return fsm, notes
+
+
+def tool_lines(roles: dict[str, ToolRole], stated: frozenset[str]) -> str:
+    """Each tool as the prompt shows it: kind, login need, first description sentence, and per required argument
+    the tag the rule classification gives on the first turn and later (with the tools whose results feed it)."""
+    lines = []
+    for name, r in roles.items():
+        first, later = role_tags(r, True, stated), role_tags(r, False, stated) or {}
+        summary = (r.spec.description or "").split("\n")[0].split(". ")[0].strip()
+        lines.append(f"- {name} ({r.kind}{'; needs login' if r.gated else ''}): {summary}")
+        for arg in r.spec.required:
+            feeds = f" (from results of {', '.join(sorted(r.producers[arg]))})" if r.producers[arg] else ""
+            lines.append(f"    {arg}: first turn {first[arg].value if first else 'not possible'}; "
+                         f"later {later[arg].value}{feeds}")
+    return "\n".join(lines)
+
+
+class LLMFSMBuilder:
+    """Drafts the FSM with the model; `fallback="rule"` lets `verified_fsm` use the rule FSM at the cap."""
+
+    def __init__(self, llm: LLMRole, rule: RuleFSMBuilder | None = None, fallback: Fallback = "rule") -> None:
+        self.llm, self.rule, self.fallback = llm, rule or RuleFSMBuilder(), fallback
+        self._classified: dict[str, tuple[dict[str, ToolRole], frozenset[str], dict[str, Any]]] = {}
+        self._previous: dict[str, str] = {}  # toolset -> the last draft and its repairs, shown on a regenerate
+
+    def cache_key(self) -> str:
+        """The model, temperature, prompt, fallback and the rule builder behind the classification."""
+        m = self.llm.model
+        return (f"llm:{m.model}:t{m.temperature}:{prompt('fsm_draft').sha}:fallback={self.fallback or 'none'}:"
+                f"{self.rule.cache_key()}")
+
+    def _classify(self, toolset: Toolset) -> tuple[dict[str, ToolRole], frozenset[str], dict[str, Any]]:
+        """The rule classification of the toolset's tools (probed once per builder) and a probed c0."""
+        if toolset.name not in self._classified:
+            report = probe(toolset, seeds=self.rule.probe_seeds)
+            roles = classify(toolset, report)
+            self._classified[toolset.name] = (roles, stated_params(roles), report.configs[0] if report.configs else {})
+        return self._classified[toolset.name]
+
+    def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
+        """The model's draft, repaired by code; `feedback` (V_spec violations) goes back with the previous draft."""
+        roles, stated, c0 = self._classify(toolset)
+        previous = self._previous.get(toolset.name) if feedback else None
+        answer = self.llm.ask(
+            "fsm_draft", FSMDraft, check=lambda d: _raise(draft_problems(d, set(roles))),
+            toolset=toolset.name, description=toolset.description or "(none)", tools=tool_lines(roles, stated),
+            state=compact(c0, STATE_CHARS),
+            feedback=(f"Your previous draft: {previous}\nIts V_spec violations:\n" + "\n".join(feedback)
+                      if feedback and previous else "(first draft)"))
+        fsm, notes = repaired_fsm(answer, roles, stated)
+        self._previous[toolset.name] = compact(answer.model_dump(mode="json", by_alias=True), 3000) + (
+            "\nCode repaired: " + "; ".join(notes[:20]) if notes else "")
+        return fsm
+
+
+def _raise(problems: list[str]) -> None:
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def verified_fsm(builder: Any, toolset: Toolset, path_length: int | tuple[int, int],
+                 max_rounds: int = 3) -> tuple[FSM, dict[str, Any] | None]:
+    """The builder's V_spec-verified FSM and None; for an LLM builder with `fallback="rule"` that has no verified
+    draft at the cap (or no valid answer at all), the rule FSM and a note saying why it stands in."""
+    try:
+        return build_verified_fsm(builder, toolset, path_length, max_rounds), None
+    except (FSMVerificationError, LLMRoleError) as exc:
+        if not isinstance(builder, LLMFSMBuilder) or builder.fallback != "rule" or (
+                isinstance(exc, LLMRoleError) and exc.kind != "invalid"):
+            raise
+        fsm = build_verified_fsm(builder.rule, toolset, path_length, max_rounds)
+        reason = str(exc).splitlines()[0] + (f" first: {exc.violations[0]}" if isinstance(
+            exc, FSMVerificationError) and exc.violations else "")
+        return fsm, {"builder": builder.cache_key(), "used": builder.rule.cache_key(), "reason": reason}
+

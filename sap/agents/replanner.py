@@ -1,0 +1,149 @@
+"""Path re-planner role: after a tool kept failing, re-plan the rest of the FSM path from where the kept turns
+ended, around a blacklist of failing tools; the rule re-planner walks the FSM, the LLM one picks transitions
+from a numbered list of those reachable from the current state."""
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from sap.agents.llm_common import LLMRole
+from sap.fsm.walk import NoPathError
+from sap.fsm.walk import sample_path as walk
+from sap.llm import LLMRoleError
+from sap.model import FSM, Turn
+
+
+@dataclass(frozen=True)
+class ReplanRequest:
+    """What a re-planner sees: the FSM, the path so far, the kept turns, the blacklist and the turn limits."""
+
+    fsm: FSM
+    path: list[int]  # the path being followed; its first len(kept) transitions are kept
+    kept: list[Turn]
+    blacklist: frozenset[str]
+    min_turns: int
+    max_turns: int
+    rng: random.Random
+
+    @property
+    def start(self) -> str:
+        """The state the re-planned part starts from."""
+        return self.kept[-1].state if self.kept else self.fsm.initial
+
+    @property
+    def lengths(self) -> tuple[int, int]:
+        """How many transitions the re-planned part may have."""
+        done = len(self.kept)
+        return max(1, self.min_turns - done), max(1, self.max_turns - done)
+
+
+class Replanner(Protocol):
+    """Re-plans the unkept part of a path (rule or LLM)."""
+
+    def replan(self, req: ReplanRequest) -> list[int] | None:
+        """The kept part of the path plus a new rest avoiding the blacklist; None if there is none."""
+
+
+class RuleReplanner:
+    """A fresh weighted walk from where the kept turns ended."""
+
+    def replan(self, req: ReplanRequest) -> list[int] | None:
+        """The kept path plus a walk that avoids blacklisted tools, or None if the FSM has no such walk."""
+        lo, hi = req.lengths
+        kept = req.kept
+        try:
+            rest = walk(req.fsm, req.rng, lo, hi, start=req.start, seen={c.name for t in kept for c in t.calls},
+                        blacklist=set(req.blacklist),
+                        previous=req.fsm.transitions[kept[-1].transition].action if kept else None)
+        except NoPathError:
+            return None
+        return req.path[:len(kept)] + rest
+
+
+def allowed_edges(req: ReplanRequest) -> list[int]:
+    """Transitions reachable from the start state over edges that call no blacklisted tool, in FSM order."""
+    fsm = req.fsm
+    ok = [i for i, t in enumerate(fsm.transitions) if not req.blacklist.intersection(t.action)]
+    seen, queue = {req.start}, deque([req.start])
+    while queue:
+        state = queue.popleft()
+        for i in ok:
+            if fsm.transitions[i].source == state and fsm.transitions[i].target not in seen:
+                seen.add(fsm.transitions[i].target)
+                queue.append(fsm.transitions[i].target)
+    return [i for i in ok if fsm.transitions[i].source in seen]
+
+
+def has_path(fsm: FSM, start: str, edges: list[int], lo: int, hi: int) -> bool:
+    """Whether some walk of lo..hi of `edges` runs from `start` to a final state."""
+    layer = {start}
+    for n in range(1, hi + 1):
+        layer = {fsm.transitions[i].target for i in edges if fsm.transitions[i].source in layer}
+        if n >= lo and layer & set(fsm.finals):
+            return True
+    return False
+
+
+class ReplanAnswer(BaseModel):
+    """The model's re-planned rest of the path: transition numbers in order."""
+
+    transitions: list[int] = Field(min_length=1)
+
+
+def path_problems(req: ReplanRequest, edges: list[int], path: list[int]) -> list[str]:
+    """What makes `path` unusable: unlisted or blacklisted transitions, a gap, a wrong length or a non-final end."""
+    fsm, (lo, hi) = req.fsm, req.lengths
+    problems = []
+    at = req.start
+    for k, i in enumerate(path):
+        if i not in edges:
+            problems.append(f"transitions[{k}]: {i} is not a listed transition")
+            break
+        t = fsm.transitions[i]
+        if req.blacklist.intersection(t.action):
+            problems.append(f"transitions[{k}]: {i} calls blacklisted {sorted(req.blacklist.intersection(t.action))}")
+        if t.source != at:
+            problems.append(f"transitions[{k}]: {i} starts at {t.source!r}, but the path is at {at!r}")
+        at = t.target
+    if not lo <= len(path) <= hi:
+        problems.append(f"transitions: {len(path)} given, need {lo} to {hi}")
+    if not problems and at not in fsm.finals:
+        problems.append(f"transitions[{len(path) - 1}]: {path[-1]} ends in {at!r}, not a final state {fsm.finals}")
+    return problems
+
+
+class LLMReplanner:
+    """Asks the model for the rest of the path; no call when no path exists. An invalid answer after the
+    client's feedback rounds counts as no path (the ledger records the failure)."""
+
+    def __init__(self, llm: LLMRole) -> None:
+        self.llm = llm
+
+    def replan(self, req: ReplanRequest) -> list[int] | None:
+        """The kept path plus the model's transitions, checked to be connected, long enough and final."""
+        edges = allowed_edges(req)
+        lo, hi = req.lengths
+        if not has_path(req.fsm, req.start, edges, lo, hi):
+            return None
+
+        def check(answer: ReplanAnswer) -> None:
+            if problems := path_problems(req, edges, answer.transitions):
+                raise ValueError("; ".join(problems))
+
+        fsm = req.fsm
+        try:
+            answer = self.llm.ask(
+                "replan", ReplanAnswer, check=check, start=req.start, finals=", ".join(fsm.finals), lo=lo, hi=hi,
+                kept="\n".join(f"turn {t.index}: " + ", ".join(c.name for c in t.calls) for t in req.kept) or "(none)",
+                blacklist=", ".join(sorted(req.blacklist)),
+                options="\n".join(f"[{i}] {fsm.transitions[i].source} -> {fsm.transitions[i].target}: "
+                                  f"{' then '.join(fsm.transitions[i].action)}" for i in edges))
+        except LLMRoleError as exc:
+            if exc.kind != "invalid":
+                raise
+            return None
+        return req.path[:len(req.kept)] + answer.transitions
