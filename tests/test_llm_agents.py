@@ -196,3 +196,36 @@ def test_roles_on_one_endpoint_must_agree_on_limits(tmp_path):
     path.write_text('[model]\nmodel = "openai/a"\n[roles.judge]\nconcurrency = 2\n')
     with pytest.raises(AgentsConfigError, match="roles planner and judge use openai/a with different limits"):
         build_agents_config(path)
+
+
+def test_clarification_that_states_a_withheld_value_is_fed_back(store):
+    from sap.agents.messenger import ClarifyRequest
+
+    req = ClarifyRequest(kind="miss_param", user_message="Please cancel my order.", missing=["order id"], task="",
+                         hidden=["#W1234567"], tools=[t.name for t in store.tools], template="Which order?")
+    leak = json.dumps({"assistant_message": "Shall I cancel order #W1234567?"})
+    tool = json.dumps({"assistant_message": "I will call cancel_pending_order once you tell me the order id."})
+    with ScriptedLLMServer(responder=role_model) as server:
+        server.push(Reply(leak), Reply(tool))
+        text = LLMMessenger(_role(server, "messenger")).clarify(req)
+    assert len(server.requests) == 3
+    assert "values the user has not given: \"#W1234567\"" in server.requests[1]["messages"][-1]["content"]
+    assert "names a tool" in server.requests[2]["messages"][-1]["content"]
+    assert text == "Happy to help. First, could you tell me the order id?"
+    assert "Ask the user for: order id." in _user_text(server.requests[0])
+
+
+@pytest.mark.parametrize("kind", ["miss_param", "miss_func"])
+def test_llm_messenger_writes_the_rewrite_operators_assistant_turn(store, kind):
+    with ScriptedLLMServer(responder=role_model) as server:
+        cfg = build_agents_config(agents="rule", role_models={"messenger": "openai/scripted"},
+                                  model_overrides={"api_base": server.api_base})
+        summary = synthesize(store, 3, seed=4, mix={kind: 1.0}, **build_agents(cfg, LLMClient()))
+        asked = [r for r in server.requests if "What the reply must do:" in _user_text(r)]
+    variants = [r for r in summary.records if r["meta"]["kind"] == kind]
+    assert variants and len(asked) >= len(variants)
+    opener = "Happy to help. First, could you tell me the" if kind == "miss_param" else "I'm sorry, I can't"
+    for record in variants:
+        assert validate_record(record, store) == []
+        replies = [m["content"] for m in record["messages"] if m["role"] == "assistant" and m.get("content")]
+        assert any(text.startswith(opener) for text in replies)

@@ -120,7 +120,7 @@ def _check_shared_limits(cfg: AgentsConfig, where: str) -> None:
 
 ROLE_PROMPTS: dict[str, dict[str, tuple[str, ...]]] = {
     "planner": {"per_turn": ("planner_bind",), "global": ("planner_bind", "planner_narrative")},
-    "messenger": {"per_turn": ("messenger_turn",), "global": ("messenger_global",)},
+    "messenger": {"per_turn": ("messenger_turn", "messenger_clarify"), "global": ("messenger_global", "messenger_clarify")},
     "judge": {"per_turn": ("judge",), "global": ("judge",)},
     "fsm_builder": {"per_turn": ("fsm_draft",), "global": ("fsm_draft",)},
     "repair": {"per_turn": ("repair",), "global": ("repair",)},

@@ -8,7 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from sap.agents.llm_common import RESULT_CHARS, LLMRole, compact
-from sap.agents.messenger import Mention, describe_value, humanize, must_mention, task_phrase
+from sap.agents.messenger import (ClarifyRequest, Mention, describe_value, humanize, must_mention, names_tool,
+                                  task_phrase)
 from sap.model import ToolSpec, Turn
 from sap.provenance.checks import mentions
 
@@ -26,6 +27,12 @@ class TurnMessages(BaseModel):
     """One turn's user message and assistant reply, in the global answer."""
 
     user_message: str = Field(min_length=1)
+    assistant_message: str = Field(min_length=1)
+
+
+class ClarifyAnswer(BaseModel):
+    """The assistant's reply at a turn it cannot serve yet."""
+
     assistant_message: str = Field(min_length=1)
 
 
@@ -122,3 +129,21 @@ class LLMMessenger:
         return [t.model_copy(update={"user_message": by_index[t.index].user_message,
                                      "assistant_message": by_index[t.index].assistant_message})
                 if t.index in by_index else t for t in turns]
+
+    def clarify(self, req: ClarifyRequest) -> str:
+        """The assistant's reply at a MissParam / MissFunc turn: it asks for the withheld values, or says the task
+        cannot be done with the tools it has; it states no withheld value and names no tool."""
+
+        def check(a: ClarifyAnswer) -> None:
+            if leaked := [describe_value(v) for v in req.hidden if mentions(a.assistant_message, v)]:
+                raise ValueError(f"assistant_message states values the user has not given: {', '.join(leaked)}")
+            if names_tool(a.assistant_message, req.tools):
+                raise ValueError("assistant_message names a tool; speak of the task in plain words")
+
+        if req.kind == "miss_param":
+            need = f"Ask the user for: {', '.join(req.missing)}. Do not guess or state any value."
+        else:
+            need = (f"You have no tool that can {req.task}." if req.task else "You have no tool for this request.") \
+                + " Say so politely, without naming any tool, and do not pretend to have done it."
+        return self.llm.ask("messenger_clarify", ClarifyAnswer, check=check, user_message=req.user_message,
+                            need=need).assistant_message

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -24,6 +25,34 @@ class Messenger(Protocol):
               virtual: list[dict[str, Any]] = (), narrative: str | None = None) -> list[Turn]:
         """The turns with messages filled in; `virtual` lists values (turn, param, value) to state ahead of use;
         `narrative` is the planner's story for a global rewrite (None in per-turn mode)."""
+
+
+@dataclass(frozen=True)
+class ClarifyRequest:
+    """What the assistant must say at the turn a rewrite operator made unservable: ask for withheld values
+    (miss_param) or say the task cannot be done with the tools at hand (miss_func)."""
+
+    kind: Literal["miss_param", "miss_func"]
+    user_message: str  # the user's message at that turn, as the variant has it
+    missing: list[str]  # miss_param: the withheld values' parameters, in plain words
+    task: str  # miss_func: the unavailable task, in plain words ("" if unknown)
+    hidden: list[Any]  # values the reply must not state (the user has not given them)
+    tools: list[str]  # tool names the reply must not mention
+    template: str  # the rule wording, which stands if no clarifier is configured
+
+
+def loose_pattern(text: str) -> str:
+    """A regex for `text` in which any run of whitespace matches any run of whitespace."""
+    return r"\s+".join(re.escape(part) for part in text.split())
+
+
+def names_tool(text: str, tools: list[str]) -> bool:
+    """Whether `text` names any tool as a whole word (`cat`, `get_user_details`, `get user details`)."""
+    for name in tools:
+        for form in {name, humanize(name)}:
+            if re.search(r"(?<![A-Za-z0-9_])" + loose_pattern(form) + r"(?![A-Za-z0-9_])", text, re.I):
+                return True
+    return False
 
 
 def describe_value(value: Any) -> str:

@@ -21,12 +21,13 @@ import json
 import random
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, Callable, Literal, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
-from sap.agents.messenger import describe_value, humanize
+from sap.agents.messenger import ClarifyRequest, describe_value, humanize, loose_pattern, names_tool
 from sap.executors.base import replay_fresh
+from sap.llm import LLMRoleError
 from sap.model import ArgProvenance, Tag, ToolCall, Toolset, ToolSpec, Trajectory, Turn
 from sap.provenance.checks import code_check, mentions
 
@@ -83,23 +84,9 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _loose(text: str) -> str:
-    """A case-insensitive regex for `text` in which any run of whitespace matches any run of whitespace."""
-    return r"\s+".join(re.escape(part) for part in text.split())
-
-
 def _join(items: list[str]) -> str:
     """`a`, `a and b`, `a, b and c`."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _names_tool(text: str, tools: list[str]) -> bool:
-    """Whether `text` names any tool as a whole word (`cat`, `get_user_details`, `get user details`)."""
-    for name in tools:
-        for form in {name, humanize(name)}:
-            if re.search(r"(?<![A-Za-z0-9_])" + _loose(form) + r"(?![A-Za-z0-9_])", text, re.I):
-                return True
-    return False
 
 
 def _task_words(spec: ToolSpec) -> str:
@@ -245,13 +232,13 @@ def _withhold(message: str, group: _Group, rng: random.Random) -> str | None:
     vague = rng.choice(_VAGUE_FLAG if _is_flag(value) else _VAGUE).format(p=p, a="an" if p[:1].lower() in "aeiou" else "a")
     out = message
     for name in group.names:  # the messenger's form: `<param> <value>`
-        out = re.sub(_loose(f"{humanize(name)} {literal}"), lambda _: vague, out, flags=re.I)
+        out = re.sub(loose_pattern(f"{humanize(name)} {literal}"), lambda _: vague, out, flags=re.I)
     for form in dict.fromkeys([literal, literal.strip('"')]):
         if not mentions(out, value):
             break
         if _is_flag(value) or isinstance(value, (int, float)):  # a bare number or flag is too easy to hit elsewhere
             break
-        out = re.sub(_loose(form), lambda _: vague, out, flags=re.I)
+        out = re.sub(loose_pattern(form), lambda _: vague, out, flags=re.I)
     return None if mentions(out, value) or out == message else out
 
 
@@ -354,7 +341,7 @@ def _plan_miss_func(base: Trajectory, specs: dict[str, ToolSpec], rng: random.Ra
     tools = list(specs)
     task = _task_words(specs[tool]) if tool in specs else ""
     text = rng.choice(_CANNOT).format(task=task) if task else ""
-    if not task or _names_tool(text, tools):
+    if not task or names_tool(text, tools):
         text = rng.choice(_CANNOT_PLAIN)
     return {"turn": k, "tool": tool, "user_k": base.turns[k].user_message, "assistant_k": text,
             "user_next": rng.choice(_HANDOFF)}
@@ -372,8 +359,22 @@ def _state_diff(a: Any, b: Any) -> str:
     return "differs"
 
 
-def _rewrite_graph(kind: RewriteOp, toolset: Toolset):
-    """pick -> rewrite -> replay_check -> END for one operator over `toolset`."""
+Clarifier = Callable[[ClarifyRequest], str]
+
+
+def clarify_request(kind: RewriteOp, plan: dict[str, Any], specs: dict[str, ToolSpec]) -> ClarifyRequest:
+    """What the assistant's reply at the plan's turn must do, with the rule wording as the template."""
+    missing = plan.get("missing", [])
+    tool = plan.get("tool")
+    return ClarifyRequest(kind=kind, user_message=plan["user_k"],
+                          missing=[humanize(n) for m in missing for n in m["params"]],
+                          task=_task_words(specs[tool]) if tool in specs else "",
+                          hidden=[m["value"] for m in missing], tools=list(specs), template=plan["assistant_k"])
+
+
+def _rewrite_graph(kind: RewriteOp, toolset: Toolset, clarifier: Clarifier | None = None):
+    """pick -> rewrite -> replay_check -> END for one operator over `toolset`; `clarifier` (the LLM messenger's)
+    writes the assistant's reply at the unservable turn instead of the rule wording."""
     specs = {t.name: t for t in toolset.tools}
 
     def pick(state: RewriteState) -> dict[str, Any]:
@@ -393,6 +394,11 @@ def _rewrite_graph(kind: RewriteOp, toolset: Toolset):
     def rewrite_node(state: RewriteState) -> dict[str, Any]:
         base = Trajectory.model_validate(state["base"])
         plan = state["plan"]
+        if clarifier is not None:
+            try:
+                plan = {**plan, "assistant_k": clarifier(clarify_request(kind, plan, specs))}
+            except LLMRoleError as exc:
+                return {"result": None, "rejection": f"clarification: {exc}"}
         try:
             variant = build_variant(kind, base, plan)
         except RewriteError as exc:
@@ -446,14 +452,14 @@ def build_variant(kind: RewriteOp, base: Trajectory, plan: dict[str, Any]) -> Tr
     return variant.model_copy(update=update)
 
 
-def miss_param_graph(toolset: Toolset):
+def miss_param_graph(toolset: Toolset, clarifier: Clarifier | None = None):
     """The compiled MissParam subgraph; invoke with {"kind": "miss_param", "seed": s, "base": traj dump}."""
-    return _rewrite_graph("miss_param", toolset)
+    return _rewrite_graph("miss_param", toolset, clarifier)
 
 
-def miss_func_graph(toolset: Toolset):
+def miss_func_graph(toolset: Toolset, clarifier: Clarifier | None = None):
     """The compiled MissFunc subgraph; invoke with {"kind": "miss_func", "seed": s, "base": traj dump}."""
-    return _rewrite_graph("miss_func", toolset)
+    return _rewrite_graph("miss_func", toolset, clarifier)
 
 
 def rewrite(kind: RewriteOp, base: Trajectory, toolset: Toolset, seed: int,

@@ -181,7 +181,9 @@ def _timed(name: str, fn: Callable[[SynthState], Any], sink: dict[str, float]) -
 def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
     """Compile the synthesis graph over `ctx`; invoke it with {"index": i, "seed": s}, one thread per trajectory."""
     specs = {t.name: t for t in ctx.toolset.tools}
-    rewriters = {"miss_param": miss_param_graph(ctx.toolset), "miss_func": miss_func_graph(ctx.toolset)}
+    clarifier = getattr(ctx.messenger, "clarify", None)  # the LLM messenger's; the rule wording otherwise
+    rewriters = {"miss_param": miss_param_graph(ctx.toolset, clarifier),
+                 "miss_func": miss_func_graph(ctx.toolset, clarifier)}
 
     def load_fsm(state: SynthState) -> dict[str, Any]:
         key, _ = ctx.fsm()

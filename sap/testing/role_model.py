@@ -23,8 +23,8 @@ _OPTION = re.compile(r"^\[(\d+)\] (\S+) -> (\S+): ")
 
 def _which(system: str) -> str:
     """The sap prompt whose system text starts the request's system message."""
-    for name in ("planner_bind", "planner_narrative", "messenger_turn", "messenger_global", "judge", "fsm_draft",
-                 "repair", "replan"):
+    for name in ("planner_bind", "planner_narrative", "messenger_turn", "messenger_global", "messenger_clarify",
+                 "judge", "fsm_draft", "repair", "replan"):
         if system.startswith(prompt(name).system):
             return name
     raise ValueError(f"not a sap role prompt: {system[:60]!r}")
@@ -81,6 +81,16 @@ def _messenger_global(user: str) -> dict[str, Any]:
         fragments, ahead = _fragments(block)
         turns.append({"user_message": " ".join(fragments) + ahead, "assistant_message": "Done."})
     return {"turns": turns}
+
+
+def _messenger_clarify(user: str) -> dict[str, Any]:
+    """Asks for the listed values, or says the task cannot be done with the tools at hand."""
+    need = re.search(r"^What the reply must do: (.*)$", user, re.M).group(1)
+    if m := re.match(r"Ask the user for: (.*?)\. Do not", need):
+        return {"assistant_message": f"Happy to help. First, could you tell me the {m.group(1)}?"}
+    task = re.match(r"You have no tool that can (.*?)\. Say so", need)
+    what = f"{task.group(1)} with what I have at hand" if task else "handle that with what I have at hand"
+    return {"assistant_message": f"I'm sorry, I can't {what} right now."}
 
 
 def _fsm_draft(user: str) -> dict[str, Any]:
@@ -159,6 +169,8 @@ def role_model(request: dict[str, Any]) -> str:
         answer = _messenger_turn(user)
     elif name == "messenger_global":
         answer = _messenger_global(user)
+    elif name == "messenger_clarify":
+        answer = _messenger_clarify(user)
     elif name == "fsm_draft":
         answer = _fsm_draft(user)
     elif name == "repair":
