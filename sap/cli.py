@@ -196,7 +196,10 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
         model_overrides={"model": args.model, "api_base": args.api_base, "temperature": args.temperature,
                          "max_tokens": args.max_tokens},
         role_models={role: getattr(args, f"{role}_model") for role in ROLES})
-    config = run_config(args.n, args.seed, mix if args.mix != "base=1" else None, context, agents=agents)
+    if args.max_slots is not None and args.max_slots < args.n:
+        raise UsageError(f"--max-slots must be at least -n ({args.n}), got {args.max_slots}")
+    config = run_config(args.n, args.seed, mix if args.mix != "base=1" else None, context, max_slots=args.max_slots,
+                        agents=agents)
     run_id = None
     if not args.new_run:
         run_id, why = find_resumable(store, toolset, config)
@@ -340,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-turns", type=int, default=8)
     p.add_argument("--mix", default="base=1", help="shares of record kinds, e.g. base=0.6,miss_param=0.2,miss_func=0.2")
     p.add_argument("--no-emphasis", action="store_true", help="turn long-tail emphasis off")
+    p.add_argument("--max-slots", type=int, help="give up after this many attempted trajectories (default 5n+20)")
     p.add_argument("--new-run", action="store_true", help="start a new run even if an unfinished one matches")
     _agents_args(p)
     _run_args(p)
