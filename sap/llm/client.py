@@ -121,12 +121,16 @@ class LLMClient:
             "max_tokens": cfg.max_tokens, "timeout": cfg.timeout,
             "num_retries": 0, "max_retries": 0,  # LiteLLM's and the openai SDK's own retries: tenacity retries here
         }
+        if cfg.input_cost_per_token is not None:  # LiteLLM prices the response itself without a cost-map search
+            request.update(input_cost_per_token=cfg.input_cost_per_token, output_cost_per_token=cfg.output_cost_per_token)
         if cfg.structured == "json_schema":
             request["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": _schema_name(response_model), "schema": json.loads(schema), "strict": False}}
             conversation = [dict(m) for m in messages]
         else:
             conversation = _with_schema_in_prompt(messages, schema)
+            if cfg.structured == "json_object":
+                request["response_format"] = {"type": "json_object", "schema": json.loads(schema)}
         limiter = limiters.get(cfg)
         last_error: StructuredOutputError | None = None
         for _ in range(cfg.max_validation_retries + 1):
