@@ -295,6 +295,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from sap.eval.cli import run_eval
+
+    return run_eval(args, check_writable=_check_writable, write_jsonl=_write_jsonl)
+
+
 def _db_args(p: argparse.ArgumentParser) -> None:
     """--db and --full-sync, shared by every command that touches runs."""
     p.add_argument("--db", default="sqlite:///sap.db", help="run database URL (default: sqlite:///sap.db here)")
@@ -383,6 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="directory to write index.html and the PNG charts into")
     p.add_argument("--answers", help="BFCL possible_answer file (default: possible_answer/<same name> beside FILE)")
     p.set_defaults(fn=_cmd_report)
+    p = sub.add_parser("eval", help="run a model as the assistant on sap records or BFCL multi-turn files and score it")
+    from sap.eval.cli import add_eval_args
+
+    add_eval_args(p)
+    p.set_defaults(fn=_cmd_eval)
     return parser
 
 
