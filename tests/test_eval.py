@@ -188,3 +188,33 @@ def test_sap_eval_cli_names_bad_input(tmp_path: Path):
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert proc.returncode == 2
     assert f"{bad}: OpenAI-messages records carry no executable initial state" in proc.stderr
+
+
+def test_bfcl_question_file_runs_on_bfcl_backends(tmp_path: Path):
+    pytest.importorskip("bfcl_eval")
+    config_fs = {"GorillaFileSystem": {"root": {"alex": {"type": "directory", "contents": {
+        "document": {"type": "directory", "contents": {
+            "final_report.pdf": {"type": "file", "content": "b line\na line"}}}}}}}}
+    question = {"id": "multi_turn_miss_func_0", "initial_config": config_fs, "involved_classes": ["GorillaFileSystem"],
+                "missed_function": {"1": ["sort"]}, "question": [
+                    [{"role": "user", "content": "Go into the document folder and create a directory temp."}],
+                    [{"role": "user", "content": "Sort final_report.pdf for me."}]]}
+    answer = {"id": "multi_turn_miss_func_0", "ground_truth": [
+        ["cd(folder='document')", "mkdir(dir_name='temp')"], ["sort('final_report.pdf')"]]}
+    (tmp_path / "possible_answer").mkdir()
+    data = tmp_path / "BFCL_v4_multi_turn_miss_func.json"
+    data.write_text(json.dumps(question) + "\n")
+    (tmp_path / "possible_answer" / data.name).write_text(json.dumps(answer) + "\n")
+
+    (task,) = load_tasks(data)
+    assert task.turns[1].gold[0].args == {"file_name": "final_report.pdf"}  # positional, named after the method
+    assert task.turns[0].gold[0].tags == {"folder": "self_create"}
+    script = [ToolCalls((("cd", {"folder": "document"}),)), ToolCalls((("mkdir", {"dir_name": "temp"}),)),
+              Reply("Created."), ToolCalls((("sort", {"file_name": "final_report.pdf"}),)), Reply("Sorted.")]
+    with ScriptedLLMServer(script) as server:
+        result = evaluate([task], config(server), k=1)
+        requests = server.requests
+    (score,) = result.scores
+    assert (score.reward.score, score.progress, score.turns_correct) == (1.0, 1.0, 2)
+    offered = [{t["function"]["name"] for t in r["tools"]} for r in requests]
+    assert "sort" not in offered[0] and "sort" in offered[3] and "mkdir" in offered[0]

@@ -45,6 +45,14 @@ def _class_tools(name: str) -> tuple[dict[str, Any], ...]:
     return tuple(spec.to_openai() for spec in load_bfcl_func_doc(data / "multi_turn_func_doc" / docs[name]))
 
 
+def _long_context(cls: type) -> type:
+    """`cls` loading its scenarios with long_context=True, as BFCL does for its long-context category."""
+    def load(self: Any, config: dict[str, Any]) -> None:
+        cls._load_scenario(self, config, long_context=True)
+
+    return type(cls.__name__, (cls,), {"_load_scenario": load})
+
+
 def _named_args(args: dict[str, Any], method: Any) -> dict[str, Any]:
     """Positional arguments of a parsed call (`_0`, `_1`, ...) renamed after the method's parameters."""
     params = [p for p in inspect.signature(method).parameters if p != "self"]
@@ -57,9 +65,12 @@ def task_from_bfcl(record: dict[str, Any]) -> EvalTask:
 
     Tools: the record's `function` list if it has one, else BFCL's func docs of its involved classes, less
     `excluded_function`; a function in `missed_function[t]` is withheld before turn t. Argument tags are
-    inferred from the dialogue as in `sap stats` (no tool returns: prev_output is never inferred)."""
+    inferred from the dialogue as in `sap stats` (no tool returns: prev_output is never inferred). Records
+    whose id names the long_context category load their scenarios with long_context=True, as BFCL does."""
     rid = str(record["id"])
     classes = [backend_class(c) for c in record.get("involved_classes", [])]
+    if "long_context" in rid:
+        classes = [_long_context(c) if hasattr(c, "_load_scenario") else c for c in classes]
     if isinstance(record.get("function"), list):
         tools = [validate_tool_spec(f, None, i, bfcl=True).to_openai() for i, f in enumerate(record["function"])]
     else:
@@ -80,6 +91,9 @@ def task_from_bfcl(record: dict[str, Any]) -> EvalTask:
             gold.append(GoldCall(name, named, {new: next(tags).tag for new in named}))
         hidden = frozenset(n for turn, names in missed.items() if t < turn for n in names)
         turns.append(EvalTurn(text or ADDED_FUNCTIONS_PROMPT, gold, hidden))
-    return EvalTask(id=rid, system=SYSTEM, tools=tools, c0=record.get("initial_config") or {}, turns=turns,
+    config = record.get("initial_config") or {}
+    if len(classes) == 1:  # PythonObjectExecutor gives a lone class the whole c0, BFCL keys it by class name
+        config = config.get(classes[0].__name__, {})
+    return EvalTask(id=rid, system=SYSTEM, tools=tools, c0=config, turns=turns,
                     executor_factory=lambda: PythonObjectExecutor(classes),
                     meta={"format": "bfcl", "involved_classes": record.get("involved_classes", [])})
