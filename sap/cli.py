@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from sap.agents.config import ROLES, build_agents_config
+from sap.eval.cli import add_eval_args, run_eval
 from sap.llm import LLMRoleError
 from sap.store.runs import StoreError, is_disk_full, sqlite_path
 from sap.toolsets import ToolDocError, UnknownToolset, builtin_names, load_toolset
@@ -296,8 +297,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from sap.eval.cli import run_eval
-
     return run_eval(args, check_writable=_check_writable, write_jsonl=_write_jsonl)
 
 
@@ -390,8 +389,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--answers", help="BFCL possible_answer file (default: possible_answer/<same name> beside FILE)")
     p.set_defaults(fn=_cmd_report)
     p = sub.add_parser("eval", help="run a model as the assistant on sap records or BFCL multi-turn files and score it")
-    from sap.eval.cli import add_eval_args
-
     add_eval_args(p)
     p.set_defaults(fn=_cmd_eval)
     return parser

@@ -181,13 +181,25 @@ def test_sap_eval_cli_writes_per_task_rewards(data: Path, tmp_path: Path):
     assert [(r["task_id"], r["rewards"], r["mean"]) for r in rows] == [("bank-1", [1.0, 1.0, 0.5, 0.5], 0.75)]
 
 
-def test_sap_eval_cli_names_bad_input(tmp_path: Path):
+def _broken_record() -> dict:
+    record = bank_record()
+    record["provenance"] = record["provenance"][1:]
+    return record
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"messages": [{"role": "user", "content": "hi"}]}, "{path}: OpenAI-messages records carry no executable"),
+    ({**bank_record(), "meta": {}}, "{path}:1: record has no meta.toolset; pass --toolset"),
+    (_broken_record(), "{path}:1: not a usable sap record: KeyError: 't0c0'"),
+    ({"hello": 1}, "{path}:1: unknown record format"),
+])
+def test_sap_eval_cli_names_bad_input(tmp_path: Path, record: dict, message: str):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
+    bad.write_text(json.dumps(record) + "\n")
     proc = subprocess.run([sys.executable, "-m", "sap.cli", "eval", "--model", "openai/x", "--data", str(bad)],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert proc.returncode == 2
-    assert f"{bad}: OpenAI-messages records carry no executable initial state" in proc.stderr
+    assert proc.stderr.startswith("sap eval: error: " + message.format(path=bad)), proc.stderr
 
 
 def test_bfcl_question_file_runs_on_bfcl_backends(tmp_path: Path):
