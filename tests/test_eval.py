@@ -230,3 +230,30 @@ def test_bfcl_question_file_runs_on_bfcl_backends(tmp_path: Path):
     assert (score.reward.score, score.progress, score.turns_correct) == (1.0, 1.0, 2)
     offered = [{t["function"]["name"] for t in r["tools"]} for r in requests]
     assert "sort" not in offered[0] and "sort" in offered[3] and "mkdir" in offered[0]
+
+
+def _replay_script(records: list[dict]) -> list:
+    """Scripted replies that replay each record's own assistant messages: its tool calls, then its answers."""
+    script: list = []
+    for record in records:
+        for m in record["messages"][1:]:
+            if m["role"] == "assistant" and m.get("tool_calls"):
+                script.append(ToolCalls(tuple((tc["function"]["name"], tc["function"]["arguments"])
+                                              for tc in m["tool_calls"])))
+            elif m["role"] == "assistant":
+                script.append(Reply(m["content"] or "ok"))
+    return script
+
+
+def test_replaying_synthesized_records_scores_one_on_everything(tmp_path: Path):
+    from sap.api import synthesize
+
+    records = synthesize("store", 2, seed=3, mix={"base": 0.5, "miss_param": 0.5}).records
+    path = tmp_path / "store.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    tasks = load_tasks(path)
+    with ScriptedLLMServer(_replay_script(records)) as server:
+        summary = evaluate(tasks, config(server)).summary
+    assert (summary["turn_accuracy"], summary["call_accuracy"], summary["reward"], summary["progress"]) == (1, 1, 1, 1)
+    assert sum(summary["errors"].values()) == 0
+    assert summary["arg_accuracy"]["dependent"] == 1.0
