@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sap.cli import main
 from sap.eval import evaluate, load_tasks, task_rewards
 from sap.export.records import to_record
 from sap.llm import ModelConfig
@@ -164,7 +165,16 @@ def test_a_model_failure_ends_the_rollout_and_the_rest_counts_as_undone(data: Pa
     assert "rejected" in rollout.error and "exhausted" in rollout.error
     assert [(len(t.calls), t.state_correct, t.answered) for t in rollout.turns] == [(1, True, False), (0, False, False)]
     assert score.progress == 0.5 and score.errors["step_cap"] == 0 and score.errors["missing_calls"] == 2
-    assert result.summary["failed_rollouts"] == 1
+    assert result.summary["failed_rollouts"] == 1 and result.summary["first_failure"] == rollout.error
+
+
+def test_sap_eval_cli_exits_1_naming_the_error_when_no_rollout_gets_through(data: Path, capsys):
+    with ScriptedLLMServer([]) as server:
+        code = main(["eval", "--model", "openai/scripted", "--api-base", server.api_base, "--data", str(data)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "1 tasks x 1 samples = 1 rollouts of openai/scripted (1 ended by model errors)" in out
+    assert "first model error: LLM role 'assistant' (openai/scripted) failed, rejected" in out
 
 
 def test_sap_eval_cli_writes_per_task_rewards(data: Path, tmp_path: Path):
@@ -193,13 +203,12 @@ def _broken_record() -> dict:
     (_broken_record(), "{path}:1: not a usable sap record: KeyError: 't0c0'"),
     ({"hello": 1}, "{path}:1: unknown record format"),
 ])
-def test_sap_eval_cli_names_bad_input(tmp_path: Path, record: dict, message: str):
+def test_sap_eval_cli_names_bad_input(tmp_path: Path, record: dict, message: str, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(record) + "\n")
-    proc = subprocess.run([sys.executable, "-m", "sap.cli", "eval", "--model", "openai/x", "--data", str(bad)],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
-    assert proc.returncode == 2
-    assert proc.stderr.startswith("sap eval: error: " + message.format(path=bad)), proc.stderr
+    assert main(["eval", "--model", "openai/x", "--data", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sap eval: error: " + message.format(path=bad)), err
 
 
 def test_bfcl_question_file_runs_on_bfcl_backends(tmp_path: Path):

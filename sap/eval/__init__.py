@@ -50,7 +50,7 @@ def evaluate(tasks: list[EvalTask], cfg: ModelConfig, k: int = 1, max_steps: int
              client: LLMClient | None = None, w_atomic: float = 0.5, w_orch: float = 0.5) -> EvalResult:
     """Run `k` rollouts of every task (at most `concurrency` at once) and score them."""
     if k < 1 or max_steps < 1 or concurrency < 1:
-        raise ValueError(f"k, max_steps and concurrency must be at least 1, got {k}, {max_steps}, {concurrency}")
+        raise ValueError(f"-k, --max-steps and --concurrency must be at least 1, got {k}, {max_steps}, {concurrency}")
     client = client or LLMClient()
     jobs = [(task, sample) for task in tasks for sample in range(k)]
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="sap-eval") as pool:

@@ -44,9 +44,6 @@ def run_eval(args: argparse.Namespace, check_writable: Callable[[str], None],
     """Load the tasks, run K rollouts each, print the summary and write the per-task rewards."""
     from sap.eval import evaluate, load_tasks, task_rewards
 
-    if args.k < 1 or args.max_steps < 1 or args.concurrency < 1:
-        raise ValueError(f"-k, --max-steps and --concurrency must be at least 1, got {args.k}, {args.max_steps}, "
-                         f"{args.concurrency}")
     if args.output:
         check_writable(args.output)
     cfg = ModelConfig(model=args.model, api_base=args.api_base, api_key_env=args.api_key_env,
@@ -57,12 +54,15 @@ def run_eval(args: argparse.Namespace, check_writable: Callable[[str], None],
     if args.output:
         write_jsonl(args.output, task_rewards(result.scores))
     s = result.summary
+    status = 1 if s["failed_rollouts"] == s["rollouts"] else 0  # the model never got through a dialogue
     if args.json:
         print(json.dumps(s))
-        return 0
+        return status
     print(f"{s['tasks']} tasks x {s['samples']} samples = {s['rollouts']} rollouts of {args.model}"
           + (f" ({s['failed_rollouts']} ended by model errors)" if s["failed_rollouts"] else "")
           + (f" -> {args.output}" if args.output else ""))
+    if s["first_failure"]:
+        print(f"  first model error: {s['first_failure']}")
     print(f"  turn accuracy {_pct(s['turn_accuracy'])}, call accuracy {_pct(s['call_accuracy'])}")
     print(f"  reward {_num(s['reward'])} (R_atomic {_num(s['r_atomic'])}, R_orch {_num(s['r_orch'])}), "
           f"progress {_num(s['progress'])}")
@@ -73,4 +73,4 @@ def run_eval(args: argparse.Namespace, check_writable: Callable[[str], None],
     usage = s["usage"]
     print(f"  LLM: {usage['calls']} calls, {usage['prompt_tokens']}+{usage['completion_tokens']} tokens, "
           f"${usage['cost_usd']:.4f}" + ("" if usage["priced"] else " (unpriced model: counted as 0)"))
-    return 0
+    return status

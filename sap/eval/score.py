@@ -105,6 +105,7 @@ def summarize(scores: Sequence[RolloutScore]) -> dict[str, Any]:
     return {
         "rollouts": len(scores),
         "failed_rollouts": sum(s.failed is not None for s in scores),
+        "first_failure": next((s.failed for s in scores if s.failed is not None), None),
         "turn_accuracy": sum(s.turns_correct for s in scores) / turns if turns else None,
         "call_accuracy": sum(s.gold_calls_matched for s in scores) / gold_calls if gold_calls else None,
         "reward": _mean([s.reward.score for s in scores]),
