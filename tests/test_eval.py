@@ -168,6 +168,16 @@ def test_a_model_failure_ends_the_rollout_and_the_rest_counts_as_undone(data: Pa
     assert result.summary["failed_rollouts"] == 1 and result.summary["first_failure"] == rollout.error
 
 
+def test_a_missing_key_stops_the_run_with_a_usage_error(data: Path, capsys, monkeypatch):
+    monkeypatch.delenv("SAP_TEST_NO_SUCH_KEY", raising=False)
+    with ScriptedLLMServer([]) as server:
+        code = main(["eval", "--model", "openai/scripted", "--api-base", server.api_base, "--data", str(data),
+                     "--api-key-env", "SAP_TEST_NO_SUCH_KEY", "-k", "3"])
+        assert server.requests == []
+    assert code == 2
+    assert "environment variable SAP_TEST_NO_SUCH_KEY is not set" in capsys.readouterr().err
+
+
 def test_sap_eval_cli_exits_1_naming_the_error_when_no_rollout_gets_through(data: Path, capsys):
     with ScriptedLLMServer([]) as server:
         code = main(["eval", "--model", "openai/scripted", "--api-base", server.api_base, "--data", str(data)])

@@ -103,11 +103,11 @@ class LLMClient:
         Limits, transient retries, usage and the budget apply as for `complete`; there is no validation loop:
         the caller judges the answer. Blocking and thread-safe; raises LLMRoleError or BudgetExceeded."""
         async def call(limiters: LimiterRegistry) -> dict[str, Any]:
-            api_key = _api_key(role, cfg)
-            request = {**_base_request(cfg, api_key), "messages": [dict(m) for m in messages]}
-            if tools:
-                request["tools"] = tools
             try:
+                api_key = _api_key(role, cfg)
+                request = {**_base_request(cfg, api_key), "messages": [dict(m) for m in messages]}
+                if tools:
+                    request["tools"] = tools
                 message = await self._request(role, cfg, limiters.get(cfg), request, api_key)
             except LLMRoleError:
                 self.ledger.record_failure(role)
@@ -226,7 +226,8 @@ def _run_blocking(method: str, make_call: Callable[[LimiterRegistry], Any]) -> A
     """Run the coroutine `make_call(limiters)` on the LLM loop thread and wait for its result."""
     loop_thread = _llm_loop_thread()
     if threading.current_thread() is loop_thread.thread:
-        raise RuntimeError(f"LLMClient.{method}() was called on the LLM event loop thread; await acomplete()")
+        raise RuntimeError(f"LLMClient.{method}() was called on the LLM event loop thread, where it would block the "
+                           f"loop; await acomplete() there")
     future = asyncio.run_coroutine_threadsafe(make_call(loop_thread.limiters), loop_thread.loop)
     try:
         return future.result()
