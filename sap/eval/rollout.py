@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sap.eval.tasks import EvalTask
-from sap.executors.base import ExecResult
+from sap.executors.base import Executor, ExecResult
 from sap.llm import LLMClient, LLMRoleError, ModelConfig
 from sap.model import ToolCall
 from sap.rewards.calls import PredCall
@@ -52,6 +52,29 @@ def _tool_message(call_id: str, name: str, result: ExecResult) -> dict[str, Any]
             "content": json.dumps(body, ensure_ascii=False, default=str)}
 
 
+def _model_turn(task: EvalTask, t: int, executor: Executor, client: LLMClient, cfg: ModelConfig,
+                messages: list[dict[str, Any]], calls: list[PredCall], max_steps: int) -> tuple[bool, int]:
+    """Let the model work on turn t until it answers with text or hits the step cap: (answered, requests
+    made). `messages` grows with the model's messages and the tool results, `calls` with its calls."""
+    offered = task.tools_at(t)
+    names = {tool["function"]["name"] for tool in offered}
+    for step in range(1, max_steps + 1):
+        reply = client.chat(ROLE, cfg, messages, offered)
+        messages.append(reply)
+        if not reply.get("tool_calls"):
+            return True, step
+        for tc in reply["tool_calls"]:
+            name = tc["function"]["name"]
+            args, problem = _arguments(tc["function"].get("arguments"))
+            if problem is None and name not in names:
+                problem = f"unknown tool {name!r}"
+            result = ExecResult(ok=False, error=problem) if problem else executor.execute(
+                ToolCall(call_id=tc["id"], name=name, args_exec=args, args_prov={}))
+            calls.append(PredCall(name, args, result.ok, result.error))
+            messages.append(_tool_message(tc["id"], name, result))
+    return False, max_steps
+
+
 def run_rollout(task: EvalTask, client: LLMClient, cfg: ModelConfig, sample: int = 0,
                 max_steps: int = 8) -> Rollout:
     """Run the model through every turn of `task`.
@@ -61,8 +84,8 @@ def run_rollout(task: EvalTask, client: LLMClient, cfg: ModelConfig, sample: int
     has made `max_steps` requests in the turn. A call to a tool not offered, or with arguments that are not a
     JSON object, is answered with an error and not run. After the turn, the ground truth's calls of the turn
     are run on a second executor, and the states are compared. A model failure (LLMRoleError other than a
-    configuration error) ends the rollout: it is recorded in `error`, and the turns not reached count as
-    turns with no calls and a wrong state."""
+    configuration error) ends the rollout: it is recorded in `error`; the calls of its turn are kept, and the
+    turns not reached count as turns with no calls and a wrong state."""
     rollout = Rollout(task.id, sample, messages=[{"role": "system", "content": task.system}])
     executor, gold_executor = task.executor_factory(), task.executor_factory()
     try:
@@ -70,31 +93,15 @@ def run_rollout(task: EvalTask, client: LLMClient, cfg: ModelConfig, sample: int
         gold_executor.reset(task.c0)
         for t, turn in enumerate(task.turns):
             rollout.messages.append({"role": "user", "content": turn.user})
-            offered = task.tools_at(t)
-            names = {tool["function"]["name"] for tool in offered}
+            before = len(rollout.messages)
             calls: list[PredCall] = []
-            answered, steps = False, 0
             try:
-                while steps < max_steps:
-                    reply = client.chat(ROLE, cfg, rollout.messages, offered)
-                    steps += 1
-                    rollout.messages.append(reply)
-                    if not reply.get("tool_calls"):
-                        answered = True
-                        break
-                    for tc in reply["tool_calls"]:
-                        name = tc["function"]["name"]
-                        args, problem = _arguments(tc["function"].get("arguments"))
-                        if problem is None and name not in names:
-                            problem = f"unknown tool {name!r}"
-                        result = ExecResult(ok=False, error=problem) if problem else executor.execute(
-                            ToolCall(call_id=tc["id"], name=name, args_exec=args, args_prov={}))
-                        calls.append(PredCall(name, args, result.ok, result.error))
-                        rollout.messages.append(_tool_message(tc["id"], name, result))
+                answered, steps = _model_turn(task, t, executor, client, cfg, rollout.messages, calls, max_steps)
             except LLMRoleError as exc:
                 if exc.kind == "config":
                     raise
                 rollout.error = str(exc)
+                answered, steps = False, 1 + sum(m["role"] == "assistant" for m in rollout.messages[before:])
             for g in turn.gold:
                 gold_executor.execute(ToolCall(call_id="gold", name=g.name, args_exec=dict(g.args), args_prov={}))
             rollout.turns.append(TurnRollout(calls, executor.state() == gold_executor.state(), answered, steps))
