@@ -297,7 +297,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    return run_eval(args, check_writable=_check_writable, write_jsonl=_write_jsonl)
+    return run_eval(args, check_writable=_check_writable, line_writer=_LineWriter)
 
 
 def _db_args(p: argparse.ArgumentParser) -> None:

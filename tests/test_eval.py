@@ -276,3 +276,20 @@ def test_replaying_synthesized_records_scores_one_on_everything(tmp_path: Path):
     assert (summary["turn_accuracy"], summary["call_accuracy"], summary["reward"], summary["progress"]) == (1, 1, 1, 1)
     assert sum(summary["errors"].values()) == 0
     assert summary["arg_accuracy"]["dependent"] == 1.0
+
+
+def test_each_task_is_handed_over_when_its_samples_are_done_even_if_the_run_then_fails(data: Path):
+    import dataclasses
+
+    (task,) = load_tasks(data)
+
+    def broken_executor():
+        raise RuntimeError("executor backend is down")
+
+    broken = dataclasses.replace(task, id="bank-2", executor_factory=broken_executor)
+    rows: list[dict] = []
+    with ScriptedLLMServer(SCRIPT[:10]) as server:  # samples 0 and 1 of the first task
+        with pytest.raises(RuntimeError, match="executor backend is down"):
+            evaluate([task, broken], config(server), k=2, on_task=rows.append)
+    assert rows == [{"task_id": "bank-1", "rewards": [1.0, 1.0], "mean": 1.0,
+                     "graduated": [1.0, pytest.approx((2 / 3 + 1 / 2) / 2)]}]

@@ -1,7 +1,8 @@
 """The rollout harness: run a model as the assistant on sap records or BFCL multi-turn files and score it."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,15 +48,32 @@ class EvalResult:
 
 
 def evaluate(tasks: list[EvalTask], cfg: ModelConfig, k: int = 1, max_steps: int = 8, concurrency: int = 1,
-             client: LLMClient | None = None, w_atomic: float = 0.5, w_orch: float = 0.5) -> EvalResult:
-    """Run `k` rollouts of every task (at most `concurrency` at once) and score them."""
+             client: LLMClient | None = None, w_atomic: float = 0.5, w_orch: float = 0.5,
+             on_task: Callable[[dict[str, Any]], None] | None = None) -> EvalResult:
+    """Run `k` rollouts of every task (at most `concurrency` at once) and score them.
+
+    `on_task(row)` gets each task's `task_rewards` row as soon as its k rollouts are done, so a run that
+    stops early (an exception, Ctrl-C) has already handed over every finished task."""
     if k < 1 or max_steps < 1 or concurrency < 1:
         raise ValueError(f"-k, --max-steps and --concurrency must be at least 1, got {k}, {max_steps}, {concurrency}")
     client = client or LLMClient()
     jobs = [(task, sample) for task in tasks for sample in range(k)]
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="sap-eval") as pool:
-        rollouts = list(pool.map(lambda job: run_rollout(job[0], client, cfg, job[1], max_steps), jobs))
-    scores = [score_rollout(task, rollout, w_atomic, w_orch) for (task, _), rollout in zip(jobs, rollouts)]
-    summary = {"tasks": len(tasks), "samples": k, **summarize(scores),
-               "usage": client.ledger.snapshot()["total"]}
+    rollouts: list[Rollout | None] = [None] * len(jobs)
+    scores: list[RolloutScore | None] = [None] * len(jobs)
+    left = [k] * len(tasks)
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="sap-eval")
+    try:
+        futures = {pool.submit(run_rollout, task, client, cfg, sample, max_steps): i
+                   for i, (task, sample) in enumerate(jobs)}
+        for future in as_completed(futures):
+            i = futures[future]
+            rollouts[i] = future.result()
+            scores[i] = score_rollout(jobs[i][0], rollouts[i], w_atomic, w_orch)
+            left[i // k] -= 1
+            if left[i // k] == 0 and on_task is not None:
+                first = i // k * k
+                on_task(task_rewards(scores[first:first + k])[0])
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    summary = {"tasks": len(tasks), "samples": k, **summarize(scores), "usage": client.ledger.snapshot()["total"]}
     return EvalResult(rollouts, scores, summary)

@@ -27,7 +27,7 @@ def add_eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--w-atomic", type=float, default=0.5, help="weight of R_atomic in the graduated reward")
     p.add_argument("--w-orch", type=float, default=0.5, help="weight of R_orch in the graduated reward")
     p.add_argument("-o", "--output", help="JSONL of per-task rewards: task_id, rewards (K progress rewards), mean, "
-                   "graduated")
+                   "graduated; one line per task as soon as its K rollouts are done")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
 
@@ -39,20 +39,24 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def run_eval(args: argparse.Namespace, check_writable: Callable[[str], None],
-             write_jsonl: Callable[[str, list[dict[str, Any]]], None]) -> int:
-    """Load the tasks, run K rollouts each, print the summary and write the per-task rewards."""
-    from sap.eval import evaluate, load_tasks, task_rewards
+def run_eval(args: argparse.Namespace, check_writable: Callable[[str], None], line_writer: Callable[[str], Any]) -> int:
+    """Load the tasks, run K rollouts each, write each task's rewards as it finishes, print the summary.
+
+    `line_writer(path)` opens the output: an object with write(row) (one whole JSON line) and close()."""
+    from sap.eval import evaluate, load_tasks
 
     if args.output:
         check_writable(args.output)
     cfg = ModelConfig(model=args.model, api_base=args.api_base, api_key_env=args.api_key_env,
                       temperature=args.temperature, max_tokens=args.max_tokens, concurrency=args.concurrency)
     tasks = load_tasks(args.data, args.answers, args.toolset)
-    result = evaluate(tasks, cfg, k=args.k, max_steps=args.max_steps, concurrency=args.concurrency,
-                      w_atomic=args.w_atomic, w_orch=args.w_orch)
-    if args.output:
-        write_jsonl(args.output, task_rewards(result.scores))
+    out = line_writer(args.output) if args.output else None
+    try:
+        result = evaluate(tasks, cfg, k=args.k, max_steps=args.max_steps, concurrency=args.concurrency,
+                          w_atomic=args.w_atomic, w_orch=args.w_orch, on_task=out.write if out else None)
+    finally:
+        if out:
+            out.close()
     s = result.summary
     status = 1 if s["failed_rollouts"] == s["rollouts"] else 0  # the model never got through a dialogue
     if args.json:
