@@ -293,3 +293,16 @@ def test_each_task_is_handed_over_when_its_samples_are_done_even_if_the_run_then
             evaluate([task, broken], config(server), k=2, on_task=rows.append)
     assert rows == [{"task_id": "bank-1", "rewards": [1.0, 1.0], "mean": 1.0,
                      "graduated": [1.0, pytest.approx((2 / 3 + 1 / 2) / 2)]}]
+
+
+def test_verl_ground_truth_from_an_eval_task_scores_the_records_own_calls_as_one(data: Path):
+    from sap.rewards.verl import compute_score, ground_truth_json
+
+    (task,) = load_tasks(data)
+    ground_truth = ground_truth_json([turn.gold for turn in task.turns])
+    record = json.loads(data.read_text())
+    solution = "\n".join(f"<tool_call>{json.dumps({'name': tc['function']['name'], 'arguments': tc['function']['arguments']})}"
+                         f"</tool_call>" for m in record["messages"] for tc in m.get("tool_calls") or [])
+    assert compute_score("sap", solution, ground_truth) == {"score": 1.0, "r_atomic": 1.0, "r_orch": 1.0}
+    assert json.loads(ground_truth)["turns"][1][0]["tags"] == {
+        "from_account": "prev_output", "to_account": "self_create", "amount": "self_create"}
