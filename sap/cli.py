@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from sap.agents.config import ROLES, build_agents_config
+from sap.eval.cli import add_eval_args, run_eval
 from sap.llm import LLMRoleError
 from sap.store.runs import StoreError, is_disk_full, sqlite_path
 from sap.toolsets import ToolDocError, UnknownToolset, builtin_names, load_toolset
@@ -298,6 +299,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval(args: argparse.Namespace) -> int:
+    return run_eval(args, check_writable=_check_writable, line_writer=_LineWriter)
+
+
 def _db_args(p: argparse.ArgumentParser) -> None:
     """--db and --full-sync, shared by every command that touches runs."""
     p.add_argument("--db", default="sqlite:///sap.db", help="run database URL (default: sqlite:///sap.db here)")
@@ -387,6 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="directory to write index.html and the PNG charts into")
     p.add_argument("--answers", help="BFCL possible_answer file (default: possible_answer/<same name> beside FILE)")
     p.set_defaults(fn=_cmd_report)
+    p = sub.add_parser("eval", help="run a model as the assistant on sap records or BFCL multi-turn files and score it")
+    add_eval_args(p)
+    p.set_defaults(fn=_cmd_eval)
     return parser
 
 

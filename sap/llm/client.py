@@ -92,16 +92,29 @@ class LLMClient:
     def complete(self, role: str, cfg: ModelConfig, messages: list[dict[str, Any]],
                  response_model: type[ResponseT], check: Check | None = None) -> ResponseT:
         """The blocking form of `acomplete`, safe to call from many threads at once."""
-        loop_thread = _llm_loop_thread()
-        if threading.current_thread() is loop_thread.thread:
-            raise RuntimeError("LLMClient.complete() was called on the LLM event loop thread; await acomplete()")
-        future = asyncio.run_coroutine_threadsafe(
-            self._call(role, cfg, messages, response_model, loop_thread.limiters, check), loop_thread.loop)
-        try:
-            return future.result()
-        except BaseException:
-            future.cancel()
-            raise
+        return _run_blocking("complete", lambda limiters: self._call(
+            role, cfg, messages, response_model, limiters, check))
+
+    def chat(self, role: str, cfg: ModelConfig, messages: list[dict[str, Any]],
+             tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """One plain chat turn with OpenAI `tools` offered: the assistant message as a dict, with `content` and,
+        if the model called tools, `tool_calls` (id, type, function {name, arguments as a JSON string}).
+
+        Limits, transient retries, usage and the budget apply as for `complete`; there is no validation loop:
+        the caller judges the answer. Blocking and thread-safe; raises LLMRoleError or BudgetExceeded."""
+        async def call(limiters: LimiterRegistry) -> dict[str, Any]:
+            try:
+                api_key = _api_key(role, cfg)
+                request = {**_base_request(cfg, api_key), "messages": [dict(m) for m in messages]}
+                if tools:
+                    request["tools"] = tools
+                message = await self._request(role, cfg, limiters.get(cfg), request, api_key)
+            except LLMRoleError:
+                self.ledger.record_failure(role)
+                raise
+            return _message_dict(message)
+
+        return _run_blocking("chat", call)
 
     async def _call(self, role: str, cfg: ModelConfig, messages: list[dict[str, Any]],
                     response_model: type[ResponseT], limiters: LimiterRegistry, check: Check | None) -> ResponseT:
@@ -116,13 +129,7 @@ class LLMClient:
         """Ask until the answer parses and validates, feeding each invalid answer's error back."""
         api_key = _api_key(role, cfg)
         schema = _schema_json(response_model)
-        request: dict[str, Any] = {
-            "model": cfg.model, "api_base": cfg.api_base, "api_key": api_key, "temperature": cfg.temperature,
-            "max_tokens": cfg.max_tokens, "timeout": cfg.timeout,
-            "num_retries": 0, "max_retries": 0,  # LiteLLM's and the openai SDK's own retries: tenacity retries here
-        }
-        if cfg.input_cost_per_token is not None:  # LiteLLM prices the response itself without a cost-map search
-            request.update(input_cost_per_token=cfg.input_cost_per_token, output_cost_per_token=cfg.output_cost_per_token)
+        request = _base_request(cfg, api_key)
         if cfg.structured == "json_schema":
             request["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": _schema_name(response_model), "schema": json.loads(schema), "strict": False}}
@@ -134,7 +141,7 @@ class LLMClient:
         limiter = limiters.get(cfg)
         last_error: StructuredOutputError | None = None
         for _ in range(cfg.max_validation_retries + 1):
-            text = await self._request(role, cfg, limiter, {**request, "messages": conversation}, api_key)
+            text = (await self._request(role, cfg, limiter, {**request, "messages": conversation}, api_key)).content or ""
             try:
                 answer = parse_structured(text, response_model)
                 if check is not None:
@@ -152,8 +159,8 @@ class LLMClient:
             f"no valid answer after {cfg.max_validation_retries + 1} attempts; last error: {last_error}", api_key))
 
     async def _request(self, role: str, cfg: ModelConfig, limiter: ModelLimiter, request: dict[str, Any],
-                       api_key: str | None) -> str:
-        """Send one request, retrying transient errors; record its usage and return the answer's text."""
+                       api_key: str | None) -> Any:
+        """Send one request, retrying transient errors; record its usage and return the answer's message."""
         litellm = load_litellm()
         estimated_tokens = _estimated_tokens(request["messages"], cfg.max_tokens) if cfg.tpm else 0
         retrying = AsyncRetrying(
@@ -180,7 +187,7 @@ class LLMClient:
             raise error from (None if api_key and api_key in str(exc) else exc)
         cost, priced = response_cost(cfg, prompt_tokens, completion_tokens, response)
         self.ledger.record_response(role, prompt_tokens, completion_tokens, cost, priced)
-        return response.choices[0].message.content or ""
+        return response.choices[0].message
 
 
 class _LLMLoopThread:
@@ -215,6 +222,43 @@ def _forget_loop_thread_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_loop_thread_after_fork)
+
+
+def _run_blocking(method: str, make_call: Callable[[LimiterRegistry], Any]) -> Any:
+    """Run the coroutine `make_call(limiters)` on the LLM loop thread and wait for its result."""
+    loop_thread = _llm_loop_thread()
+    if threading.current_thread() is loop_thread.thread:
+        raise RuntimeError(f"LLMClient.{method}() was called on the LLM event loop thread, where it would block the "
+                           f"loop; await acomplete() there")
+    future = asyncio.run_coroutine_threadsafe(make_call(loop_thread.limiters), loop_thread.loop)
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
+
+
+def _base_request(cfg: ModelConfig, api_key: str | None) -> dict[str, Any]:
+    """The LiteLLM arguments every request of `cfg` carries."""
+    request: dict[str, Any] = {
+        "model": cfg.model, "api_base": cfg.api_base, "api_key": api_key, "temperature": cfg.temperature,
+        "max_tokens": cfg.max_tokens, "timeout": cfg.timeout,
+        "num_retries": 0, "max_retries": 0,  # LiteLLM's and the openai SDK's own retries: tenacity retries here
+    }
+    if cfg.input_cost_per_token is not None:  # LiteLLM prices the response itself without a cost-map search
+        request.update(input_cost_per_token=cfg.input_cost_per_token, output_cost_per_token=cfg.output_cost_per_token)
+    return request
+
+
+def _message_dict(message: Any) -> dict[str, Any]:
+    """A LiteLLM assistant message as a plain OpenAI message dict."""
+    out: dict[str, Any] = {"role": "assistant", "content": message.content}
+    calls = getattr(message, "tool_calls", None) or []
+    if calls:
+        out["tool_calls"] = [{"id": c.id, "type": "function",
+                              "function": {"name": c.function.name, "arguments": c.function.arguments or "{}"}}
+                             for c in calls]
+    return out
 
 
 def _api_key(role: str, cfg: ModelConfig) -> str | None:

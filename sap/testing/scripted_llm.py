@@ -20,6 +20,15 @@ class Reply:
 
 
 @dataclass(frozen=True)
+class ToolCalls:
+    """Answer 200 with an assistant message calling tools: (name, arguments) pairs, arguments as a dict (sent as
+    JSON) or a raw string (sent as is), with optional content."""
+
+    calls: tuple[tuple[str, dict[str, Any] | str], ...]
+    content: str | None = None
+
+
+@dataclass(frozen=True)
 class Malformed:
     """Answer 200 with assistant content that holds no parseable JSON."""
 
@@ -49,8 +58,8 @@ class Hang:
     seconds: float
 
 
-Step = Reply | Malformed | SchemaViolation | Status | Hang
-Responder = Callable[[dict[str, Any]], str]
+Step = Reply | ToolCalls | Malformed | SchemaViolation | Status | Hang
+Responder = Callable[[dict[str, Any]], "str | ToolCalls"]
 
 
 class _QuietHTTPServer(ThreadingHTTPServer):
@@ -81,7 +90,7 @@ def _prompt_words(body: dict[str, Any]) -> int:
 class ScriptedLLMServer:
     """An OpenAI-compatible server on 127.0.0.1 that consumes one scripted step per chat-completions request.
 
-    When the script is empty, `responder(request_json) -> content` answers; without a responder the
+    When the script is empty, `responder(request_json) -> content or ToolCalls` answers; without a responder the
     request gets a 400 naming the exhausted script. `latency` seconds are added to every answer.
     Usage is deterministic: prompt tokens = words in the request messages, completion tokens = words
     in the content. Every chat request body and its headers are recorded, in arrival order.
@@ -166,25 +175,40 @@ class ScriptedLLMServer:
         if isinstance(step, Status):
             headers = {} if step.retry_after is None else {"Retry-After": f"{step.retry_after:g}"}
             return step.code, headers, {"error": {"message": step.message, "type": "scripted", "code": step.code}}
+        if step is None and self._responder is not None:
+            step = self._responder(body)
+            step = Reply(step) if isinstance(step, str) else step
+        if isinstance(step, ToolCalls):
+            return 200, {}, self._completion(number, body, step.content, [
+                {"id": f"call_{number}_{i}", "type": "function",
+                 "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                for i, (name, args) in enumerate(step.calls)])
         if isinstance(step, Reply):
             content = step.content
         elif isinstance(step, Malformed):
             content = step.text
         elif isinstance(step, SchemaViolation):
             content = json.dumps(step.obj)
-        elif self._responder is not None:
-            content = self._responder(body)
         else:
             message = "scripted server: the script is exhausted and there is no responder"
             return 400, {}, {"error": {"message": message, "type": "scripted", "code": 400}}
-        prompt_tokens, completion_tokens = _prompt_words(body), _words(content)
-        return 200, {}, {
+        return 200, {}, self._completion(number, body, content, [])
+
+    @staticmethod
+    def _completion(number: int, body: dict[str, Any], content: str | None,
+                    tool_calls: list[dict[str, Any]]) -> dict[str, Any]:
+        """A chat.completion body; completion tokens count the words of the content and of the calls' JSON."""
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        prompt_tokens = _prompt_words(body)
+        completion_tokens = _words(content or "") + sum(_words(json.dumps(c["function"])) for c in tool_calls)
+        return {
             "id": f"chatcmpl-scripted-{number}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "scripted"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
+            "choices": [{"index": 0, "finish_reason": "tool_calls" if tool_calls else "stop", "message": message}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         }

@@ -1,0 +1,80 @@
+"""`sap eval`: its options, and the run that prints the summary and writes the per-task rewards."""
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+from sap.llm import ModelConfig
+
+
+def add_eval_args(p: argparse.ArgumentParser) -> None:
+    """The options of `sap eval`."""
+    p.add_argument("--model", required=True, help="LiteLLM model string of the assistant, e.g. openai/qwen2.5-7b")
+    p.add_argument("--data", required=True, help="sap records (JSONL from sap synthesize) or a BFCL multi-turn "
+                   "question file")
+    p.add_argument("--answers", help="BFCL possible_answer file (default: possible_answer/<same name> beside --data)")
+    p.add_argument("--toolset", help="toolset of every sap record (default: each record's meta.toolset)")
+    p.add_argument("-k", type=int, default=1, help="samples per task (default 1)")
+    p.add_argument("--api-base", help="base URL of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...)")
+    p.add_argument("--api-key-env", help="environment variable holding the API key (default: none for --api-base, "
+                   "else LiteLLM's own variable for the provider)")
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--max-tokens", type=int, default=1024)
+    p.add_argument("--max-steps", type=int, default=8, help="model requests per turn before the turn is cut")
+    p.add_argument("--concurrency", type=int, default=4, help="rollouts in flight at once")
+    p.add_argument("--w-atomic", type=float, default=0.5, help="weight of R_atomic in the graduated reward")
+    p.add_argument("--w-orch", type=float, default=0.5, help="weight of R_orch in the graduated reward")
+    p.add_argument("-o", "--output", help="JSONL of per-task rewards: task_id, rewards (K progress rewards), mean, "
+                   "graduated; one line per task as soon as its K rollouts are done")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def run_eval(args: argparse.Namespace, check_writable: Callable[[str], None], line_writer: Callable[[str], Any]) -> int:
+    """Load the tasks, run K rollouts each, write each task's rewards as it finishes, print the summary.
+
+    `line_writer(path)` opens the output: an object with write(row) (one whole JSON line) and close()."""
+    from sap.eval import evaluate, load_tasks
+
+    if args.output:
+        check_writable(args.output)
+    cfg = ModelConfig(model=args.model, api_base=args.api_base, api_key_env=args.api_key_env,
+                      temperature=args.temperature, max_tokens=args.max_tokens, concurrency=args.concurrency)
+    tasks = load_tasks(args.data, args.answers, args.toolset)
+    out = line_writer(args.output) if args.output else None
+    try:
+        result = evaluate(tasks, cfg, k=args.k, max_steps=args.max_steps, concurrency=args.concurrency,
+                          w_atomic=args.w_atomic, w_orch=args.w_orch, on_task=out.write if out else None)
+    finally:
+        if out:
+            out.close()
+    s = result.summary
+    status = 1 if s["failed_rollouts"] == s["rollouts"] else 0  # the model never got through a dialogue
+    if args.json:
+        print(json.dumps(s))
+        return status
+    print(f"{s['tasks']} tasks x {s['samples']} samples = {s['rollouts']} rollouts of {args.model}"
+          + (f" ({s['failed_rollouts']} ended by model errors)" if s["failed_rollouts"] else "")
+          + (f" -> {args.output}" if args.output else ""))
+    if s["first_failure"]:
+        print(f"  first model error: {s['first_failure']}")
+    print(f"  turn accuracy {_pct(s['turn_accuracy'])}, call accuracy {_pct(s['call_accuracy'])}")
+    print(f"  reward {_num(s['reward'])} (R_atomic {_num(s['r_atomic'])}, R_orch {_num(s['r_orch'])}), "
+          f"progress {_num(s['progress'])}")
+    args_acc = s["arg_accuracy"]
+    print(f"  argument accuracy: query-derived {_pct(args_acc['query'])}, "
+          f"dependency-propagated {_pct(args_acc['dependent'])}")
+    print("  errors: " + ", ".join(f"{k} {v}" for k, v in s["errors"].items()))
+    usage = s["usage"]
+    print(f"  LLM: {usage['calls']} calls, {usage['prompt_tokens']}+{usage['completion_tokens']} tokens, "
+          f"${usage['cost_usd']:.4f}" + ("" if usage["priced"] else " (unpriced model: counted as 0)"))
+    return status

@@ -1,0 +1,115 @@
+"""One rollout: a model as the assistant of a task's dialogue, its tool calls run on the task's executor."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sap.eval.tasks import EvalTask
+from sap.executors.base import Executor, ExecResult
+from sap.llm import LLMClient, LLMRoleError, ModelConfig
+from sap.model import ToolCall
+from sap.rewards.calls import PredCall
+
+ROLE = "assistant"  # the ledger's name for the evaluated model
+
+
+@dataclass(frozen=True)
+class TurnRollout:
+    """What the model did in one turn, and whether the executor ended in the ground truth's state."""
+
+    calls: list[PredCall]
+    state_correct: bool
+    answered: bool  # the model ended the turn with a text answer (False: step cap, or the model failed)
+    steps: int  # model requests in the turn
+
+
+@dataclass
+class Rollout:
+    """One sample of a task: per-turn outcomes, the full conversation, and the model failure that ended it."""
+
+    task_id: str
+    sample: int
+    turns: list[TurnRollout] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """A tool call's arguments as a dict, or ({}, the problem)."""
+    if isinstance(raw, dict):
+        return raw, None
+    try:
+        args = json.loads(raw) if raw and str(raw).strip() else {}
+    except (json.JSONDecodeError, TypeError):
+        return {}, f"arguments are not valid JSON: {str(raw)[:200]}"
+    return (args, None) if isinstance(args, dict) else ({}, "arguments are not a JSON object")
+
+
+def _tool_message(call_id: str, name: str, result: ExecResult) -> dict[str, Any]:
+    body = result.value if result.ok or result.value is not None else {"error": result.error}
+    return {"role": "tool", "tool_call_id": call_id, "name": name,
+            "content": json.dumps(body, ensure_ascii=False, default=str)}
+
+
+def _model_turn(task: EvalTask, t: int, executor: Executor, client: LLMClient, cfg: ModelConfig,
+                messages: list[dict[str, Any]], calls: list[PredCall], max_steps: int) -> tuple[bool, int]:
+    """Let the model work on turn t until it answers with text or hits the step cap: (answered, requests
+    made). `messages` grows with the model's messages and the tool results, `calls` with its calls."""
+    offered = task.tools_at(t)
+    names = {tool["function"]["name"] for tool in offered}
+    for step in range(1, max_steps + 1):
+        reply = client.chat(ROLE, cfg, messages, offered)
+        messages.append(reply)
+        if not reply.get("tool_calls"):
+            return True, step
+        for tc in reply["tool_calls"]:
+            name = tc["function"]["name"]
+            args, problem = _arguments(tc["function"].get("arguments"))
+            if problem is None and name not in names:
+                problem = f"unknown tool {name!r}"
+            result = ExecResult(ok=False, error=problem) if problem else executor.execute(
+                ToolCall(call_id=tc["id"], name=name, args_exec=args, args_prov={}))
+            calls.append(PredCall(name, args, result.ok, result.error))
+            messages.append(_tool_message(tc["id"], name, result))
+    return False, max_steps
+
+
+def run_rollout(task: EvalTask, client: LLMClient, cfg: ModelConfig, sample: int = 0,
+                max_steps: int = 8) -> Rollout:
+    """Run the model through every turn of `task`.
+
+    Per turn: the user message is added and the turn's tools offered; each tool call the model makes is run
+    on the executor (reset to the task's c0) and its result fed back, until the model answers with text or
+    has made `max_steps` requests in the turn. A call to a tool not offered, or with arguments that are not a
+    JSON object, is answered with an error and not run. After the turn, the ground truth's calls of the turn
+    are run on a second executor, and the states are compared. A model failure (LLMRoleError other than a
+    configuration error) ends the rollout: it is recorded in `error`; the calls of its turn are kept, and the
+    turns not reached count as turns with no calls and a wrong state."""
+    rollout = Rollout(task.id, sample, messages=[{"role": "system", "content": task.system}])
+    executor, gold_executor = task.executor_factory(), task.executor_factory()
+    try:
+        executor.reset(task.c0)
+        gold_executor.reset(task.c0)
+        for t, turn in enumerate(task.turns):
+            rollout.messages.append({"role": "user", "content": turn.user})
+            before = len(rollout.messages)
+            calls: list[PredCall] = []
+            try:
+                answered, steps = _model_turn(task, t, executor, client, cfg, rollout.messages, calls, max_steps)
+            except LLMRoleError as exc:
+                if exc.kind == "config":
+                    raise
+                rollout.error = str(exc)
+                answered, steps = False, 1 + sum(m["role"] == "assistant" for m in rollout.messages[before:])
+            for g in turn.gold:
+                gold_executor.execute(ToolCall(call_id="gold", name=g.name, args_exec=dict(g.args), args_prov={}))
+            rollout.turns.append(TurnRollout(calls, executor.state() == gold_executor.state(), answered, steps))
+            if rollout.error:
+                rollout.turns += [TurnRollout([], False, False, 0) for _ in task.turns[t + 1:]]
+                break
+    finally:
+        for ex in (executor, gold_executor):
+            if hasattr(ex, "close"):
+                ex.close()
+    return rollout

@@ -1,0 +1,77 @@
+"""Evaluation tasks: a dialogue's user turns, ground-truth calls, offered tools and executor, from sap records."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sap.executors.base import Executor
+from sap.export.records import SYSTEM_PROMPT, record_to_trajectory
+from sap.model import Toolset
+from sap.rewards.calls import GoldCall, gold_turns
+from sap.toolsets import load_toolset
+
+
+@dataclass(frozen=True)
+class EvalTurn:
+    """One user turn: the message, the ground-truth calls, and the tools withheld at this turn."""
+
+    user: str
+    gold: list[GoldCall]
+    hidden: frozenset[str] = frozenset()
+
+
+@dataclass
+class EvalTask:
+    """A dialogue to run a model through, on a fresh executor reset to `c0` per rollout."""
+
+    id: str
+    system: str
+    tools: list[dict[str, Any]]  # OpenAI tools
+    c0: dict[str, Any]
+    turns: list[EvalTurn]
+    executor_factory: Callable[[], Executor]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def tools_at(self, turn: int) -> list[dict[str, Any]]:
+        """The tools offered at `turn`."""
+        hidden = self.turns[turn].hidden
+        return [t for t in self.tools if t["function"]["name"] not in hidden]
+
+
+def _system_message(record: dict[str, Any], toolset: Toolset) -> str:
+    first = (record.get("messages") or [{}])[0]
+    if first.get("role") == "system" and isinstance(first.get("content"), str):
+        return first["content"]
+    return f"{SYSTEM_PROMPT} {toolset.description}".strip()
+
+
+def task_from_record(record: dict[str, Any], toolset: Toolset) -> EvalTask:
+    """The task of one sap record (as `sap synthesize` writes it): its turns, calls, tools and initial_config."""
+    traj = record_to_trajectory(record)
+    gold = gold_turns(traj)
+    turns = [EvalTurn(t.user_message, gold[t.index], frozenset(traj.missed_function.get(t.index, ())))
+             for t in traj.turns]
+    tools = record.get("tools") or [spec.to_openai() for spec in toolset.tools]
+    return EvalTask(id=traj.id, system=_system_message(record, toolset), tools=tools, c0=traj.c0, turns=turns,
+                    executor_factory=toolset.executor_factory,
+                    meta={"format": "sap", "toolset": toolset.name, "kind": traj.rewrite_kind})
+
+
+def tasks_from_records(records: Iterable[tuple[int, dict[str, Any]]], path: str | Path,
+                       toolset: str | None = None) -> list[EvalTask]:
+    """Tasks of (line, record) pairs; each record's toolset is its meta.toolset unless `toolset` is given."""
+    toolsets: dict[str, Toolset] = {}
+    tasks = []
+    for line, record in records:
+        name = toolset or (record.get("meta") or {}).get("toolset")
+        if not name:
+            raise ValueError(f"{path}:{line}: record has no meta.toolset; pass --toolset")
+        if name not in toolsets:
+            toolsets[name] = load_toolset(name)
+        try:
+            tasks.append(task_from_record(record, toolsets[name]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}:{line}: not a usable sap record: {type(exc).__name__}: {exc}") from exc
+    return tasks
