@@ -147,7 +147,6 @@ def test_staleness_retires_a_variant_not_sampled_for_stale_steps():
             break
         assert report.retired == {}
     assert p.tasks["v"].retired_reason == "stale"
-    assert p.tasks["v"].last_sampled is not None  # it had been drawn before it went stale
 
 
 def test_capacity_retires_the_lowest_reward_variance_first():
