@@ -1,6 +1,8 @@
 """Thresholds and sizes of the RODS active pool (zones, seeding, injection, retirement), as one pydantic model."""
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -13,6 +15,9 @@ class PoolConfig(BaseModel):
     min_rollouts: int = Field(4, ge=1, description="rollouts a task needs before it has a zone")
     mastered_above: float = Field(0.85, gt=0, lt=1, description="mean reward above this: mastered")
     out_of_reach_below: float = Field(0.20, gt=0, lt=1, description="mean reward below this: out of reach")
+    seeding: Literal["boundary", "random"] = Field(
+        "boundary", description="boundary: RODS seed selection; random: the same quota drawn at random among rated "
+                                "tasks (an ablation)")
     seed_quota: int = Field(2, ge=1, description="seeds per task type per selection")
     cooldown_steps: int = Field(100, ge=0, description="steps before a task may seed again")
     inject_share: float = Field(0.20, gt=0, le=1, description="candidates entering at one epoch end, as a share of the pool size")

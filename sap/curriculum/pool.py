@@ -201,16 +201,21 @@ class ActivePool:
 
     def select_seeds(self) -> list[PoolTask]:
         """Boundary tasks out of cool-down, at most `seed_quota` per type, nearest to 0.5 first; each chosen
-        task's cool-down starts now."""
+        task's cool-down starts now. (With `seeding="random"`: the quota drawn at random among rated tasks.)"""
         with self._lock:
             cfg = self.config
+            wanted = ("boundary",) if cfg.seeding == "boundary" else ("boundary", "mastered", "out_of_reach")
             by_type: dict[str, list[PoolTask]] = defaultdict(list)
             for task in self.active():
                 cooling = task.last_seeded is not None and self.step - task.last_seeded < cfg.cooldown_steps
-                if not cooling and self.zone(task.id) == "boundary":
+                if not cooling and self.zone(task.id) in wanted:
                     by_type[task.type].append(task)
             seeds: list[PoolTask] = []
+            rng = random.Random(f"{cfg.seed}:seeds:{self.step}")
             for kind in sorted(by_type):
+                if cfg.seeding == "random":
+                    seeds += rng.sample(by_type[kind], min(cfg.seed_quota, len(by_type[kind])))
+                    continue
                 ranked = sorted(by_type[kind], key=lambda t: (abs(self.mean(t.id) - 0.5), t.id))
                 seeds += ranked[:cfg.seed_quota]
             for task in seeds:
