@@ -7,6 +7,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Callable
 
 from sap.curriculum.pool import ActivePool, PoolTask
+from sap.graphs.variant import VariantContext, make_variants
 
 # seed task and its payload -> (variant id, variant payload) pairs; an exception fails that seed only
 VariantMaker = Callable[[PoolTask, Any], list[tuple[str, Any]]]
@@ -65,3 +66,14 @@ class OnlineSynthesis:
         """Stop the workers after the submitted seeds finish."""
         if self.executor is not None:
             self.executor.shutdown(wait=True)
+
+
+def variant_maker(ctx: VariantContext, per_seed: int = 2, augment: tuple[str, ...] = ()) -> VariantMaker:
+    """A `VariantMaker` running the RODS variant graph: `per_seed` variants of the seed record (plus their
+    augmentations), numbered from the step the seed was picked at, so a restarted run makes new ids."""
+    def make(seed: PoolTask, record: Any) -> list[tuple[str, Any]]:
+        start = (seed.last_seeded or 0) * per_seed
+        return [(rec["id"], rec) for out in make_variants(ctx, record, per_seed, augment, start=start)
+                for rec in out.records]
+
+    return make
