@@ -140,3 +140,20 @@ def test_variant_pipeline_with_every_role_on_a_scripted_llm(store_seeds):
     roles = client.ledger.snapshot()["roles"]
     assert roles["messenger"]["calls"] >= len(kept)  # one global call per written variant
     assert roles["planner"]["calls"] > 0 and roles["judge"]["calls"] >= len(kept)
+
+
+def test_cli_variants_writes_records_that_validate_and_repeat_with_a_database(store_seeds, tmp_path, capsys):
+    from sap.cli import main
+
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text("".join(json.dumps(r) + "\n" for r in store_seeds[:2]))
+    out, again = tmp_path / "v.jsonl", tmp_path / "v2.jsonl"
+    assert main(["variants", str(seeds), "-n", "2", "--augment", "miss_func", "-o", str(out)]) == 0
+    assert main(["validate", str(out)]) == 0
+    db = f"sqlite:///{tmp_path / 'v.db'}"
+    assert main(["variants", str(seeds), "-n", "2", "--augment", "miss_func", "-o", str(again), "--db", db]) == 0
+    assert again.read_bytes() == out.read_bytes()
+    kinds = [json.loads(line)["meta"]["kind"] for line in out.read_text().splitlines()]
+    assert "base" in kinds and set(kinds) <= {"base", "miss_func"}
+    assert main(["variants", str(seeds), "--augment", "bogus", "-o", str(out)]) == 2
+    assert "unknown kind 'bogus'" in capsys.readouterr().err
