@@ -12,6 +12,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from sap.agents.config import build_agents, build_agents_config
+from sap.agents.judge import RuleJudge
+from sap.agents.planner import RulePlanner
 from sap.api import synthesize
 from sap.curriculum import ActivePool, PoolConfig
 from sap.curriculum.online import OnlineSynthesis, variant_maker
@@ -157,3 +159,26 @@ def test_cli_variants_writes_records_that_validate_and_repeat_with_a_database(st
     assert "base" in kinds and set(kinds) <= {"base", "miss_func"}
     assert main(["variants", str(seeds), "--augment", "bogus", "-o", str(out)]) == 2
     assert "unknown kind 'bogus'" in capsys.readouterr().err
+
+
+def test_a_crashed_variant_thread_continues_from_its_checkpoint(store_seeds):
+    toolset = load_toolset("store")
+    narrated = []
+
+    class CountingPlanner(RulePlanner):
+        def narrate(self, req):
+            narrated.append(req.toolset)
+            return super().narrate(req)
+
+    class CrashingJudge(RuleJudge):
+        def judge(self, traj, specs):
+            raise RuntimeError("judge process died")
+
+    saver = InMemorySaver()
+    with pytest.raises(RuntimeError, match="judge process died"):
+        make_variants(VariantContext(toolset, planner=CountingPlanner(), judge=CrashingJudge()), store_seeds[0], 1,
+                      checkpointer=saver)
+    assert len(narrated) == 1  # the plan node ran and was checkpointed
+    resumed = make_variants(VariantContext(toolset, planner=CountingPlanner()), store_seeds[0], 1, checkpointer=saver)
+    assert len(narrated) == 1  # the plan was not made again
+    assert resumed[0].records == make_variants(VariantContext(toolset), store_seeds[0], 1)[0].records

@@ -209,7 +209,8 @@ class VariantOutcome:
 
 def make_variants(ctx: VariantContext, seed_record: dict[str, Any], n: int, augment: tuple[str, ...] = (),
                   checkpointer: Any = None, start: int = 0) -> list[VariantOutcome]:
-    """Run the variant graph for variants start..start+n-1 of one seed (thread `SEED_ID:vI` when checkpointed)."""
+    """Run the variant graph for variants start..start+n-1 of one seed (thread `SEED_ID:vI` when checkpointed; a
+    thread left unfinished by a crash continues from its last checkpoint)."""
     bad = [k for k in augment if k not in AUGMENT_KINDS]
     if bad:
         raise ValueError(f"unknown augmentation {bad[0]!r}; kinds are {', '.join(AUGMENT_KINDS)}")
@@ -217,8 +218,9 @@ def make_variants(ctx: VariantContext, seed_record: dict[str, Any], n: int, augm
     outcomes = []
     for index in range(start, start + n):
         config = {"configurable": {"thread_id": f"{seed_record['id']}:v{index}"}} if checkpointer is not None else None
-        out = graph.invoke({"seed_record": seed_record, "index": index, "augment": list(augment), "round": 0,
-                            "memory": []}, config)
+        unfinished = config is not None and graph.get_state(config).next
+        out = graph.invoke(None if unfinished else {"seed_record": seed_record, "index": index,
+                                                    "augment": list(augment), "round": 0, "memory": []}, config)
         outcomes.append(VariantOutcome(seed_record["id"], index, out.get("records", []) if out.get("status") == "kept"
                                        else [], out.get("reason"), out.get("round", 0) + 1, out.get("memory", [])))
     return outcomes
