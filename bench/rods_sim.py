@@ -71,7 +71,7 @@ def simulate(mode: str, steps: int, seed: int, args: argparse.Namespace) -> dict
 
     def make_variants(seed_task: PoolTask, payload: dict[str, Any]) -> list[tuple[str, Any]]:
         out = []
-        for j in range(args.variants_per_seed):
+        for _ in range(args.variants_per_seed):
             vid = f"{seed_task.id}.{len(tasks)}"
             tasks[vid] = {**payload, "difficulty": payload["difficulty"] + noise.gauss(0, args.noise)}
             out.append((vid, tasks[vid]))
