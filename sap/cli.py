@@ -1,4 +1,4 @@
-"""The `sap` command: list toolsets, synthesize, validate and summarize datasets."""
+"""The `sap` command: list toolsets, synthesize, make RODS variants, validate and summarize datasets."""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from collections import Counter
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -260,6 +261,49 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _cmd_variants(args: argparse.Namespace) -> int:
+    from sap.agents.config import build_agents
+    from sap.graphs.variant import AUGMENT_KINDS, VariantContext, make_variants
+    from sap.llm import LLMClient
+    from sap.store.checkpoint import checkpointer_for
+    from sap.validate import read_records
+
+    if args.n < 1:
+        raise UsageError(f"-n must be at least 1, got {args.n}")
+    augment = tuple(k for k in args.augment.split(",") if k) if args.augment else ()
+    if bad := [k for k in augment if k not in AUGMENT_KINDS]:
+        raise UsageError(f"--augment: unknown kind {bad[0]!r}; kinds are {', '.join(AUGMENT_KINDS)}")
+    _check_writable(args.output)
+    seeds = [record for _, record in read_records(args.seeds)]
+    if not seeds:
+        raise UsageError(f"{args.seeds} holds no records")
+    names = {args.toolset or r.get("meta", {}).get("toolset") for r in seeds}
+    if None in names or len(names) != 1:
+        raise UsageError(f"{args.seeds}: the seeds must share one toolset named in meta.toolset (found "
+                         f"{sorted(map(str, names))}); pass --toolset")
+    toolset = load_toolset(names.pop())
+    agents = build_agents_config(
+        args.agents_config, agents=args.agents, message_mode=args.message_mode,
+        model_overrides={"model": args.model, "api_base": args.api_base, "temperature": args.temperature,
+                         "max_tokens": args.max_tokens},
+        role_models={role: getattr(args, f"{role}_model") for role in ROLES})
+    ctx = VariantContext.from_agents(toolset, build_agents(agents, LLMClient()), max_rounds=args.rounds)
+    kept = failed = 0
+    with open(args.output, "w", encoding="utf-8") as out, \
+            (checkpointer_for(args.db) if args.db else nullcontext()) as saver:
+        for seed in seeds:
+            for outcome in make_variants(ctx, seed, args.n, augment, checkpointer=saver):
+                if not outcome.records:
+                    failed += 1
+                    print(f"{seed['id']} variant {outcome.index}: {outcome.reason}", file=sys.stderr)
+                    continue
+                kept += 1
+                for record in outcome.records:
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    print(f"{kept} variants kept, {failed} not, from {len(seeds)} seeds -> {args.output}")
+    return 0 if kept else 1
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
@@ -378,6 +422,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["openai"], default="openai", help="record format (more come with exporters)")
     _db_args(p)
     p.set_defaults(fn=_cmd_export)
+    p = sub.add_parser("variants", help="RODS: topology-isomorphic variants of seed records on new values")
+    p.add_argument("seeds", help="JSONL file of base records (as sap synthesize writes them)")
+    p.add_argument("-n", type=int, default=1, help="variants per seed")
+    p.add_argument("-o", "--output", required=True, help="JSONL file to write the kept variants (and augmentations)")
+    p.add_argument("--augment", default="", help="also make these rewrites of each kept variant: miss_param,miss_func")
+    p.add_argument("--rounds", type=int, default=3, help="plan/execute rounds per variant")
+    p.add_argument("--toolset", help="toolset of the seeds (default: their meta.toolset)")
+    p.add_argument("--db", help="checkpoint each variant's thread in this database (sqlite:///FILE or postgresql://)")
+    _agents_args(p)
+    p.set_defaults(fn=_cmd_variants)
     p = sub.add_parser("validate", help="replay every record on its executor and check its provenance")
     p.add_argument("file")
     p.add_argument("--toolset", help="toolset to replay on (default: each record's meta.toolset)")

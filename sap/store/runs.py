@@ -11,13 +11,13 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import and_, create_engine, event, func, or_, select, text, update
+from sqlalchemy import and_, create_engine, delete, event, func, or_, select, text, update
 from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from sap.llm.usage import UsageLedger
-from sap.store.schema import (SCHEMA_VERSION, Base, FSMRow, RecordRow, RejectionRow, RunRow, SchemaInfo, SlotRow,
-                              UsageRow)
+from sap.store.schema import (SCHEMA_VERSION, Base, FSMRow, PoolRow, PoolTaskRow, RecordRow, RejectionRow, RunRow,
+                              SchemaInfo, SlotRow, UsageRow)
 
 
 SETUP_LOCK = 7_253_010  # PostgreSQL advisory locks held while creating tables: this key (run store), +1 (checkpointer)
@@ -282,3 +282,36 @@ class RunStore:
         """Every run, oldest first."""
         with self.session() as s:
             return list(s.execute(select(RunRow).order_by(RunRow.created)).scalars())
+
+    def has_pool(self, pool_id: str) -> bool:
+        """Whether the database holds a RODS pool called `pool_id`."""
+        with self.session() as s:
+            return s.get(PoolRow, pool_id) is not None
+
+    def save_pool(self, pool_id: str, config: dict[str, Any], state: dict[str, Any],
+                  new: list[tuple[str, str, dict[str, Any], Any]],
+                  changed: list[tuple[str, str | None, dict[str, Any] | None]]) -> None:
+        """Write a pool's config and counters, its new tasks (id, status, task, payload) and its changed tasks
+        (id, status, task; a None status deletes the row), in one transaction."""
+        with self._tx() as s:
+            s.merge(PoolRow(id=pool_id, config=config, state=state))
+            s.flush()  # the pool row first: task rows refer to it
+            for task_id, status, task, payload in new:
+                s.merge(PoolTaskRow(pool_id=pool_id, task_id=task_id, status=status, task=task, payload=payload))
+            for task_id, status, task in changed:
+                where = (PoolTaskRow.pool_id == pool_id, PoolTaskRow.task_id == task_id)
+                if status is None:
+                    s.execute(delete(PoolTaskRow).where(*where))
+                else:
+                    s.execute(update(PoolTaskRow).where(*where).values(status=status, task=task))
+
+    def load_pool(self, pool_id: str) -> tuple[dict[str, Any], dict[str, Any], list[tuple[dict[str, Any], Any]]]:
+        """A pool's config, counters and (task, payload) rows; StoreError naming the known pools if there is none."""
+        with self.session() as s:
+            row = s.get(PoolRow, pool_id)
+            if row is None:
+                known = [p for (p,) in s.execute(select(PoolRow.id).order_by(PoolRow.id))]
+                raise StoreError(f"no pool {pool_id!r} in {self.url}; pools: {', '.join(known) or 'none'}")
+            tasks = [(t.task, t.payload) for (t,) in s.execute(
+                select(PoolTaskRow).where(PoolTaskRow.pool_id == pool_id).order_by(PoolTaskRow.task_id))]
+            return row.config, row.state, tasks

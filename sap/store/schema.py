@@ -1,5 +1,5 @@
-"""Tables of the run store (SQLAlchemy 2 ORM): runs, slots, records, rejections, cached FSMs, LLM usage, schema
-version."""
+"""Tables of the run store (SQLAlchemy 2 ORM): runs, slots, records, rejections, cached FSMs, LLM usage, RODS pools
+and their tasks, schema version."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -87,3 +87,23 @@ class FSMRow(Base):
     __tablename__ = "sap_fsms"
     run_id: Mapped[str] = mapped_column(ForeignKey("sap_runs.id"), primary_key=True)
     fsm: Mapped[dict] = mapped_column(JSON)
+
+
+class PoolRow(Base):
+    """A RODS active pool: its config and counters (step, epoch, queue order, injected/retired counts)."""
+
+    __tablename__ = "sap_pools"
+    id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    config: Mapped[dict] = mapped_column(JSON)
+    state: Mapped[dict] = mapped_column(JSON)
+
+
+class PoolTaskRow(Base):
+    """One task of a pool: status, reward history and lineage (`task`), and the record it stands for (written once)."""
+
+    __tablename__ = "sap_pool_tasks"
+    pool_id: Mapped[str] = mapped_column(ForeignKey("sap_pools.id"), primary_key=True)
+    task_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    status: Mapped[str] = mapped_column(String(20))  # candidate / active / retired
+    task: Mapped[dict] = mapped_column(JSON)
+    payload: Mapped[dict | list | None] = mapped_column(JSON, nullable=True)

@@ -1,0 +1,184 @@
+"""RODS variant pipeline end to end: kept variants are topology-isomorphic to their seeds, run on new values and
+pass `sap validate`; a function that keeps failing is swapped for a same-role substitute in the next round; the
+graph checkpoints; variants feed the active pool; and the same pipeline with every role on a scripted LLM."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from sap.agents.config import build_agents, build_agents_config
+from sap.agents.judge import RuleJudge
+from sap.agents.planner import RulePlanner
+from sap.api import synthesize
+from sap.curriculum import ActivePool, PoolConfig
+from sap.curriculum.online import OnlineSynthesis, variant_maker
+from sap.executors.base import ExecResult
+from sap.export.records import record_to_trajectory
+from sap.graphs.variant import VariantContext, make_variants
+from sap.llm import LLMClient
+from sap.provenance.topology import topology_difference
+from sap.testing.role_model import role_model
+from sap.testing.scripted_llm import ScriptedLLMServer
+from sap.toolsets import load_toolset
+from sap.validate import validate_record
+
+
+@pytest.fixture(scope="module")
+def store_seeds():
+    return synthesize("store", 3, seed=3).records
+
+
+def _values(record: dict) -> list:
+    return [json.loads(tc["function"]["arguments"]) for m in record["messages"] for tc in m.get("tool_calls") or []]
+
+
+def test_kept_variants_are_isomorphic_run_on_new_values_and_validate(store_seeds, tmp_path):
+    toolset = load_toolset("store")
+    ctx = VariantContext(toolset)
+    kept, out = 0, tmp_path / "variants.jsonl"
+    with out.open("w") as fh:
+        for seed in store_seeds:
+            for outcome in make_variants(ctx, seed, 2, augment=("miss_param", "miss_func")):
+                if not outcome.records:
+                    assert outcome.reason and outcome.memory  # a failure says why, round by round
+                    continue
+                kept += 1
+                variant = outcome.records[0]
+                assert topology_difference(record_to_trajectory(seed), record_to_trajectory(variant)) is None
+                assert variant["initial_config"] != seed["initial_config"]
+                assert _values(variant) != _values(seed)
+                assert variant["meta"]["rods"]["seed_id"] == seed["id"] and variant["meta"]["kind"] == "base"
+                assert {r["meta"]["kind"] for r in outcome.records[1:]} <= {"miss_param", "miss_func"}
+                for record in outcome.records:
+                    assert validate_record(record, toolset) == []
+                    fh.write(json.dumps(record) + "\n")
+    assert kept >= 4  # of 6
+    done = subprocess.run([sys.executable, "-m", "sap.cli", "validate", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_variants_are_deterministic_and_checkpointable(store_seeds):
+    ctx = VariantContext(load_toolset("store"))
+    plain = make_variants(ctx, store_seeds[0], 2)
+    saver = InMemorySaver()
+    checkpointed = make_variants(ctx, store_seeds[0], 2, checkpointer=saver)
+    assert [o.records for o in plain] == [o.records for o in checkpointed]
+    assert saver.get_tuple({"configurable": {"thread_id": f"{store_seeds[0]['id']}:v0"}}) is not None
+
+
+def test_a_function_that_keeps_failing_is_replaced_by_a_same_role_substitute():
+    fs = load_toolset("filesystem")
+    seed = next(r for r in synthesize(fs, 12, seed=4).records  # calls cat, and no tool whose variants tend to fail
+                if "cat" in (names := {p["name"] for p in r["provenance"]}) and not names & {"mkdir", "rmdir", "cp", "mv"})
+    factory = fs.executor_factory
+
+    class CatDown:
+        """The filesystem executor with `cat` out of service."""
+
+        def __init__(self) -> None:
+            self.inner = factory()
+
+        def execute(self, call):
+            return ExecResult(False, error="cat: service unavailable") if call.name == "cat" else self.inner.execute(call)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    broken = replace(fs, executor_factory=CatDown)
+    outcome = make_variants(VariantContext(broken), seed, 1)[0]
+    assert outcome.memory[0]["stage"] == "execution" and outcome.memory[0]["tool"] == "cat"
+    assert outcome.records, outcome.reason
+    rods = outcome.records[0]["meta"]["rods"]
+    assert rods["substitutions"]["cat"] in {"head", "tail", "wc", "sort"}  # read(file_name), like cat
+    names = [p["name"] for p in outcome.records[0]["provenance"]]
+    assert "cat" not in names and rods["substitutions"]["cat"] in names
+    assert validate_record(outcome.records[0], fs) == []
+    # by function name the graphs differ; by role class of the substituted functions they are isomorphic
+    assert topology_difference(record_to_trajectory(seed), record_to_trajectory(outcome.records[0])) is not None
+
+
+def test_a_rewrite_seed_is_refused_by_name(store_seeds):
+    toolset = load_toolset("store")
+    ctx = VariantContext(toolset)
+    miss = synthesize(toolset, 1, seed=2, mix={"miss_func": 1.0}).records[0]
+    assert miss["meta"]["kind"] == "miss_func"
+    outcome = make_variants(ctx, miss, 1)[0]
+    assert outcome.records == [] and "without calls" in outcome.reason and miss["id"] in outcome.reason
+
+
+def test_variants_feed_the_pool_queue_as_candidates_of_their_seed(store_seeds):
+    pool = ActivePool(PoolConfig(window=4, min_rollouts=2, inject_share=1.0))
+    pool.synthesis = OnlineSynthesis(pool, variant_maker(VariantContext(load_toolset("store")), per_seed=1), workers=0)
+    for record in store_seeds:
+        pool.add_seed(record["id"], "store", record)
+        pool.report(record["id"], [0.4, 0.6])
+    report = pool.end_epoch()
+    assert len(report.seeds) == 2  # the quota of the one type
+    queued = pool.queue()
+    assert queued and {t.parent for t in queued} <= set(report.seeds)
+    assert all(pool.payload(t.id)["meta"]["rods"]["seed_id"] == t.parent for t in queued)
+    assert pool.end_epoch().injected == [t.id for t in queued]
+
+
+def test_variant_pipeline_with_every_role_on_a_scripted_llm(store_seeds):
+    toolset = load_toolset("store")
+    with ScriptedLLMServer(responder=role_model) as server:
+        cfg = build_agents_config(agents="llm", model_overrides={"model": "openai/scripted", "api_base": server.api_base},
+                                  message_mode="global")
+        client = LLMClient()
+        ctx = VariantContext.from_agents(toolset, build_agents(cfg, client), bind_tries=4)
+        outcomes = make_variants(ctx, store_seeds[1], 2)
+    kept = [o.records[0] for o in outcomes if o.records]
+    assert kept, [o.reason for o in outcomes]
+    for record in kept:
+        assert validate_record(record, toolset) == []
+        assert topology_difference(record_to_trajectory(store_seeds[1]), record_to_trajectory(record)) is None
+        assert record["meta"]["agents"]["message_mode"] == "global"
+    roles = client.ledger.snapshot()["roles"]
+    assert roles["messenger"]["calls"] >= len(kept)  # one global call per written variant
+    assert roles["planner"]["calls"] > 0 and roles["judge"]["calls"] >= len(kept)
+
+
+def test_cli_variants_writes_records_that_validate_and_repeat_with_a_database(store_seeds, tmp_path, capsys):
+    from sap.cli import main
+
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text("".join(json.dumps(r) + "\n" for r in store_seeds[:2]))
+    out, again = tmp_path / "v.jsonl", tmp_path / "v2.jsonl"
+    assert main(["variants", str(seeds), "-n", "2", "--augment", "miss_func", "-o", str(out)]) == 0
+    assert main(["validate", str(out)]) == 0
+    db = f"sqlite:///{tmp_path / 'v.db'}"
+    assert main(["variants", str(seeds), "-n", "2", "--augment", "miss_func", "-o", str(again), "--db", db]) == 0
+    assert again.read_bytes() == out.read_bytes()
+    kinds = [json.loads(line)["meta"]["kind"] for line in out.read_text().splitlines()]
+    assert "base" in kinds and set(kinds) <= {"base", "miss_func"}
+    assert main(["variants", str(seeds), "--augment", "bogus", "-o", str(out)]) == 2
+    assert "unknown kind 'bogus'" in capsys.readouterr().err
+
+
+def test_a_crashed_variant_thread_continues_from_its_checkpoint(store_seeds):
+    toolset = load_toolset("store")
+    narrated = []
+
+    class CountingPlanner(RulePlanner):
+        def narrate(self, req):
+            narrated.append(req.toolset)
+            return super().narrate(req)
+
+    class CrashingJudge(RuleJudge):
+        def judge(self, traj, specs):
+            raise RuntimeError("judge process died")
+
+    saver = InMemorySaver()
+    with pytest.raises(RuntimeError, match="judge process died"):
+        make_variants(VariantContext(toolset, planner=CountingPlanner(), judge=CrashingJudge()), store_seeds[0], 1,
+                      checkpointer=saver)
+    assert len(narrated) == 1  # the plan node ran and was checkpointed
+    resumed = make_variants(VariantContext(toolset, planner=CountingPlanner()), store_seeds[0], 1, checkpointer=saver)
+    assert len(narrated) == 1  # the plan was not made again
+    assert resumed[0].records == make_variants(VariantContext(toolset), store_seeds[0], 1)[0].records
