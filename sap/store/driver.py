@@ -207,6 +207,7 @@ class RunDriver:
         self.check_fingerprint()
         self.store.acquire(self.run_id, self.worker, self.lease_seconds)
         self._stop, self._status, self._callback_lock = threading.Event(), "running", threading.Lock()
+        self._usage_lock = threading.Lock()
         try:
             if concurrency == 1:
                 self._work(on_record, on_slot)
@@ -258,10 +259,11 @@ class RunDriver:
                 if exc.kind == "config":  # no API key: every slot would fail the same way
                     raise
                 out = {"record": None, "drop_reason": str(exc), "status": "failed"}
-            finally:
-                usage = self.client.ledger.snapshot()
-                if usage["roles"]:
-                    self.store.save_usage(self.run_id, self.worker, usage)
+            finally:  # one save at a time per process: concurrent first saves would both insert the worker's row,
+                with self._usage_lock:  # and the snapshot taken last is the one stored
+                    usage = self.client.ledger.snapshot()
+                    if usage["roles"]:
+                        self.store.save_usage(self.run_id, self.worker, usage)
             record = out.get("record")
             if lease.lost or not self.store.finish(self.run_id, index, self.worker, record, out.get("drop_reason"),
                                                    out.get("verdict"), failed=out.get("status") == "failed"):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import sys
 import threading
 import time
@@ -106,6 +107,8 @@ class ScriptedLLMServer:
         self._headers: list[dict[str, str]] = []
         self._in_flight = 0
         self._max_in_flight = 0
+        # a prefix of its own, so that a later server on a reused port is a new endpoint to the process-wide limiters
+        self._prefix = f"/s{secrets.token_hex(4)}"
         self._httpd = _QuietHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
                                         name="scripted-llm", daemon=True)
@@ -113,9 +116,9 @@ class ScriptedLLMServer:
 
     @property
     def api_base(self) -> str:
-        """The base URL to give LiteLLM, e.g. http://127.0.0.1:PORT/v1."""
+        """The base URL to give LiteLLM, e.g. http://127.0.0.1:PORT/s1a2b3c4d/v1."""
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host}:{port}{self._prefix}/v1"
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -237,7 +240,7 @@ class ScriptedLLMServer:
                     self.close_connection = True
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/") == "/v1/models":
+                if self.path.rstrip("/") == f"{server._prefix}/v1/models":
                     self._send_json(200, {}, {"object": "list",
                                               "data": [{"id": "scripted", "object": "model", "owned_by": "sap"}]})
                 else:
@@ -245,7 +248,7 @@ class ScriptedLLMServer:
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if self.path.rstrip("/") != "/v1/chat/completions":
+                if self.path.rstrip("/") != f"{server._prefix}/v1/chat/completions":
                     self._send_json(404, {}, {"error": {"message": f"no route {self.path}", "code": 404}})
                     return
                 body = json.loads(raw or b"{}")
