@@ -1,5 +1,5 @@
-"""The in-memory cache: entries by id, an O(1) index by (function, canonical arguments), and the reverse index
-function -> param -> value -> ids."""
+"""The in-memory cache: entries by id, an O(1) index (function, canonical arguments) -> entry, and the reverse
+index function -> param -> value -> ids."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,7 +23,7 @@ class CacheIndex:
 
     def __init__(self) -> None:
         self.entries: dict[int, Entry] = {}
-        self.by_key: dict[tuple[str, str], int] = {}
+        self.by_key: dict[tuple[str, str], Entry] = {}
         self.by_function: dict[str, list[int]] = {}
         self.reverse: dict[str, dict[str, dict[Hashable, set[int]]]] = {}
         self._next_id = 1
@@ -37,12 +37,12 @@ class CacheIndex:
         key = (function, canonical_json(args))
         known = self.by_key.get(key)
         if known is not None:
-            return known, False
+            return known.id, False
         if entry_id is None:
             entry_id = self._next_id
         self._next_id = max(self._next_id, entry_id + 1)
-        self.entries[entry_id] = Entry(entry_id, function, args, response)
-        self.by_key[key] = entry_id
+        entry = self.entries[entry_id] = Entry(entry_id, function, args, response)
+        self.by_key[key] = entry
         self.by_function.setdefault(function, []).append(entry_id)
         params = self.reverse.setdefault(function, {})
         for name, value in args.items():
@@ -51,13 +51,11 @@ class CacheIndex:
 
     def get(self, function: str, args: dict[str, Any]) -> Entry | None:
         """The cached entry of this call, or None."""
-        entry_id = self.by_key.get((function, canonical_json(args)))
-        return None if entry_id is None else self.entries[entry_id]
+        return self.by_key.get((function, canonical_json(args)))
 
     def get_key(self, function: str, canonical_args: str) -> Entry | None:
         """The cached entry for arguments already in canonical JSON, or None."""
-        entry_id = self.by_key.get((function, canonical_args))
-        return None if entry_id is None else self.entries[entry_id]
+        return self.by_key.get((function, canonical_args))
 
     def ids_with(self, function: str, param: str, value: Any) -> set[int]:
         """Ids of the cached calls of `function` whose `param` equals `value` (an empty set if none; do not modify)."""
