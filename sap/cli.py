@@ -215,6 +215,11 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
 def _cmd_resume(args: argparse.Namespace) -> int:
     store = _open_store(args)
     run = store.run(args.run)
+    if run.config.get("mode") == "cache":  # a cache run: its cache and templates are in the database
+        from sap.cache.run import CacheRunDriver
+
+        print(f"resuming run {run.id} in {args.db}", flush=True)
+        return _drive(args, store, run.id, None, args.output, driver_cls=CacheRunDriver)
     toolset = load_toolset(args.toolset or run.toolset)
     print(f"resuming run {run.id} in {args.db}", flush=True)
     return _drive(args, store, run.id, toolset, args.output)

@@ -61,6 +61,10 @@ def _cmd_collect(args: argparse.Namespace) -> int:
     new = store.save_index(name, recorder.index.entries.values())
     print(f"cache {name}: {stats.calls} calls ({stats.ok} ok) over {len(templates)} templates x {args.seeds} "
           f"configurations; {new} new entries, {store.caches()[name]} in all ({args.db})")
+    never = [t.name for t in templates if not stats.complete[t.name]]
+    if never:
+        print(f"  {len(never)} templates never ran to their last step in their own chains (sampling can still join "
+              "entries that other chains cached): " + ", ".join(never))
     return 0
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 import random
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from sap.agents.planner import HistoryCall, PlanRequest, RulePlanner
@@ -16,11 +17,13 @@ from sap.model import ArgProvenance, Tag, ToolCall, Toolset
 
 @dataclass
 class CollectStats:
-    """How a collection went: calls made, calls that succeeded, entries new to the cache."""
+    """How a collection went: calls made, calls that succeeded, entries new to the cache, and complete chains per
+    template (a template with none cannot be sampled from this cache)."""
 
     calls: int = 0
     ok: int = 0
     new: int = 0
+    complete: Counter = field(default_factory=Counter)
 
 
 class Collector:
@@ -69,6 +72,7 @@ class Collector:
               rng: random.Random) -> None:
         """Call step `s` (for each upstream combination) and recurse into the next step on success."""
         if s == len(template.steps):
+            self.stats.complete[template.name] += 1
             return
         step = template.steps[s]
         results = [h.call.result for h in history]
