@@ -98,3 +98,29 @@ def test_interrupted_cache_run_resumes_to_the_uninterrupted_bytes(collected, mon
     assert main(["resume", run_id, "-o", str(root / "b.jsonl"), "--db", f"sqlite:///{root / 'b.db'}"]) == 0
     assert (root / "b.jsonl").read_bytes() == (root / "a.jsonl").read_bytes()
     assert calls["n"] == 8 + 15 - 7  # slots done before the interruption were not written again
+
+
+def test_derived_templates_bind_real_dependencies(collected):
+    from sap.cache.templates import load_templates
+    from sap.toolsets import load_toolset
+
+    _, templates, _ = collected
+    loaded = {t.name: t for t in load_templates(templates, {s.name: s for s in load_toolset("travel").tools})}
+    hotel = loaded["search_hotels->get_hotel_details"].steps[1].bind["hotel_id"]
+    assert (hotel.step, hotel.path) == (0, "$.hotels[*].hotel_id")
+    assert any(len(t.steps) == 3 for t in loaded.values())
+    for t in loaded.values():
+        for k, step in enumerate(t.steps[1:], 1):
+            assert any(b.step == k - 1 for b in step.bind.values()), t.name  # each step consumes the one before
+            fields = [(b.step, b.path) for b in step.bind.values()]
+            assert len(fields) == len(set(fields)), t.name  # one field feeds one argument
+
+
+def test_bad_rules_file_is_refused_naming_file_and_field(collected, tmp_path, capsys):
+    _, templates, _ = collected
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"search_hotels": {"params": {"check_in": {"format": "calendar"}}}}))
+    assert main(["cache", "collect", "--toolset", "travel", "--templates", str(templates), "--rules", str(rules),
+                 "--db", f"sqlite:///{tmp_path / 'x.db'}"]) == 2
+    err = capsys.readouterr().err
+    assert "rules.json: search_hotels.params.check_in.format" in err and "'calendar'" in err

@@ -28,6 +28,12 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "null": lambda v: v is None,
 }
+_BOUNDS = (("minimum", lambda v, b: v >= b, "at least"), ("maximum", lambda v, b: v <= b, "at most"),
+           ("exclusiveMinimum", lambda v, b: v > b, "above"), ("exclusiveMaximum", lambda v, b: v < b, "below"))
+
+
+def _any_type(value: Any) -> bool:
+    return True
 
 
 class ParamRule(BaseModel):
@@ -175,7 +181,7 @@ class ToolValidator:
                                                           if k not in ("anyOf", "oneOf")}}) for b in branches]
             return None if any(p is None for p in problems) else problems[0]
         kinds = _type_names(schema)
-        if kinds and not any(_JSON_TYPES.get(k, lambda v: True)(value) for k in kinds):
+        if kinds and not any(_JSON_TYPES.get(k, _any_type)(value) for k in kinds):
             return Violation("invalid_type", name, f"'{name}' must be of type {' or '.join(kinds)}, got {value!r}")
         if value is None:
             return None
@@ -184,10 +190,8 @@ class ToolValidator:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if not math.isfinite(value):
                 return Violation("out_of_range", name, f"'{name}' must be a finite number, got {value!r}")
-            for key, ok, words in (("minimum", lambda b: value >= b, "at least"), ("maximum", lambda b: value <= b, "at most"),
-                                   ("exclusiveMinimum", lambda b: value > b, "above"),
-                                   ("exclusiveMaximum", lambda b: value < b, "below")):
-                if isinstance(schema.get(key), (int, float)) and not ok(schema[key]):
+            for key, ok, words in _BOUNDS:
+                if isinstance(schema.get(key), (int, float)) and not ok(value, schema[key]):
                     return Violation("out_of_range", name, f"'{name}' must be {words} {schema[key]}, got {value!r}")
         if isinstance(value, str):
             if len(value) < schema.get("minLength", 0) or len(value) > schema.get("maxLength", math.inf):
