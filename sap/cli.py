@@ -119,8 +119,10 @@ def _open_store(args: argparse.Namespace):
     return RunStore(args.db, full_sync=getattr(args, "full_sync", False))
 
 
-def _drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, output: str | None) -> int:
-    """Work on a stored run until its target is met, writing `output` as it goes and in slot order at the end."""
+def _drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, output: str | None,
+           driver_cls: Any = None) -> int:
+    """Work on a stored run until its target is met, writing `output` as it goes and in slot order at the end
+    (with `driver_cls`, e.g. the cache mode's driver, instead of RunDriver)."""
     from sap.api import reason_kind
     from sap.provenance.stats import dataset_stats
     from sap.store.checkpoint import checkpointer_for
@@ -134,7 +136,7 @@ def _drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, outp
             if out:
                 out.write(record)
         with checkpointer_for(args.db, full_sync=getattr(args, "full_sync", False)) as saver:
-            driver = RunDriver(store, run_id, toolset, saver, max_cost=getattr(args, "max_cost", None))
+            driver = (driver_cls or RunDriver)(store, run_id, toolset, saver, max_cost=getattr(args, "max_cost", None))
             done = driver.run(on_record=out.write if out else None, on_slot=progress.slot,
                               concurrency=getattr(args, "concurrency", 1))
         records, rejections = store.records(run_id), store.rejections(run_id)
@@ -218,6 +220,11 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
 def _cmd_resume(args: argparse.Namespace) -> int:
     store = _open_store(args)
     run = store.run(args.run)
+    if run.config.get("mode") == "cache":  # a cache run: its cache and templates are in the database
+        from sap.cache.run import CacheRunDriver
+
+        print(f"resuming run {run.id} in {args.db}", flush=True)
+        return _drive(args, store, run.id, None, args.output, driver_cls=CacheRunDriver)
     toolset = load_toolset(args.toolset or run.toolset)
     print(f"resuming run {run.id} in {args.db}", flush=True)
     return _drive(args, store, run.id, toolset, args.output)
@@ -254,7 +261,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from sap.validate import validate_file
 
-    count, problems = validate_file(args.file, args.toolset)
+    count, problems = validate_file(args.file, args.toolset, cache_db=args.db)
     for p in problems:
         print(p)
     print(f"{count} records, {len({p.record for p in problems})} failed")
@@ -435,6 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="replay every record on its executor and check its provenance")
     p.add_argument("file")
     p.add_argument("--toolset", help="toolset to replay on (default: each record's meta.toolset)")
+    p.add_argument("--db", default="sqlite:///sap.db", help="database holding the caches that cache-mode records "
+                   "(meta.toolset cache:NAME) replay on")
     p.set_defaults(fn=_cmd_validate)
     p = sub.add_parser("stats", help="provenance and chain statistics of a sap, OpenAI-messages or BFCL file")
     p.add_argument("file")
@@ -449,6 +458,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="run a model as the assistant on sap records or BFCL multi-turn files and score it")
     add_eval_args(p)
     p.set_defaults(fn=_cmd_eval)
+    from sap.cache.cli import add_cache_commands
+
+    add_cache_commands(sub)
     return parser
 
 

@@ -58,8 +58,24 @@ def validate_record(record: dict[str, Any], toolset: Toolset, line: int = 0) -> 
     return problems
 
 
-def validate_file(path: str | Path, toolset_name: str | None = None) -> tuple[int, list[Problem]]:
-    """(records checked, problems) for a JSONL file; the toolset comes from each record's meta unless given."""
+def _toolset(name: str, cache_db: str | None) -> Toolset:
+    """A toolset by name; `cache:NAME` is that cache in `cache_db` (sqlite:///sap.db by default), replayed on the
+    cache executor."""
+    if not name.startswith("cache:"):
+        return load_toolset(name)
+    from sap.cache.store import CacheStore
+    from sap.store import RunStore
+
+    try:
+        return CacheStore(RunStore(cache_db or "sqlite:///sap.db")).load(name[len("cache:"):]).toolset()
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None
+
+
+def validate_file(path: str | Path, toolset_name: str | None = None,
+                  cache_db: str | None = None) -> tuple[int, list[Problem]]:
+    """(records checked, problems) for a JSONL file; the toolset comes from each record's meta unless given, and
+    cache-mode records replay on their cache in `cache_db`."""
     cache: dict[str, Toolset] = {}
     count, problems = 0, []
     for line, record in read_records(path):
@@ -68,7 +84,7 @@ def validate_file(path: str | Path, toolset_name: str | None = None) -> tuple[in
             problems.append(Problem(str(record.get("id", f"#{line}")), line, "no toolset in meta; pass --toolset"))
             continue
         if name not in cache:
-            cache[name] = load_toolset(name)
+            cache[name] = _toolset(name, cache_db)
         problems += validate_record(record, cache[name], line)
         count += 1
     return count, problems

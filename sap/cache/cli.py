@@ -1,0 +1,190 @@
+"""The `sap cache` and `sap templates` commands: collect, import, list, synthesize; derive templates."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+
+def _rules(path: str | None) -> dict[str, Any]:
+    """Per-tool rules from a JSON file {tool: ToolRules}; ValueError naming the file and field."""
+    from sap.cache.rules import ToolRules
+
+    if not path:
+        return {}
+    try:
+        return TypeAdapter(dict[str, ToolRules]).validate_json(Path(path).read_bytes())
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ValueError(f"{path}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']} "
+                         f"(value {err.get('input')!r})") from None
+
+
+def _cache_store(args: argparse.Namespace):
+    from sap.cache.store import CacheStore
+    from sap.store import RunStore
+
+    return CacheStore(RunStore(args.db))
+
+
+def _load_cache(store: Any, name: str):
+    from sap.cli import UsageError
+
+    try:
+        return store.load(name)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from sap.cache.collect import Collector
+    from sap.cache.index import CacheIndex
+    from sap.cache.recorder import Recorder
+    from sap.cache.templates import load_templates
+    from sap.toolsets import load_toolset
+
+    toolset = load_toolset(args.toolset)
+    templates = load_templates(args.templates, {t.name: t for t in toolset.tools})
+    rules = _rules(args.rules)
+    name = args.cache or toolset.name
+    store = _cache_store(args)
+    recorder = Recorder(toolset.executor_factory(), CacheIndex())
+    try:
+        stats = Collector(toolset, recorder, starts=args.starts, fanout=args.fanout).collect(
+            templates, list(range(args.seed, args.seed + args.seeds)))
+    finally:
+        recorder.close()
+    store.save_tools(name, toolset.tools, rules)
+    new = store.save_index(name, recorder.index.entries.values())
+    print(f"cache {name}: {stats.calls} calls ({stats.ok} ok) over {len(templates)} templates x {args.seeds} "
+          f"configurations; {new} new entries, {store.caches()[name]} in all ({args.db})")
+    never = [t.name for t in templates if not stats.complete[t.name]]
+    if never:
+        print(f"  {len(never)} templates never ran to their last step in their own chains (sampling can still join "
+              "entries that other chains cached): " + ", ".join(never))
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from sap.cache.importer import import_file
+
+    found = import_file(args.file)
+    name = args.cache or Path(args.file).stem
+    store = _cache_store(args)
+    store.save_tools(name, found.specs.values(), _rules(args.rules))
+    new = store.add(name, found.calls)
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(found.formats.items()))
+    print(f"cache {name}: {len(found.calls)} calls read ({kinds} lines), {new} new entries, "
+          f"{store.caches()[name]} in all, {len(found.specs)} functions ({args.db})")
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    caches = _cache_store(args).caches()
+    if args.json:
+        print(json.dumps(caches))
+    for name, count in sorted(caches.items()) if not args.json else ():
+        print(f"{name}  {count} entries")
+    return 0
+
+
+def _cmd_synthesize(args: argparse.Namespace) -> int:
+    from sap.cache.run import CacheRunDriver, cache_run_config, start_cache_run
+    from sap.cache.templates import load_templates
+    from sap.cli import UsageError, _check_writable, _drive
+    from sap.llm import ModelConfig
+    from sap.store.driver import find_resumable
+
+    if args.n < 1:
+        raise UsageError(f"-n must be at least 1, got {args.n}")
+    _check_writable(args.output)
+    store = _cache_store(args)
+    cache = _load_cache(store, args.cache)
+    templates = load_templates(args.templates, {t.name: t for t in cache.specs})
+    model = None
+    if args.model:
+        model = ModelConfig(model=args.model, api_base=args.api_base,
+                            **{k: v for k, v in (("temperature", args.temperature), ("max_tokens", args.max_tokens))
+                               if v is not None})
+    config = cache_run_config(args.n, args.seed, cache, templates, args.max_restarts, model)
+    run_id = None
+    if not args.new_run:
+        run_id, why = find_resumable(store.store, cache.toolset(), config)
+        if why:
+            raise UsageError(f"{why}; pass --new-run to start another")
+    if run_id:
+        print(f"continuing run {run_id} (same settings) in {args.db}", flush=True)
+    else:
+        run_id = start_cache_run(store.store, cache, config)
+        print(f"run {run_id} in {args.db}", flush=True)
+    return _drive(args, store.store, run_id, cache.toolset(), args.output, driver_cls=CacheRunDriver)
+
+
+def _cmd_derive(args: argparse.Namespace) -> int:
+    from sap.cache.templates import derive_templates, dump_templates
+    from sap.cli import _check_writable
+    from sap.toolsets import load_toolset
+
+    _check_writable(args.output)
+    toolset = load_toolset(args.toolset)
+    templates = derive_templates(toolset, max_steps=args.max_steps, max_templates=args.max_templates)
+    yaml_format = args.output.endswith((".yaml", ".yml"))
+    Path(args.output).write_text(dump_templates(templates, toolset.name, yaml_format), encoding="utf-8")
+    longest = max((len(t.steps) for t in templates), default=0)
+    print(f"{len(templates)} templates (up to {longest} steps) for {toolset.name} -> {args.output}")
+    return 0
+
+
+def add_cache_commands(sub: Any) -> None:
+    """Register `sap cache ...` and `sap templates ...` on the top-level subparsers."""
+    from sap.cli import _db_args, _run_args
+
+    cache = sub.add_parser("cache", help="cache environment: collect, import, list, synthesize")
+    csub = cache.add_subparsers(dest="cache_command", required=True)
+    p = csub.add_parser("collect", help="run template chains on a toolset's executor and cache every response")
+    p.add_argument("--toolset", required=True)
+    p.add_argument("--templates", required=True, help="templates file (JSON or YAML)")
+    p.add_argument("--cache", help="cache name (default: the toolset's name)")
+    p.add_argument("--rules", help="JSON file of per-tool validator rules {tool: {params, exclusive, ordered}}")
+    p.add_argument("--seeds", type=int, default=3, help="initial configurations to collect on")
+    p.add_argument("--seed", type=int, default=0, help="first configuration seed")
+    p.add_argument("--starts", type=int, default=3, help="first-step calls per template and configuration")
+    p.add_argument("--fanout", type=int, default=5, help="calls per upstream response for each dependent step")
+    _db_args(p)
+    p.set_defaults(fn=_cmd_collect)
+    p = csub.add_parser("import", help="cache the calls of ComplexFuncBench JSONL or sap records")
+    p.add_argument("file")
+    p.add_argument("--cache", help="cache name (default: the file's stem)")
+    p.add_argument("--rules", help="JSON file of per-tool validator rules")
+    _db_args(p)
+    p.set_defaults(fn=_cmd_import)
+    p = csub.add_parser("list", help="list the caches in the database")
+    p.add_argument("--json", action="store_true")
+    _db_args(p)
+    p.set_defaults(fn=_cmd_list)
+    p = csub.add_parser("synthesize", help="synthesize records from a cache alone (templates + sampling + queries)")
+    p.add_argument("--cache", required=True)
+    p.add_argument("--templates", required=True)
+    p.add_argument("-n", type=int, required=True)
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-restarts", type=int, default=20, help="chain restarts before a template is abandoned")
+    p.add_argument("--new-run", action="store_true")
+    p.add_argument("--model", help="LiteLLM model of the LLM query writer (default: the rule writer)")
+    p.add_argument("--api-base")
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--max-tokens", type=int)
+    _run_args(p)
+    _db_args(p)
+    p.set_defaults(fn=_cmd_synthesize)
+    tpl = sub.add_parser("templates", help="workflow templates for the cache environment")
+    tsub = tpl.add_subparsers(dest="templates_command", required=True)
+    p = tsub.add_parser("derive", help="derive templates from a toolset's specs by matching outputs to parameters")
+    p.add_argument("--toolset", required=True)
+    p.add_argument("-o", "--output", required=True, help="file to write (.json, or .yaml/.yml for YAML)")
+    p.add_argument("--max-steps", type=int, default=3)
+    p.add_argument("--max-templates", type=int, default=100)
+    p.set_defaults(fn=_cmd_derive)

@@ -1,0 +1,112 @@
+"""Query generation for a sampled chain: a user query stating every user-supplied argument verbatim, plus an
+echo-back of those arguments as JSON; a sample whose echo differs from the sampled arguments is rejected."""
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from sap.agents.llm_common import LLMRole, compact
+from sap.agents.messenger import describe_value, humanize, task_phrase
+from sap.cache.sampling import Sample
+from sap.model import ToolSpec
+from sap.provenance.checks import mentions
+
+_OPENERS = ["Could you help me with this: ", "I need a hand. ", "Please do the following for me. ", ""]
+_THEN = [" Then ", " After that, ", " Next, "]
+
+
+class EchoCall(BaseModel):
+    """The arguments one step's user states, as the writer read them back from its own query."""
+
+    function: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class QueryDraft(BaseModel):
+    """A query with its echo-back."""
+
+    query: str = Field(min_length=1)
+    echo: list[EchoCall]
+
+
+class QueryWriter(Protocol):
+    """Writes the user query of a sampled chain (rule or LLM)."""
+
+    def write(self, sample: Sample, specs: dict[str, ToolSpec], rng: random.Random) -> QueryDraft:
+        """The query and the echo of every argument it states."""
+
+
+def echo_problems(sample: Sample, draft: QueryDraft) -> list[str]:
+    """Why the draft does not fit the sample: an echo that differs from the sampled arguments (step, parameter,
+    both values), or a stated value missing from the query text."""
+    expected = sample.stated()
+    got = [e.model_dump() for e in draft.echo]
+    problems = []
+    if len(got) != len(expected):
+        problems.append(f"echo has {len(got)} step(s), the chain has {len(expected)}")
+    for k, (want, have) in enumerate(zip(expected, got)):
+        if have["function"] != want["function"]:
+            problems.append(f"echo step {k}: function {have['function']!r}, sampled {want['function']!r}")
+            continue
+        for param in sorted(set(want["arguments"]) | set(have["arguments"])):
+            a, b = want["arguments"].get(param, "<absent>"), have["arguments"].get(param, "<absent>")
+            if json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True):
+                problems.append(f"echo step {k} ({want['function']}) {param}: {json.dumps(b)}, sampled {json.dumps(a)}")
+    for k, want in enumerate(expected):
+        for param, value in want["arguments"].items():
+            if not mentions(draft.query, value):
+                problems.append(f"step {k} ({want['function']}) {param} {json.dumps(value)} is not stated in the query")
+    return problems
+
+
+class RuleQueryWriter:
+    """Template queries: each step's task phrase with its stated values verbatim and its upstream values by
+    reference; the echo is the stated arguments."""
+
+    def write(self, sample: Sample, specs: dict[str, ToolSpec], rng: random.Random) -> QueryDraft:
+        position = {s.step: k for k, s in enumerate(sample.steps)}
+        parts = []
+        for k, step in enumerate(sample.steps):
+            details = []
+            for param, value in step.args.items():
+                if param in step.sources:
+                    upstream = sample.steps[position[step.sources[param][0]]].function
+                    details.append(f"{humanize(param)}: the one from the {humanize(upstream)} result")
+                else:
+                    details.append(f"{humanize(param)} {describe_value(value)}")
+            parts.append(task_phrase(specs[step.function]) + (f" ({'; '.join(details)})" if details else ""))
+        text = rng.choice(_OPENERS) + parts[0][:1].upper() + parts[0][1:] + "."
+        for part in parts[1:]:
+            text += rng.choice(_THEN) + part + "."
+        return QueryDraft(query=text, echo=[EchoCall(**e) for e in sample.stated()])
+
+
+def chain_text(sample: Sample, specs: dict[str, ToolSpec]) -> str:
+    """The chain as the LLM writer reads it: per step the task, the values to state and the ones taken from earlier
+    results."""
+    position = {s.step: k for k, s in enumerate(sample.steps)}
+    lines = []
+    for k, step in enumerate(sample.steps):
+        stated = {p: v for p, v in step.args.items() if p not in step.sources}
+        taken = {p: f"from step {position[src[0]]}'s result" for p, src in step.sources.items()}
+        lines.append(f"step {k}: {step.function}: {task_phrase(specs[step.function])}; state verbatim: "
+                     f"{compact(stated, 400)}; do not state (comes from an earlier result): {compact(taken, 300)}")
+    return "\n".join(lines)
+
+
+class LLMQueryWriter:
+    """The model writes the query and the echo; a draft failing `echo_problems` is fed back to it."""
+
+    def __init__(self, llm: LLMRole) -> None:
+        self.llm = llm
+
+    def write(self, sample: Sample, specs: dict[str, ToolSpec], rng: random.Random) -> QueryDraft:
+        def check(draft: QueryDraft) -> None:
+            problems = echo_problems(sample, draft)
+            if problems:
+                raise ValueError("; ".join(problems))
+
+        return self.llm.ask("cache_query", QueryDraft, check=check, chain=chain_text(sample, specs))

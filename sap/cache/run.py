@@ -1,0 +1,76 @@
+"""Cache-mode runs: the run's config (cache, templates, writer), and a RunDriver whose slots run the cache graph,
+so claiming, leases, checkpoints, resume and output work as in FSM mode."""
+from __future__ import annotations
+
+from typing import Any
+
+from sap.api import derive_seed
+from sap.cache.query import LLMQueryWriter, QueryWriter, RuleQueryWriter
+from sap.cache.store import CacheStore, LoadedCache
+from sap.cache.templates import Template
+from sap.graphs.cache_synthesis import CacheSynthesisContext, cache_synthesis_graph
+from sap.agents.llm_common import LLMRole
+from sap.llm import ModelConfig
+from sap.prompts import prompt
+from sap.store.driver import LEASE_SECONDS, RunDriver, fingerprint, fingerprint_parts, worker_name
+from sap.store.runs import RunStore
+
+CACHE_PREFIX = "cache:"
+
+
+def cache_run_config(n: int, seed: int, cache: LoadedCache, templates: list[Template], max_restarts: int = 20,
+                     query_model: ModelConfig | None = None) -> dict[str, Any]:
+    """The settings a cache run is created with and fingerprinted by: the templates, the cache's size (a changed
+    cache is a changed run) and, with an LLM writer, its model and prompt hash."""
+    config: dict[str, Any] = {"target": n, "seed": seed, "mode": "cache", "cache": cache.name,
+                              "cache_entries": len(cache.index), "max_restarts": max_restarts,
+                              "templates": [t.model_dump(mode="json") for t in templates],
+                              "max_slots": 5 * n + 20}
+    if query_model is not None:
+        config["query_model"] = query_model.public()
+        config["query_prompt"] = prompt("cache_query").sha
+    return config
+
+
+def start_cache_run(store: RunStore, cache: LoadedCache, config: dict[str, Any]) -> str:
+    """Create a cache run (its templates stand where an FSM run keeps its FSM); the run id."""
+    toolset = cache.toolset()
+    parts = fingerprint_parts(toolset, config)
+    return store.create_run(toolset.name, config, config["seed"], config["target"], fingerprint(parts), parts,
+                            {"templates": config["templates"]})
+
+
+class CacheRunDriver(RunDriver):
+    """RunDriver over the cache graph: the cache is loaded from the run database, the templates from the run."""
+
+    def __init__(self, store: RunStore, run_id: str, toolset: Any = None, checkpointer: Any = None,
+                 worker: str | None = None, lease_seconds: float = LEASE_SECONDS,
+                 max_cost: float | None = None) -> None:
+        self.store, self.run_id, self.checkpointer = store, run_id, checkpointer
+        self.worker, self.lease_seconds = worker or worker_name(), lease_seconds
+        self.lost: list[int] = []
+        run = store.run(run_id)
+        self.config, self.seed = run.config, run.seed
+        self.client = self._client(max_cost)
+        cache = CacheStore(store).load(self.config["cache"])
+        self.toolset = cache.toolset()
+        writer: QueryWriter = RuleQueryWriter()
+        if self.config.get("query_model"):
+            writer = LLMQueryWriter(LLMRole(self.client, ModelConfig.model_validate(self.config["query_model"]),
+                                            "query_writer"))
+        meta = {"cache": cache.name, "query_writer": "llm" if self.config.get("query_model") else "rule"}
+        self.ctx = CacheSynthesisContext(toolset=self.toolset, index=cache.index,
+                                         templates=[Template.model_validate(t) for t in self.config["templates"]],
+                                         writer=writer, max_restarts=self.config["max_restarts"], run_seed=run.seed,
+                                         meta=meta)
+        self.graph = cache_synthesis_graph(self.ctx, checkpointer=checkpointer)
+
+    def _outcome(self, index: int) -> dict[str, Any]:
+        """Run slot `index` to its end, from its checkpoint if it has one."""
+        cfg = {"configurable": {"thread_id": f"{self.run_id}:{index}"}}
+        snap = self.graph.get_state(cfg)
+        if snap.values and not snap.next and not snap.tasks and "record" in snap.values:
+            return snap.values
+        if snap.values:
+            return self.graph.invoke(None, cfg, durability="sync")
+        return self.graph.invoke({"index": index, "seed": derive_seed(self.seed, index)}, cfg, durability="sync")

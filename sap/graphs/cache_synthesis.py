@@ -1,0 +1,129 @@
+"""The cache-mode synthesis graph: sample a template chain from the cache -> write the query with its echo ->
+check (echo, replay of every step through the cache executor, code check) -> persist. One thread per slot, like
+the FSM graph, so runs are checkpointed and resumable with the same driver."""
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from sap.agents.messenger import humanize
+from sap.cache.index import CacheIndex
+from sap.cache.query import QueryDraft, QueryWriter, RuleQueryWriter, echo_problems
+from sap.cache.sampling import Sample, SampledStep, Sampler, TemplateAbandoned
+from sap.cache.templates import Template
+from sap.export.records import to_record
+from sap.model import ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
+from sap.provenance.checks import code_check
+from sap.provenance.groups import group_calls
+
+
+class CacheState(TypedDict, total=False):
+    """One slot's progress (plain JSON, last-value channels)."""
+
+    index: int
+    seed: int
+    template: str
+    sample: dict[str, Any] | None
+    draft: dict[str, Any] | None
+    trajectory: dict[str, Any] | None
+    status: str  # running / accepted / dropped
+    drop_reason: str | None
+    record: dict[str, Any] | None
+
+
+@dataclass
+class CacheSynthesisContext:
+    """What the nodes share: the cache as a toolset, its index, the templates and the query writer."""
+
+    toolset: Toolset
+    index: CacheIndex
+    templates: list[Template]
+    writer: QueryWriter = field(default_factory=RuleQueryWriter)
+    max_restarts: int = 20
+    run_seed: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)  # copied into every record's meta (cache name, writer)
+
+
+def sample_from_state(data: dict[str, Any]) -> Sample:
+    """The Sample a state holds (sources come back from JSON as lists)."""
+    steps = [SampledStep(**{**s, "sources": {p: (src[0], src[1]) for p, src in s["sources"].items()}})
+             for s in data["steps"]]
+    return Sample(data["template"], steps, data["restarts"])
+
+
+def trajectory_of(sample: Sample, draft: QueryDraft, ctx: CacheSynthesisContext, state: CacheState) -> Trajectory:
+    """One user turn: the query, the chain's calls in order (dependent arguments prev_output at their concrete
+    paths, stated ones self_create), and a reply summarising the results."""
+    position = {s.step: k for k, s in enumerate(sample.steps)}
+    calls = []
+    for k, step in enumerate(sample.steps):
+        prov = {p: (ArgProvenance(tag=Tag.prev_output, turn=0, call=position[step.sources[p][0]],
+                                  path=step.sources[p][1]) if p in step.sources else ArgProvenance(tag=Tag.self_create))
+                for p in step.args}
+        calls.append(ToolCall(call_id=f"call_0_{k}", name=step.function, args_exec=step.args, args_prov=prov,
+                              result=step.response))
+    reply = " ".join(f"Done: {humanize(s.function)}." for s in sample.steps)
+    turn = group_calls(Turn(index=0, state="done", transition=-1, calls=calls, user_message=draft.query,
+                            assistant_message=reply))
+    return Trajectory(id=f"cache-{ctx.run_seed}-{state['index']}", toolset=ctx.toolset.name, seed=state["seed"], c0={},
+                      turns=[turn])
+
+
+def cache_synthesis_graph(ctx: CacheSynthesisContext, checkpointer: Any = None):
+    """Compile the cache-mode graph; invoke it with {"index": i, "seed": s}."""
+    specs = {t.name: t for t in ctx.toolset.tools}
+    sampler = Sampler(ctx.index, ctx.max_restarts)
+
+    def sample(state: CacheState) -> dict[str, Any]:
+        template = ctx.templates[state["index"] % len(ctx.templates)]
+        try:
+            drawn = sampler.sample(template, random.Random(f"{state['seed']}:cache:sample"))
+        except TemplateAbandoned as exc:
+            return {"template": template.name, "sample": None, "status": "dropped", "drop_reason": str(exc)}
+        return {"template": template.name, "sample": asdict(drawn), "status": "running"}
+
+    def write_query(state: CacheState) -> dict[str, Any]:
+        draft = ctx.writer.write(sample_from_state(state["sample"]), specs,
+                                 random.Random(f"{state['seed']}:cache:query"))
+        return {"draft": draft.model_dump(mode="json")}
+
+    def check(state: CacheState) -> dict[str, Any]:
+        drawn, draft = sample_from_state(state["sample"]), QueryDraft.model_validate(state["draft"])
+        problems = echo_problems(drawn, draft)
+        if problems:
+            return {"status": "dropped", "drop_reason": "echo mismatch: " + "; ".join(problems)}
+        traj = trajectory_of(drawn, draft, ctx, state)
+        executor = ctx.toolset.executor_factory()
+        executor.reset(traj.c0)
+        for _, k, call in traj.calls():
+            res = executor.execute(call)
+            if not res.ok or res.value != call.result:
+                return {"status": "dropped", "drop_reason": f"replay through the cache: call {k} ({call.name}) gave "
+                                                            f"{res.error or 'a different response'}"}
+        problems = code_check(traj)
+        if problems:
+            return {"status": "dropped", "drop_reason": "code check: " + "; ".join(problems)}
+        return {"status": "accepted", "trajectory": traj.model_dump(mode="json")}
+
+    def persist(state: CacheState) -> dict[str, Any]:
+        if state.get("status") != "accepted":
+            return {"record": None}
+        traj = Trajectory.model_validate(state["trajectory"])
+        meta = {"index": state["index"], "run_seed": ctx.run_seed, "mode": "cache", "template": state["template"],
+                "restarts": state["sample"]["restarts"], "echo": state["draft"]["echo"], "truncated": False,
+                **ctx.meta}
+        return {"record": to_record(traj, ctx.toolset, meta)}
+
+    builder = StateGraph(CacheState)
+    for name, fn in (("sample", sample), ("write_query", write_query), ("check", check), ("persist", persist)):
+        builder.add_node(name, fn)
+    builder.add_edge(START, "sample")
+    builder.add_conditional_edges("sample", lambda s: "persist" if s.get("status") == "dropped" else "write_query",
+                                  ["persist", "write_query"])
+    builder.add_edge("write_query", "check")
+    builder.add_edge("check", "persist")
+    builder.add_edge("persist", END)
+    return builder.compile(checkpointer=checkpointer)

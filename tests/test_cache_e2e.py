@@ -1,0 +1,126 @@
+"""End to end on the travel domain: derive templates, collect a cache, switch the live executor off, synthesize 100
+records from the cache alone, validate them all; an interrupted cache run resumes to the uninterrupted bytes."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from sap.cache.query import RuleQueryWriter
+from sap.cli import main
+from sap.executors.python_object import PythonObjectExecutor
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    """A templates file and a database holding the travel cache."""
+    root = tmp_path_factory.mktemp("cache")
+    templates, db = root / "t.yaml", root / "c.db"
+    assert main(["templates", "derive", "--toolset", "travel", "-o", str(templates)]) == 0
+    assert main(["cache", "collect", "--toolset", "travel", "--templates", str(templates), "--seeds", "2",
+                 "--db", f"sqlite:///{db}"]) == 0
+    return root, templates, db
+
+
+def _live_off(monkeypatch):
+    def refuse(self, call):
+        raise AssertionError(f"the live executor ran {call.name} in cache mode")
+    monkeypatch.setattr(PythonObjectExecutor, "execute", refuse)
+
+
+def test_hundred_records_from_the_cache_alone_all_validate(collected, monkeypatch, capsys):
+    root, templates, db = collected
+    _live_off(monkeypatch)
+    out = root / "out.jsonl"
+    args = ["cache", "synthesize", "--cache", "travel", "--templates", str(templates), "-n", "100", "-o", str(out),
+            "--db", f"sqlite:///{db}"]
+    assert main(args) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 100 and len({r["id"] for r in records}) == 100
+    assert all(r["meta"]["toolset"] == "cache:travel" and r["meta"]["mode"] == "cache" for r in records)
+    tags = {a["tag"] for r in records for p in r["provenance"] for a in p["args"].values()}
+    assert tags == {"prev_output", "self_create"}
+    assert sum(len(r["provenance"]) >= 3 for r in records) > 10  # three-step chains are in the mix
+    capsys.readouterr()
+    assert main(["validate", str(out), "--db", f"sqlite:///{db}"]) == 0
+    assert "100 records, 0 failed" in capsys.readouterr().out
+    # the same command again continues the finished run and writes the same bytes
+    before = out.read_bytes()
+    assert main(args) == 0
+    assert "continuing run" in capsys.readouterr().out and out.read_bytes() == before
+
+
+def test_validate_catches_a_tampered_cache_record(collected, monkeypatch, capsys):
+    root, templates, db = collected
+    out = root / "small.jsonl"
+    assert main(["cache", "synthesize", "--cache", "travel", "--templates", str(templates), "-n", "3", "-o", str(out),
+                 "--db", f"sqlite:///{db}", "--seed", "9"]) == 0
+    record = json.loads(out.read_text().splitlines()[0])
+    call = next(m for m in record["messages"] if m.get("tool_calls"))["tool_calls"][0]["function"]
+    args = json.loads(call["arguments"])
+    key = next(iter(args))
+    args[key] = f"{args[key]}-x" if isinstance(args[key], str) else args[key]
+    call["arguments"] = json.dumps(args)
+    out.write_text(json.dumps(record) + "\n")
+    capsys.readouterr()
+    assert main(["validate", str(out), "--db", f"sqlite:///{db}"]) == 1
+    assert "1 records, 1 failed" in capsys.readouterr().out
+
+
+def test_interrupted_cache_run_resumes_to_the_uninterrupted_bytes(collected, monkeypatch, capsys):
+    root, templates, db = collected
+    for name in ("a", "b"):  # the database with its WAL: the copies hold every committed transaction
+        for suffix in ("", "-wal", "-shm"):
+            if db.with_name(db.name + suffix).exists():
+                shutil.copy(db.with_name(db.name + suffix), root / f"{name}.db{suffix}")
+
+    def run(name: str) -> int:
+        return main(["cache", "synthesize", "--cache", "travel", "--templates", str(templates), "-n", "15",
+                     "-o", str(root / f"{name}.jsonl"), "--db", f"sqlite:///{root / name}.db", "--seed", "3"])
+
+    assert run("a") == 0
+    calls = {"n": 0}
+    write = RuleQueryWriter.write
+
+    def flaky(self, sample, specs, rng):
+        calls["n"] += 1
+        if calls["n"] == 8:  # once: the resumed run writes on
+            raise KeyboardInterrupt
+        return write(self, sample, specs, rng)
+
+    monkeypatch.setattr(RuleQueryWriter, "write", flaky)
+    capsys.readouterr()
+    assert run("b") == 130
+    run_id = capsys.readouterr().out.split()[1]
+    # the resume is another worker, as a new process would be (this process still "holds" the interrupted slot)
+    monkeypatch.setattr("sap.cache.run.worker_name", lambda: "resumer:1")
+    assert main(["resume", run_id, "-o", str(root / "b.jsonl"), "--db", f"sqlite:///{root / 'b.db'}"]) == 0
+    assert (root / "b.jsonl").read_bytes() == (root / "a.jsonl").read_bytes()
+    assert calls["n"] == 8 + 15 - 7  # slots done before the interruption were not written again
+
+
+def test_derived_templates_bind_real_dependencies(collected):
+    from sap.cache.templates import load_templates
+    from sap.toolsets import load_toolset
+
+    _, templates, _ = collected
+    loaded = {t.name: t for t in load_templates(templates, {s.name: s for s in load_toolset("travel").tools})}
+    hotel = loaded["search_hotels->get_hotel_details"].steps[1].bind["hotel_id"]
+    assert (hotel.step, hotel.path) == (0, "$.hotels[*].hotel_id")
+    assert any(len(t.steps) == 3 for t in loaded.values())
+    for t in loaded.values():
+        for k, step in enumerate(t.steps[1:], 1):
+            assert any(b.step == k - 1 for b in step.bind.values()), t.name  # each step consumes the one before
+            fields = [(b.step, b.path) for b in step.bind.values()]
+            assert len(fields) == len(set(fields)), t.name  # one field feeds one argument
+
+
+def test_bad_rules_file_is_refused_naming_file_and_field(collected, tmp_path, capsys):
+    _, templates, _ = collected
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"search_hotels": {"params": {"check_in": {"format": "calendar"}}}}))
+    assert main(["cache", "collect", "--toolset", "travel", "--templates", str(templates), "--rules", str(rules),
+                 "--db", f"sqlite:///{tmp_path / 'x.db'}"]) == 2
+    err = capsys.readouterr().err
+    assert "rules.json: search_hotels.params.check_in.format" in err and "'calendar'" in err

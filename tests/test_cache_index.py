@@ -1,0 +1,61 @@
+"""The in-memory index (O(1) key lookup, three-level reverse index) and its storage in the run database."""
+from __future__ import annotations
+
+from sap.cache import CacheIndex, Recorder
+from sap.cache.keys import canonical_json
+from sap.cache.store import CacheStore
+from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec
+from sap.store import RunStore
+
+
+def test_reverse_index_maps_function_param_value_to_ids():
+    index = CacheIndex()
+    a, _ = index.add("get_hotel", {"hotel_id": "H1", "lang": "en"}, {"name": "A"})
+    b, _ = index.add("get_hotel", {"hotel_id": "H1", "lang": "de"}, {"name": "A-de"})
+    c, _ = index.add("get_hotel", {"hotel_id": "H2", "lang": "en"}, {"name": "B"})
+    index.add("get_room", {"hotel_id": "H1"}, {"rooms": []})
+    assert index.reverse["get_hotel"]["hotel_id"]["H1"] == {a, b}
+    assert index.ids_with("get_hotel", "lang", "en") == {a, c}
+    assert index.ids_with("get_hotel", "hotel_id", "H1") & index.ids_with("get_hotel", "lang", "de") == {b}
+    assert index.ids_with("get_hotel", "hotel_id", "H9") == set()
+    assert index.ids_with("nope", "hotel_id", "H1") == set()
+
+
+def test_values_of_different_json_types_stay_apart():
+    index = CacheIndex()
+    ids = [index.add("f", {"x": v}, i)[0] for i, v in enumerate(["1", 1, 1.0, True, [1]])]
+    assert len(set(ids)) == 5
+    assert index.ids_with("f", "x", 1) == {ids[1]} and index.ids_with("f", "x", True) == {ids[3]}
+    assert index.get("f", {"x": 1.0}).response == 2
+
+
+def test_first_recorded_response_is_kept_and_keys_are_canonical():
+    index = CacheIndex()
+    first, new = index.add("f", {"a": 1, "b": [2, {"c": 3, "d": 4}]}, "first")
+    again, new2 = index.add("f", {"b": [2, {"d": 4, "c": 3}], "a": 1}, "second")
+    assert new and not new2 and first == again and index.get("f", {"b": [2, {"c": 3, "d": 4}], "a": 1}).response == "first"
+    assert index.get_key("f", canonical_json({"a": 1, "b": [2, {"c": 3, "d": 4}]})).id == first
+
+
+def test_recorder_wraps_a_live_callable_and_store_round_trips(tmp_path):
+    calls = []
+
+    def live_api(function, args):
+        calls.append(function)
+        if args.get("q") == "boom":
+            raise ConnectionError("upstream down")
+        return {"error": "bad query"} if args.get("q") == "bad" else {"hits": [args["q"].upper()]}
+
+    rec = Recorder(live_api)
+    for q in ("spa", "bad", "boom", "spa"):
+        rec.execute(ToolCall(call_id="c", name="search", args_exec={"q": q}, args_prov={"q": ArgProvenance(tag=Tag.self_create)}))
+    assert calls == ["search"] * 4 and len(rec.index) == 1 and len(rec.new) == 1
+    store = CacheStore(RunStore(f"sqlite:///{tmp_path / 'c.db'}"))
+    spec = ToolSpec(name="search", parameters={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})
+    store.save_tools("live", [spec])
+    assert store.save_index("live", rec.index.entries.values()) == 1
+    assert store.save_index("live", rec.index.entries.values()) == 0  # nothing twice
+    loaded = CacheStore(RunStore(f"sqlite:///{tmp_path / 'c.db'}")).load("live")
+    assert loaded.specs == [spec] and loaded.index.get("search", {"q": "spa"}).response == {"hits": ["SPA"]}
+    assert loaded.index.ids_with("search", "q", "spa") == {loaded.index.get("search", {"q": "spa"}).id}
+    assert store.caches() == {"live": 1}
