@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from sap.agents.config import ROLES, build_agents_config
 from sap.llm import LLMRoleError
 from sap.store.runs import StoreError, is_disk_full, sqlite_path
-from sap.toolsets import ToolDocError, UnknownToolset, builtin_names, load_toolset
+from sap.toolsets import ToolDocError, UnknownToolset, bfcl_names, builtin_names, load_toolset
 
 
 class UsageError(Exception):
@@ -24,12 +24,22 @@ def _cmd_toolsets(args: argparse.Namespace) -> int:
     for name in builtin_names():
         ts = load_toolset(name)
         rows.append({"name": name, "tools": len(ts.tools), "description": ts.description})
+    bfcl_missing = None
+    for name in bfcl_names():
+        try:
+            ts = load_toolset(name)
+        except UnknownToolset as exc:  # bfcl-eval is not installed: list the names, say how to get them
+            bfcl_missing = str(exc)
+            break
+        rows.append({"name": name, "tools": len(ts.tools), "description": ts.description})
     if args.json:
         print(json.dumps(rows))
     else:
         width = max(len(r["name"]) for r in rows)
         for r in rows:
             print(f"{r['name']:<{width}}  {r['tools']:>3} tools  {r['description']}")
+        if bfcl_missing:
+            print(f"bfcl/<classes>: not available: {bfcl_missing}")
     return 0
 
 

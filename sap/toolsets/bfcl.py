@@ -1,0 +1,103 @@
+"""Toolsets over BFCL v4's multi-turn backend classes (`bfcl/GorillaFileSystem+TwitterAPI`, ...), from bfcl-eval."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+
+from sap.executors.bfcl import BfclExecutor
+from sap.model import Toolset
+from sap.toolsets.bfcl_configs import sample_bfcl_config
+from sap.toolsets.loaders import load_bfcl_func_doc
+
+PREFIX = "bfcl/"
+LONG_CONTEXT = ":long_context"
+BFCL_VERSION = "2026.3.23"
+INSTALL_HINT = f"pip install --no-deps bfcl-eval=={BFCL_VERSION} mpmath"
+BACKEND_PACKAGE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
+
+# class name -> (backend module, func-doc file in bfcl_eval/data/multi_turn_func_doc)
+BFCL_CLASSES = {
+    "GorillaFileSystem": ("gorilla_file_system", "gorilla_file_system.json"),
+    "TwitterAPI": ("posting_api", "posting_api.json"),
+    "MessageAPI": ("message_api", "message_api.json"),
+    "TicketAPI": ("ticket_api", "ticket_api.json"),
+    "TradingBot": ("trading_bot", "trading_bot.json"),
+    "TravelAPI": ("travel_booking", "travel_booking.json"),
+    "VehicleControlAPI": ("vehicle_control", "vehicle_control.json"),
+    "MathAPI": ("math_api", "math_api.json"),
+}
+
+# The class combinations BFCL v4's multi-turn categories use besides the single classes.
+BFCL_COMBINATIONS = [
+    ("GorillaFileSystem", "MathAPI"), ("GorillaFileSystem", "MessageAPI"), ("GorillaFileSystem", "TicketAPI"),
+    ("GorillaFileSystem", "TwitterAPI"), ("MathAPI", "TradingBot"), ("MathAPI", "TravelAPI"),
+    ("MathAPI", "VehicleControlAPI"), ("MessageAPI", "TradingBot"), ("MessageAPI", "TravelAPI"),
+    ("MessageAPI", "VehicleControlAPI"), ("TicketAPI", "TradingBot"), ("TicketAPI", "TravelAPI"),
+    ("TicketAPI", "VehicleControlAPI"), ("TradingBot", "TwitterAPI"), ("TravelAPI", "TwitterAPI"),
+    ("TwitterAPI", "VehicleControlAPI"),
+]
+
+
+class BfclUnavailable(LookupError):
+    """bfcl-eval is not installed (or its backend modules do not import)."""
+
+
+def bfcl_names() -> list[str]:
+    """The listed BFCL toolset names: every class alone, then BFCL's combinations."""
+    return [PREFIX + c for c in BFCL_CLASSES] + [PREFIX + "+".join(combo) for combo in BFCL_COMBINATIONS]
+
+
+def is_bfcl_name(name: str) -> bool:
+    """Whether `name` names a BFCL toolset."""
+    return name.startswith(PREFIX)
+
+
+def parse_bfcl_name(name: str) -> tuple[list[str], bool]:
+    """The classes and the long-context flag of `bfcl/A+B[:long_context]`; ValueError naming the problem."""
+    body = name[len(PREFIX):]
+    long_context = body.endswith(LONG_CONTEXT)
+    if long_context:
+        body = body[:-len(LONG_CONTEXT)]
+    classes = body.split("+") if body else []
+    unknown = [c for c in classes if c not in BFCL_CLASSES]
+    if not classes or unknown or len(set(classes)) != len(classes) or len(classes) > 3:
+        problem = f"unknown class {unknown[0]!r}" if unknown else "give one to three distinct classes"
+        raise ValueError(f"bad BFCL toolset {name!r}: {problem}; classes: {', '.join(BFCL_CLASSES)}")
+    return classes, long_context
+
+
+def backend_class(name: str) -> type:
+    """The BFCL backend class `name`, imported from its own module (not through bfcl_eval's heavy top level)."""
+    module_name = f"{BACKEND_PACKAGE}.{BFCL_CLASSES[name][0]}"
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise BfclUnavailable(f"BFCL toolsets need bfcl-eval ({exc}); install it with: {INSTALL_HINT}") from None
+    return getattr(module, name)
+
+
+def data_dir() -> Path:
+    """bfcl_eval's data directory (question, possible_answer and func-doc files)."""
+    spec = importlib.util.find_spec("bfcl_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise BfclUnavailable(f"BFCL toolsets need bfcl-eval, which is not installed; install it with: {INSTALL_HINT}")
+    return Path(list(spec.submodule_search_locations)[0]) / "data"
+
+
+def load_bfcl_toolset(name: str, timeout: float = 5.0) -> Toolset:
+    """The toolset `bfcl/A+B[:long_context]`: the classes' func docs, a BfclExecutor and sap's own c0 sampler."""
+    classes, long_context = parse_bfcl_name(name)
+    types = [backend_class(c) for c in classes]
+    tools = []
+    for cls_name in classes:
+        for spec in load_bfcl_func_doc(data_dir() / "multi_turn_func_doc" / BFCL_CLASSES[cls_name][1]):
+            tools.append(spec.model_copy(update={"owner": cls_name}))
+    return Toolset(
+        name=name,
+        description=f"BFCL multi-turn backends: {', '.join(classes)}" + (" (long context)" if long_context else ""),
+        tools=tools,
+        executor_factory=lambda: BfclExecutor(types, long_context=long_context, timeout=timeout),
+        sample_config=lambda seed: sample_bfcl_config(classes, seed),
+        extra={"bfcl_classes": classes, "long_context": long_context},
+    )
