@@ -14,6 +14,7 @@ PREFIX = "bfcl/"
 LONG_CONTEXT = ":long_context"
 BFCL_VERSION = "2026.3.23"
 INSTALL_HINT = f"pip install --no-deps bfcl-eval=={BFCL_VERSION} mpmath"
+TOOL_DESCRIPTION_MARK = "Tool description: "
 BACKEND_PACKAGE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
 
 # class name -> (backend module, func-doc file in bfcl_eval/data/multi_turn_func_doc)
@@ -85,6 +86,11 @@ def data_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "data"
 
 
+def _own_words(description: str) -> str:
+    """A func-doc description without BFCL's per-class preamble ("This tool belongs to ... Tool description: ")."""
+    return description.split(TOOL_DESCRIPTION_MARK, 1)[-1].strip()
+
+
 def load_bfcl_toolset(name: str, timeout: float = 5.0) -> Toolset:
     """The toolset `bfcl/A+B[:long_context]`: the classes' func docs, a BfclExecutor and sap's own c0 sampler."""
     classes, long_context = parse_bfcl_name(name)
@@ -92,7 +98,7 @@ def load_bfcl_toolset(name: str, timeout: float = 5.0) -> Toolset:
     tools = []
     for cls_name in classes:
         for spec in load_bfcl_func_doc(data_dir() / "multi_turn_func_doc" / BFCL_CLASSES[cls_name][1]):
-            tools.append(spec.model_copy(update={"owner": cls_name}))
+            tools.append(spec.model_copy(update={"owner": cls_name, "description": _own_words(spec.description)}))
     return Toolset(
         name=name,
         description=f"BFCL multi-turn backends: {', '.join(classes)}" + (" (long context)" if long_context else ""),
