@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
+import re
 from pathlib import Path
+from typing import Any
 
 from sap.executors.bfcl import BfclExecutor
-from sap.model import Toolset
+from sap.model import Toolset, ToolSpec
 from sap.toolsets.bfcl_configs import sample_bfcl_config
 from sap.toolsets.loaders import load_bfcl_func_doc
 
@@ -14,6 +17,7 @@ PREFIX = "bfcl/"
 LONG_CONTEXT = ":long_context"
 BFCL_VERSION = "2026.3.23"
 INSTALL_HINT = f"pip install --no-deps bfcl-eval=={BFCL_VERSION} mpmath"
+ENUM_IN_DESCRIPTION = re.compile(r"(?:\[Enum\]:|Options are:|Here are the options:)\s*(.+?)\s*$", re.S)
 TOOL_DESCRIPTION_MARK = "Tool description: "
 BACKEND_PACKAGE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
 
@@ -86,6 +90,33 @@ def data_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "data"
 
 
+def _description_enum(description: str) -> list[Any] | None:
+    """The values a BFCL parameter description enumerates (`[Enum]: [...]`, `Options are: a, b, c.`), if any."""
+    m = ENUM_IN_DESCRIPTION.search(description)
+    if not m:
+        return None
+    text = m.group(1).strip().rstrip(".")
+    try:
+        values = json.loads(text)
+    except ValueError:
+        values = [v.strip().strip("'\"") for v in text.split(",")]
+    return values if isinstance(values, list) and values and all(isinstance(v, str) and v for v in values) else None
+
+
+def _with_enums(spec: ToolSpec) -> ToolSpec:
+    """`spec` with the enumerations its parameter descriptions state turned into JSON-schema `enum`s."""
+    props = {}
+    for name, schema in spec.properties.items():
+        values = _description_enum(schema.get("description", ""))
+        if values is not None and "enum" not in schema:
+            if schema.get("type") == "array":
+                schema = {**schema, "items": {**schema.get("items", {"type": "string"}), "enum": values}}
+            else:
+                schema = {**schema, "enum": values}
+        props[name] = schema
+    return spec.model_copy(update={"parameters": {**spec.parameters, "properties": props}})
+
+
 def _own_words(description: str) -> str:
     """A func-doc description without BFCL's per-class preamble ("This tool belongs to ... Tool description: ")."""
     return description.split(TOOL_DESCRIPTION_MARK, 1)[-1].strip()
@@ -98,6 +129,7 @@ def load_bfcl_toolset(name: str, timeout: float = 5.0) -> Toolset:
     tools = []
     for cls_name in classes:
         for spec in load_bfcl_func_doc(data_dir() / "multi_turn_func_doc" / BFCL_CLASSES[cls_name][1]):
+            spec = _with_enums(spec)
             tools.append(spec.model_copy(update={"owner": cls_name, "description": _own_words(spec.description)}))
     return Toolset(
         name=name,
