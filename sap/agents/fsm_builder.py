@@ -83,7 +83,9 @@ def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(
     tags: dict[str, Tag] = {}
     for name in role.spec.required:
         has_upstream = bool(role.producers[name])
-        if not initial and has_upstream:
+        if role.kind == "auth" and name in role.from_config:  # credentials live in the configuration
+            tags[name] = Tag.initial_state
+        elif not initial and has_upstream:
             tags[name] = Tag.prev_output
         elif not initial and restate and name in stated:
             tags[name] = Tag.prev_user_msg

@@ -5,6 +5,8 @@ import copy
 import functools
 import inspect
 import json
+import re
+from decimal import Decimal
 from typing import Any
 
 from sap.executors.python_object import PythonObjectExecutor
@@ -29,10 +31,46 @@ def plain_state(value: Any, seen: frozenset[int] = frozenset()) -> Any:
     return repr(value)
 
 
+NOT_FOUND = re.compile(r"[\w ]{0,30}\bnot found\.?", re.I)
+
+
+def json_numbers(value: Any) -> Any:
+    """A result with non-JSON numbers (MathAPI's `Decimal` and mpmath `mpf`) as floats; everything else as is."""
+    if isinstance(value, dict):
+        return {k: json_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_numbers(v) for v in value]
+    if isinstance(value, (Decimal, mpf_types())):
+        return float(value)
+    return value
+
+
+def not_found_answer(result: Any) -> str | None:
+    """The text of a lookup that found nothing but answered normally (TradingBot's {"symbol": "Stock not found"}),
+    so it counts as a failed call whose placeholder no later argument can pick up; None for a real answer."""
+    if isinstance(result, dict) and "error" not in result:
+        for value in result.values():
+            if isinstance(value, str) and NOT_FOUND.fullmatch(value.strip()):
+                return value
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def mpf_types() -> tuple[type, ...]:
+    """mpmath's real number type, if mpmath is installed (MathAPI needs it)."""
+    try:
+        import mpmath
+    except ImportError:
+        return ()
+    return (mpmath.mpf,)
+
+
 class BfclExecutor(PythonObjectExecutor):
     """Instantiates BFCL classes, loads each with its part of c0 (keyed by class name, as BFCL's `initial_config`)
     through `_load_scenario`, and calls their methods with keyword arguments.
 
+    A lookup that answers a bare "... not found" string (instead of an error) is an error result here.
+    Results with Decimal or mpmath numbers come back as floats (BFCL itself would show their str()).
     Omitted parameters with a mutable default (`tags: List[str] = []`) get a fresh copy on every call, so one
     call's mutation of a shared default list cannot leak into other calls, instances or replays.
     """
@@ -50,21 +88,21 @@ class BfclExecutor(PythonObjectExecutor):
         return inst
 
     def _method(self, name: str) -> Any:
-        """The bound public method called `name`, wrapped to copy mutable defaults; or None."""
+        """The bound public method called `name`, wrapped to copy mutable defaults and give JSON numbers; or None."""
         fn = super()._method(name)
         if fn is None:
             return None
         mutable = {p.name: p.default for p in inspect.signature(fn).parameters.values()
                    if isinstance(p.default, (list, dict, set))}
-        if not mutable:
-            return fn
 
         @functools.wraps(fn)
-        def with_fresh_defaults(**kwargs: Any) -> Any:
+        def call(**kwargs: Any) -> Any:
             fresh = {k: copy.deepcopy(v) for k, v in mutable.items() if k not in kwargs}
-            return fn(**fresh, **kwargs)
+            result = json_numbers(fn(**fresh, **kwargs))
+            miss = not_found_answer(result)
+            return {"error": f"{name}: {miss}"} if miss else result
 
-        return with_fresh_defaults
+        return call
 
     def state(self) -> dict[str, Any]:
         """Each instance's public attributes as plain JSON, by class name (what BFCL's state checker compares)."""

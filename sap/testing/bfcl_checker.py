@@ -3,18 +3,23 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import uuid
 from typing import Any
 
 
+NUMBER_OBJECT = re.compile(r"(?:mpf|Decimal)\('([^']*)'\)")
+
+
 def _value(text: str) -> Any:
-    """A BFCL execution result string back as a JSON value (json.dumps for dicts, str() for the rest)."""
+    """A BFCL execution result string back as a JSON value (json.dumps for dicts, str() for the rest; the str()
+    of MathAPI's `mpf('2.0')` and `Decimal('2.0')` numbers read as floats, as sap's executor returns them)."""
     try:
         return json.loads(text)
     except ValueError:
         pass
     try:
-        return json.loads(json.dumps(ast.literal_eval(text)))
+        return json.loads(json.dumps(ast.literal_eval(NUMBER_OBJECT.sub(r"\1", text))))
     except (ValueError, SyntaxError, TypeError):
         return text
 

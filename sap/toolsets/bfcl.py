@@ -18,6 +18,7 @@ LONG_CONTEXT = ":long_context"
 BFCL_VERSION = "2026.3.23"
 INSTALL_HINT = f"pip install --no-deps bfcl-eval=={BFCL_VERSION} mpmath"
 ENUM_IN_DESCRIPTION = re.compile(r"(?:\[Enum\]:|Options are:|Here are the options:)\s*(.+?)\s*$", re.S)
+RANGE_IN_DESCRIPTION = re.compile(r"(?:between|from) (-?\d+(?:\.\d+)?)(?: \([^)]*\))? (?:and|to) (-?\d+(?:\.\d+)?)")
 TOOL_DESCRIPTION_MARK = "Tool description: "
 BACKEND_PACKAGE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
 
@@ -104,15 +105,22 @@ def _description_enum(description: str) -> list[Any] | None:
 
 
 def _with_enums(spec: ToolSpec) -> ToolSpec:
-    """`spec` with the enumerations its parameter descriptions state turned into JSON-schema `enum`s."""
+    """`spec` with the enumerations and numeric ranges its parameter descriptions state ("[Enum]: ...",
+    "between 0 (not pressed) and 1", "from 1 to 5") turned into JSON-schema `enum`, `minimum` and `maximum`."""
     props = {}
     for name, schema in spec.properties.items():
-        values = _description_enum(schema.get("description", ""))
+        description = schema.get("description", "")
+        values = _description_enum(description)
         if values is not None and "enum" not in schema:
             if schema.get("type") == "array":
                 schema = {**schema, "items": {**schema.get("items", {"type": "string"}), "enum": values}}
             else:
                 schema = {**schema, "enum": values}
+        bounds = RANGE_IN_DESCRIPTION.search(description)
+        if bounds and schema.get("type") in ("number", "integer") and "minimum" not in schema:
+            low, high = (float(b) for b in bounds.groups())
+            schema = {**schema, "minimum": int(low) if low.is_integer() else low,
+                      "maximum": int(high) if high.is_integer() else high}
         props[name] = schema
     return spec.model_copy(update={"parameters": {**spec.parameters, "properties": props}})
 
