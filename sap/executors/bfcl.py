@@ -41,7 +41,7 @@ def json_numbers(value: Any) -> Any:
     if isinstance(value, list):
         return [json_numbers(v) for v in value]
     if isinstance(value, (Decimal, mpf_types())):
-        return float(value)
+        return float(repr(value).split("'")[1])  # the digits BFCL shows: its str() of a result dict uses repr()
     return value
 
 
