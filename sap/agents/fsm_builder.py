@@ -160,11 +160,11 @@ class RuleFSMBuilder:
                                        description="browsing; account actions need authentication"))
                 for r in public:
                     edges.append(self._edge("start", "needs_auth", [r], roles, True))
-                    edges.append(self._edge("needs_auth", "needs_auth", [r], roles, False, weight=0.5))
+                    edges += self._variants("needs_auth", "needs_auth", [r], roles, False, stated, weight=0.5)
             for r in auth:
                 edges.append(self._edge("start", "authed", [r], roles, True))
                 if public:
-                    edges.append(self._edge("needs_auth", "authed", [r], roles, False, weight=2.0))
+                    edges += self._variants("needs_auth", "authed", [r], roles, False, stated, weight=2.0)
             hub = "authed"
         states += [
             FSMState(id="found", type=StateType.FOUND, description="results of a lookup are on the table"),
