@@ -1,7 +1,8 @@
 """BFCL multi-turn toolsets: n trajectories per class and per combination with the offline agents; share passing
 `sap validate` and BFCL's own multi_turn_checker; `sap stats` of the combined set beside BFCL's base files.
 
-Run: PYTHONPATH=. python bench/bfcl.py [-n 100] [--toolsets bfcl/A,bfcl/B+C]; the last line is one JSON object.
+Run: PYTHONPATH=. python bench/bfcl.py [-n 100] [--mix base=1] [--toolsets bfcl/A,bfcl/B+C]; the last line is one
+JSON object.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sap.api import synthesize
+from sap.api import parse_mix, synthesize
 from sap.export.bfcl import to_bfcl
 from sap.provenance.external import file_stats
 from sap.testing.bfcl_checker import check_entry, drop_one_call
@@ -25,11 +26,11 @@ KEYS = ("records", "mean_chain_length", "max_chain_length", "dependent_share", "
         "tag_distribution", "tool_coverage")
 
 
-def run_one(name: str, n: int, seed: int) -> tuple[dict, list[dict]]:
+def run_one(name: str, n: int, seed: int, mix: dict[str, float]) -> tuple[dict, list[dict]]:
     """Synthesize n records for one toolset and check them every way."""
     toolset = load_toolset(name)
     start = time.perf_counter()
-    summary = synthesize(toolset, n, seed=seed, mix={"base": 0.6, "miss_param": 0.2, "miss_func": 0.2})
+    summary = synthesize(toolset, n, seed=seed, mix=mix)
     elapsed = time.perf_counter() - start
     records = summary.records
     valid = sum(not validate_record(r, toolset, i) for i, r in enumerate(records))
@@ -48,10 +49,12 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--toolsets", default=",".join(DEFAULT))
+    parser.add_argument("--mix", default="base=0.6,miss_param=0.2,miss_func=0.2", help="as sap synthesize --mix")
     args = parser.parse_args()
+    mix = parse_mix(args.mix)
     rows, combined = [], []
     for name in args.toolsets.split(","):
-        row, records = run_one(name, args.n, args.seed)
+        row, records = run_one(name, args.n, args.seed, mix)
         print(json.dumps(row), file=sys.stderr, flush=True)
         rows.append(row)
         combined += records
@@ -60,7 +63,7 @@ def main() -> None:
         path.write_text("".join(json.dumps(r) + "\n" for r in combined))
         ours = file_stats(path)
     theirs = file_stats(data_dir() / "BFCL_v4_multi_turn_base.json")
-    print(json.dumps({"per_toolset": rows, "all_pass": all(
+    print(json.dumps({"mix": mix, "per_toolset": rows, "all_pass": all(
         r["validate_pass"] == r["bfcl_checker_valid"] == r["accepted"] == args.n for r in rows),
         "sap_stats_combined": {k: ours[k] for k in KEYS}, "sap_stats_bfcl_base": {k: theirs[k] for k in KEYS}}))
 
