@@ -175,3 +175,17 @@ def test_cli_export_from_jsonl_writes_bfcl_files_and_rejects_non_bfcl_records(bf
     assert "not a BFCL toolset" in capsys.readouterr().err
     with pytest.raises(BfclExportError, match="long_context"):
         to_bfcl(recs, "mine_long_context", load_toolset)
+
+
+@needs_bfcl
+def test_long_context_records_replay_and_export_with_long_context_ids():
+    """Long-context loaders link module-level extension records; spending from them must not leak between
+    instances, or a replay would see another instance's bookings (seed 1 books on an extension card)."""
+    name = "bfcl/TravelAPI:long_context"
+    toolset = load_toolset(name)
+    records = synthesize(toolset, 5, seed=1, mix={"base": 0.5, "miss_func": 0.5}).records
+    assert all(validate_record(r, toolset, i) == [] for i, r in enumerate(records))
+    questions, _ = to_bfcl(records, None, load_toolset)
+    assert all(q["id"].startswith("sap_multi_turn_long_context_") for q in questions)
+    with pytest.raises(BfclExportError, match="must contain"):
+        to_bfcl(records, "plain_name", load_toolset)

@@ -85,6 +85,9 @@ class BfclExecutor(PythonObjectExecutor):
         loader = getattr(inst, "_load_scenario", None)
         if loader is not None:
             loader(json_copy(c0.get(cls.__name__, {})), long_context=self.long_context)
+            if self.long_context:  # long-context loaders link module-level extension records (TravelAPI's extra
+                # cards) into the instance; a copy keeps one instance's spending out of every later one
+                vars(inst).update(copy.deepcopy(vars(inst)))
         return inst
 
     def _method(self, name: str) -> Any:
