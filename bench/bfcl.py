@@ -1,5 +1,6 @@
 """BFCL multi-turn toolsets: n trajectories per class and per combination with the offline agents; share passing
-`sap validate` and BFCL's own multi_turn_checker; `sap stats` of the combined set beside BFCL's base files.
+`sap validate` and BFCL's own multi_turn_checker; `sap stats` of the combined set (as sap records, and exported to
+BFCL's format, where tags are inferred from the dialogue as for BFCL's own files) beside BFCL's base file.
 
 Run: PYTHONPATH=. python bench/bfcl.py [-n 100] [--mix base=1] [--toolsets bfcl/A,bfcl/B+C]; the last line is one
 JSON object.
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 
 from sap.api import parse_mix, synthesize
-from sap.export.bfcl import to_bfcl
+from sap.export.bfcl import to_bfcl, write_bfcl
 from sap.provenance.external import file_stats
 from sap.testing.bfcl_checker import check_entry, drop_one_call
 from sap.toolsets import load_toolset
@@ -62,10 +63,15 @@ def main() -> None:
         path = Path(tmp) / "combined.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in combined))
         ours = file_stats(path)
+        # the same set through BFCL's format: tags inferred from the dialogue, as for BFCL's own files
+        questions, _ = write_bfcl(combined, Path(tmp) / "bfcl", None, load_toolset)
+        ours_as_bfcl = file_stats(questions)
     theirs = file_stats(data_dir() / "BFCL_v4_multi_turn_base.json")
     print(json.dumps({"mix": mix, "per_toolset": rows, "all_pass": all(
         r["validate_pass"] == r["bfcl_checker_valid"] == r["accepted"] == args.n for r in rows),
-        "sap_stats_combined": {k: ours[k] for k in KEYS}, "sap_stats_bfcl_base": {k: theirs[k] for k in KEYS}}))
+        "sap_stats_combined": {k: ours[k] for k in KEYS},
+        "sap_stats_combined_exported_to_bfcl": {k: ours_as_bfcl[k] for k in KEYS},
+        "sap_stats_bfcl_base": {k: theirs[k] for k in KEYS}}))
 
 
 if __name__ == "__main__":
