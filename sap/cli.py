@@ -14,7 +14,7 @@ from sap.agents.config import ROLES, build_agents_config
 from sap.eval.cli import add_eval_args, run_eval
 from sap.llm import LLMRoleError
 from sap.store.runs import StoreError, is_disk_full, sqlite_path
-from sap.toolsets import ToolDocError, UnknownToolset, builtin_names, load_toolset
+from sap.toolsets import ToolDocError, UnknownToolset, bfcl_names, builtin_names, load_toolset
 
 
 class UsageError(Exception):
@@ -26,12 +26,22 @@ def _cmd_toolsets(args: argparse.Namespace) -> int:
     for name in builtin_names():
         ts = load_toolset(name)
         rows.append({"name": name, "tools": len(ts.tools), "description": ts.description})
+    bfcl_missing = None
+    for name in bfcl_names():
+        try:
+            ts = load_toolset(name)
+        except UnknownToolset as exc:  # bfcl-eval is not installed: list the names, say how to get them
+            bfcl_missing = str(exc)
+            break
+        rows.append({"name": name, "tools": len(ts.tools), "description": ts.description})
     if args.json:
         print(json.dumps(rows))
     else:
         width = max(len(r["name"]) for r in rows)
         for r in rows:
             print(f"{r['name']:<{width}}  {r['tools']:>3} tools  {r['description']}")
+        if bfcl_missing:
+            print(f"bfcl/<classes>: not available: {bfcl_missing}")
     return 0
 
 
@@ -248,13 +258,39 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_export(args: argparse.Namespace) -> int:
+def _export_records(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The records to export: a JSONL file of sap records, or a stored run's accepted records in slot order."""
+    from sap.validate import read_records
+
+    if Path(args.source).is_file():
+        records = [rec for _, rec in read_records(args.source)]
+        bad = next((no for no, rec in enumerate(records, 1) if "provenance" not in rec or "meta" not in rec), None)
+        if bad is not None:
+            raise UsageError(f"{args.source}:{bad}: not a sap record (needs messages, provenance and meta)")
+        return records
     store = _open_store(args)
-    store.run(args.run)
+    store.run(args.source)
+    return store.records(args.source)
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    if args.format == "bfcl":
+        from sap.export.bfcl import BfclExportError, write_bfcl
+
+        target = Path(args.output)
+        if target.exists() and not target.is_dir():
+            raise UsageError(f"output {args.output} is a file; --format bfcl writes a directory")
+        records = _export_records(args)
+        try:
+            questions, answers = write_bfcl(records, target, args.name, load_toolset)
+        except BfclExportError as exc:
+            raise UsageError(str(exc)) from exc
+        print(f"{len(records)} records of {args.source} -> {questions} and {answers}")
+        return 0
     _check_writable(args.output)
-    records = store.records(args.run)
+    records = _export_records(args)
     _write_jsonl(args.output, records)
-    print(f"{len(records)} records of run {args.run} -> {args.output}")
+    print(f"{len(records)} records of {args.source} -> {args.output}")
     return 0
 
 
@@ -423,10 +459,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON list of {id, status, accepted, target, ...}")
     _db_args(p)
     p.set_defaults(fn=_cmd_runs)
-    p = sub.add_parser("export", help="write a stored run's accepted records in slot order")
-    p.add_argument("run")
-    p.add_argument("-o", "--output", required=True)
-    p.add_argument("--format", choices=["openai"], default="openai", help="record format (more come with exporters)")
+    p = sub.add_parser("export", help="write a stored run's (or a JSONL file's) records as sap JSONL or for BFCL")
+    p.add_argument("source", metavar="RUN_OR_JSONL", help="a run id in --db, or a JSONL file of sap records")
+    p.add_argument("-o", "--output", required=True, help="JSONL file (openai) or directory (bfcl)")
+    p.add_argument("--format", choices=["openai", "bfcl"], default="openai",
+                   help="openai: sap's JSONL records (OpenAI messages + provenance); bfcl: BFCL v4 multi-turn "
+                        "question file DIR/<name>.json and DIR/possible_answer/<name>.json")
+    p.add_argument("--name", help="bfcl: file name and id prefix (default sap_multi_turn[_long_context])")
     _db_args(p)
     p.set_defaults(fn=_cmd_export)
     p = sub.add_parser("variants", help="RODS: topology-isomorphic variants of seed records on new values")

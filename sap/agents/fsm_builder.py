@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from sap.fsm.probe import AUTH_NAME, LOGOUT_NAME, ProbeReport, probe
+from sap.fsm.probe import LOGOUT_NAME, ProbeReport, is_auth_name, probe
 from sap.model import FSM, FSMState, StateType, Tag, Toolset, ToolSpec, Transition
 from sap.provenance.fields import produces
 
@@ -49,7 +49,7 @@ def classify(toolset: Toolset, report: ProbeReport) -> dict[str, ToolRole]:
     roles: dict[str, ToolRole] = {}
     for spec in toolset.tools:
         prof = report.profiles[spec.name]
-        if AUTH_NAME.search(spec.name):
+        if is_auth_name(spec.name):
             kind = "auth"
         elif LOGOUT_NAME.search(spec.name):
             kind = "logout"
@@ -66,6 +66,9 @@ def classify(toolset: Toolset, report: ProbeReport) -> dict[str, ToolRole]:
             if any(produces(name, schema, c0) for c0 in report.configs):
                 from_config.add(name)
         roles[spec.name] = ToolRole(spec, kind, prof.auth_errors > 0, producers, from_config)
+    auth = {name for name, r in roles.items() if r.kind == "auth"}
+    for r in roles.values():  # a tool fed by a login's result (an access token) needs the session too
+        r.gated = r.gated or any(ps & auth for ps in r.producers.values())
     return roles
 
 
@@ -80,7 +83,9 @@ def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(
     tags: dict[str, Tag] = {}
     for name in role.spec.required:
         has_upstream = bool(role.producers[name])
-        if not initial and has_upstream:
+        if role.kind == "auth" and name in role.from_config:  # credentials live in the configuration
+            tags[name] = Tag.initial_state
+        elif not initial and has_upstream:
             tags[name] = Tag.prev_output
         elif not initial and restate and name in stated:
             tags[name] = Tag.prev_user_msg
@@ -155,11 +160,11 @@ class RuleFSMBuilder:
                                        description="browsing; account actions need authentication"))
                 for r in public:
                     edges.append(self._edge("start", "needs_auth", [r], roles, True))
-                    edges.append(self._edge("needs_auth", "needs_auth", [r], roles, False, weight=0.5))
+                    edges += self._variants("needs_auth", "needs_auth", [r], roles, False, stated, weight=0.5)
             for r in auth:
                 edges.append(self._edge("start", "authed", [r], roles, True))
                 if public:
-                    edges.append(self._edge("needs_auth", "authed", [r], roles, False, weight=2.0))
+                    edges += self._variants("needs_auth", "authed", [r], roles, False, stated, weight=2.0)
             hub = "authed"
         states += [
             FSMState(id="found", type=StateType.FOUND, description="results of a lookup are on the table"),

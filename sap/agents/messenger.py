@@ -61,6 +61,8 @@ def describe_value(value: Any) -> str:
         return f'"{value}"'
     if isinstance(value, list):
         return ", ".join(describe_value(v) for v in value)
+    if isinstance(value, dict) and value:  # `title "x", priority 3`: words, not raw JSON
+        return ", ".join(f"{humanize(str(k))} {describe_value(v)}" for k, v in value.items())
     return json.dumps(value)
 
 

@@ -54,12 +54,16 @@ class PythonObjectExecutor:
         self._log = []
         self.instances = {}
         for cls in self.classes:
-            inst = cls()
-            config = c0 if len(self.classes) == 1 else c0.get(cls.__name__, {})
-            loader = getattr(inst, "_load_scenario", None)
-            if loader is not None:
-                loader(json_copy(config))
-            self.instances[cls.__name__] = inst
+            self.instances[cls.__name__] = self._new_instance(cls, c0)
+
+    def _new_instance(self, cls: type, c0: dict[str, Any]) -> Any:
+        """An instance of `cls` loaded with its part of c0 (all of c0 when it is the only class)."""
+        inst = cls()
+        config = c0 if len(self.classes) == 1 else c0.get(cls.__name__, {})
+        loader = getattr(inst, "_load_scenario", None)
+        if loader is not None:
+            loader(json_copy(config))
+        return inst
 
     def _method(self, name: str) -> Any:
         """The bound public method called `name`, or None."""

@@ -13,7 +13,13 @@ from sap.provenance.generate import generate
 
 AUTH_NAME = re.compile(r"(log_?in|sign_?in|authenticat)", re.I)
 LOGOUT_NAME = re.compile(r"(log_?out|sign_?out)", re.I)
-AUTH_ERROR = re.compile(r"(log ?in|logged|authenticat|sign ?in|unauthori[sz]ed)", re.I)
+STATUS_NAME = re.compile(r"status", re.I)  # `get_login_status` reports a session, it does not open one
+AUTH_ERROR = re.compile(r"(log ?in|logged|authenticat|sign ?in|unauthori[sz]ed|token)", re.I)
+
+
+def is_auth_name(name: str) -> bool:
+    """Whether a tool's name says it opens a session (log in, sign in, authenticate), not that it reports one."""
+    return bool(AUTH_NAME.search(name)) and not STATUS_NAME.search(name)
 
 
 @dataclass
@@ -63,7 +69,7 @@ def probe(toolset: Toolset, seeds: int = 3, passes: int = 4, keep: int = 4) -> P
     """Run every tool several times per sampled c0, feeding results forward, and profile the outcomes."""
     profiles = {t.name: ToolProfile() for t in toolset.tools}
     configs = []
-    auth_tools = [t for t in toolset.tools if AUTH_NAME.search(t.name)]
+    auth_tools = [t for t in toolset.tools if is_auth_name(t.name)]
     others = [t for t in toolset.tools if t not in auth_tools and not LOGOUT_NAME.search(t.name)]
     logouts = [t for t in toolset.tools if LOGOUT_NAME.search(t.name)]
     for seed in range(seeds):

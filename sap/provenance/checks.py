@@ -16,8 +16,11 @@ def normalize_text(text: str) -> str:
 
 def mentions(message: str, value: Any) -> bool:
     """Whether `value` appears verbatim (case- and whitespace-insensitive) in `message`."""
-    return normalize_text(describe_value(value).strip('"')) in normalize_text(message) if not isinstance(value, list) else all(
-        mentions(message, v) for v in value)
+    if isinstance(value, list):
+        return all(mentions(message, v) for v in value)
+    if isinstance(value, dict) and value:
+        return all(mentions(message, v) for v in value.values())
+    return normalize_text(describe_value(value).strip('"')) in normalize_text(message)
 
 
 def _check_output_ref(traj: Trajectory, turn: int, index: int, prov: ArgProvenance, value: Any) -> str | None:

@@ -9,6 +9,7 @@ from typing import Any, Iterator
 _ID_KEYS = ("id", "name")
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _TRAILING_DIGITS = re.compile(r"_?\d+$")
+_COLLECTION_SUFFIX = re.compile(r"_(?:list|queue|map|records?|history)$")
 _TYPE_CHECKS: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "integer": (int,),
@@ -46,10 +47,14 @@ def singular(word: str) -> str:
 
 
 def _names(key: str, parent: str | None) -> tuple[str, ...]:
-    """Names of a field: its key, and for id/name keys the parent-qualified form (hotels[].id -> hotel_id)."""
+    """Names of a field: its key, and for id/name keys the parent-qualified form (hotels[].id -> hotel_id,
+    ticket_queue[].id -> ticket_id)."""
     names = [key]
     if parent and key in _ID_KEYS:
         names.append(f"{singular(parent)}_{key}")
+        bare = _COLLECTION_SUFFIX.sub("", parent)
+        if bare != parent:
+            names.append(f"{singular(bare)}_{key}")
     return tuple(names)
 
 
@@ -65,9 +70,11 @@ def _collect(doc: Any, path: str, key: str | None, parent: str | None, siblings:
     """Append the fields of `doc`, found at `path` under `key` (whose own parent key is `parent`), to `out`."""
     if isinstance(doc, dict):
         near = frozenset(v.lower() for v in doc.values() if isinstance(v, str) and len(v) < 40)
+        # entries of a map keyed by id ({"tweets": {"3": {"id": 3}}}) take the map's key as their parent
+        inner = parent if key is not None and key.isdigit() else key
         for k, v in doc.items():
             k = str(k)
-            _collect(v, child_path(path, k), k, key, near, out)
+            _collect(v, child_path(path, k), k, inner, near, out)
     elif isinstance(doc, list):
         if key is not None and doc and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in doc):
             out.append(Field(path, (key,), doc, siblings))

@@ -8,6 +8,7 @@ from types import ModuleType
 
 from sap.executors import PythonObjectExecutor
 from sap.model import Toolset
+from sap.toolsets.bfcl import BfclUnavailable, bfcl_names, is_bfcl_name, load_bfcl_toolset
 from sap.toolsets.loaders import ToolDocError, load_tool_docs, tools_from_class
 
 BUILTIN_MODULES = {
@@ -16,7 +17,7 @@ BUILTIN_MODULES = {
     "travel": "sap.toolsets.domains.travel",
 }
 
-__all__ = ["BUILTIN_MODULES", "ToolDocError", "UnknownToolset", "builtin_names", "load_tool_docs", "load_toolset",
+__all__ = ["BUILTIN_MODULES", "ToolDocError", "UnknownToolset", "bfcl_names", "builtin_names", "load_tool_docs", "load_toolset",
            "toolset_from_module", "tools_from_class"]
 
 
@@ -60,7 +61,12 @@ def _module_from_path(path: Path) -> ModuleType:
 
 
 def load_toolset(name_or_path: str, timeout: float = 5.0) -> Toolset:
-    """A built-in toolset by name, or a domain module from a `.py` file path."""
+    """A built-in toolset by name, a BFCL toolset (`bfcl/A+B`), or a domain module from a `.py` file path."""
+    if is_bfcl_name(name_or_path):
+        try:
+            return load_bfcl_toolset(name_or_path, timeout)
+        except (BfclUnavailable, ValueError) as exc:
+            raise UnknownToolset(str(exc)) from None
     if name_or_path in BUILTIN_MODULES:
         return toolset_from_module(importlib.import_module(BUILTIN_MODULES[name_or_path]), timeout)
     path = Path(name_or_path)
@@ -69,4 +75,5 @@ def load_toolset(name_or_path: str, timeout: float = 5.0) -> Toolset:
     if path.suffix in (".json", ".jsonl") and path.is_file():
         raise UnknownToolset(
             f"{path}: tool docs alone cannot be executed; give a domain module (.py) whose class implements them")
-    raise UnknownToolset(f"unknown toolset {name_or_path!r}; built-in: {', '.join(builtin_names())}")
+    raise UnknownToolset(f"unknown toolset {name_or_path!r}; built-in: {', '.join(builtin_names())}, "
+                         f"or bfcl/<classes> (see `sap toolsets`)")

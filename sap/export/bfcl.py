@@ -1,0 +1,96 @@
+"""BFCL v4 multi-turn export: sap records over `bfcl/...` toolsets -> a question file and a possible_answer file."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from sap.export.records import record_to_trajectory
+from sap.model import Toolset, Trajectory
+from sap.toolsets.bfcl import is_bfcl_name, parse_bfcl_name
+
+DEFAULT_NAME = "sap_multi_turn"
+
+
+class BfclExportError(ValueError):
+    """A record that cannot be written in BFCL's multi-turn format, named by id and the reason."""
+
+
+def call_string(name: str, args: dict[str, Any]) -> str:
+    """A BFCL ground-truth call: `name(key=literal, ...)`, each value a Python literal."""
+    return f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+
+
+def _turns(traj: Trajectory) -> tuple[list[list[dict[str, str]]], list[list[str]], dict[str, list[str]]]:
+    """Question turns, ground-truth turns and BFCL's missed_function of one trajectory.
+
+    sap hides a MissFunc tool at turn k (no calls there) and hands it over in the user message of k + 1; BFCL
+    says the same with an empty question at k + 1, where the tool comes back (`missed_function` {k + 1: tools}).
+    MissParam needs no translation: turn k has no calls (empty ground truth), k + 1 reveals the values.
+    """
+    comeback = {k + 1: tools for k, tools in traj.missed_function.items()} if traj.rewrite_kind == "miss_func" else {}
+    questions, truth = [], []
+    for turn in traj.turns:
+        empty = turn.index in comeback
+        questions.append([] if empty else [{"role": "user", "content": turn.user_message}])
+        truth.append([call_string(c.name, c.args_exec) for c in turn.calls])
+    return questions, truth, {str(k): list(tools) for k, tools in sorted(comeback.items())}
+
+
+def to_bfcl(records: list[dict[str, Any]], name: str | None,
+            toolset_of: Callable[[str], Toolset]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(question entries, possible_answer entries) of sap records, ids `<name>_<i>` in record order.
+
+    Every record must come from a `bfcl/...` toolset, all long-context or none; BFCL's checker loads long-context
+    scenarios only for ids containing `long_context`, so `name` must contain it exactly when the records are.
+    """
+    long_flags = set()
+    for rec in records:
+        toolset = rec.get("meta", {}).get("toolset", "")
+        if not is_bfcl_name(toolset):
+            raise BfclExportError(f"record {rec.get('id')}: toolset {toolset!r} is not a BFCL toolset (bfcl/<classes>); "
+                                  "only records over BFCL's classes export to BFCL")
+        long_flags.add(parse_bfcl_name(toolset)[1])
+    if len(long_flags) > 1:
+        raise BfclExportError("records mix long-context and plain BFCL toolsets; export them separately")
+    long_context = long_flags == {True}
+    name = name or (f"{DEFAULT_NAME}_long_context" if long_context else DEFAULT_NAME)
+    if ("long_context" in name) != long_context:
+        raise BfclExportError(f"name {name!r}: BFCL's checker treats ids containing 'long_context' as long-context "
+                              f"scenarios; the records are {'' if long_context else 'not '}long-context, so the name "
+                              f"must {'' if long_context else 'not '}contain it")
+    questions, answers = [], []
+    owners_cache: dict[str, dict[str, str]] = {}
+    for i, rec in enumerate(records):
+        toolset_name = rec["meta"]["toolset"]
+        classes, _ = parse_bfcl_name(toolset_name)
+        if toolset_name not in owners_cache:
+            owners_cache[toolset_name] = {t.name: t.owner or "" for t in toolset_of(toolset_name).tools}
+        owners = owners_cache[toolset_name]
+        traj = record_to_trajectory(rec)
+        turn_questions, truth, missed = _turns(traj)
+        path = list(dict.fromkeys(f"{owners.get(c.name, '')}.{c.name}" for _, _, c in traj.calls()))
+        entry_id = f"{name}_{i}"
+        entry: dict[str, Any] = {"id": entry_id, "question": turn_questions, "initial_config": traj.c0,
+                                 "path": path, "involved_classes": classes}
+        if traj.rewrite_kind == "miss_func":
+            entry["missed_function"] = missed
+        questions.append(entry)
+        answers.append({"id": entry_id, "ground_truth": truth})
+    return questions, answers
+
+
+def write_bfcl(records: list[dict[str, Any]], out_dir: str | Path, name: str | None,
+               toolset_of: Callable[[str], Toolset]) -> tuple[Path, Path]:
+    """Write `DIR/<name>.json` and `DIR/possible_answer/<name>.json` (JSON lines, as BFCL's data files)."""
+    questions, answers = to_bfcl(records, name, toolset_of)
+    stem = questions[0]["id"].rsplit("_", 1)[0] if questions else (name or DEFAULT_NAME)
+    out = Path(out_dir)
+    (out / "possible_answer").mkdir(parents=True, exist_ok=True)
+    paths = (out / f"{stem}.json", out / "possible_answer" / f"{stem}.json")
+    for path, rows in zip(paths, (questions, answers)):
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        os.replace(tmp, path)
+    return paths

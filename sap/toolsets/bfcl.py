@@ -1,0 +1,149 @@
+"""Toolsets over BFCL v4's multi-turn backend classes (`bfcl/GorillaFileSystem+TwitterAPI`, ...), from bfcl-eval."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from sap.executors.bfcl import BfclExecutor
+from sap.model import Toolset, ToolSpec
+from sap.toolsets.bfcl_configs import sample_bfcl_config
+from sap.toolsets.loaders import load_bfcl_func_doc
+
+PREFIX = "bfcl/"
+LONG_CONTEXT = ":long_context"
+BFCL_VERSION = "2026.3.23"
+INSTALL_HINT = f"pip install --no-deps bfcl-eval=={BFCL_VERSION} mpmath"
+ENUM_IN_DESCRIPTION = re.compile(r"(?:\[Enum\]:|Options are:|Here are the options:)\s*(.+?)\s*$", re.S)
+RANGE_IN_DESCRIPTION = re.compile(r"(?:between|from) (-?\d+(?:\.\d+)?)(?: \([^)]*\))? (?:and|to) (-?\d+(?:\.\d+)?)")
+TOOL_DESCRIPTION_MARK = "Tool description: "
+BACKEND_PACKAGE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
+
+# class name -> (backend module, func-doc file in bfcl_eval/data/multi_turn_func_doc)
+BFCL_CLASSES = {
+    "GorillaFileSystem": ("gorilla_file_system", "gorilla_file_system.json"),
+    "TwitterAPI": ("posting_api", "posting_api.json"),
+    "MessageAPI": ("message_api", "message_api.json"),
+    "TicketAPI": ("ticket_api", "ticket_api.json"),
+    "TradingBot": ("trading_bot", "trading_bot.json"),
+    "TravelAPI": ("travel_booking", "travel_booking.json"),
+    "VehicleControlAPI": ("vehicle_control", "vehicle_control.json"),
+    "MathAPI": ("math_api", "math_api.json"),
+}
+
+# The class combinations BFCL v4's multi-turn categories use besides the single classes.
+BFCL_COMBINATIONS = [
+    ("GorillaFileSystem", "MathAPI"), ("GorillaFileSystem", "MessageAPI"), ("GorillaFileSystem", "TicketAPI"),
+    ("GorillaFileSystem", "TwitterAPI"), ("MathAPI", "TradingBot"), ("MathAPI", "TravelAPI"),
+    ("MathAPI", "VehicleControlAPI"), ("MessageAPI", "TradingBot"), ("MessageAPI", "TravelAPI"),
+    ("MessageAPI", "VehicleControlAPI"), ("TicketAPI", "TradingBot"), ("TicketAPI", "TravelAPI"),
+    ("TicketAPI", "VehicleControlAPI"), ("TradingBot", "TwitterAPI"), ("TravelAPI", "TwitterAPI"),
+    ("TwitterAPI", "VehicleControlAPI"),
+]
+
+
+class BfclUnavailable(LookupError):
+    """bfcl-eval is not installed (or its backend modules do not import)."""
+
+
+def bfcl_names() -> list[str]:
+    """The listed BFCL toolset names: every class alone, then BFCL's combinations."""
+    return [PREFIX + c for c in BFCL_CLASSES] + [PREFIX + "+".join(combo) for combo in BFCL_COMBINATIONS]
+
+
+def is_bfcl_name(name: str) -> bool:
+    """Whether `name` names a BFCL toolset."""
+    return name.startswith(PREFIX)
+
+
+def parse_bfcl_name(name: str) -> tuple[list[str], bool]:
+    """The classes and the long-context flag of `bfcl/A+B[:long_context]`; ValueError naming the problem."""
+    body = name[len(PREFIX):]
+    long_context = body.endswith(LONG_CONTEXT)
+    if long_context:
+        body = body[:-len(LONG_CONTEXT)]
+    classes = body.split("+") if body else []
+    unknown = [c for c in classes if c not in BFCL_CLASSES]
+    if not classes or unknown or len(set(classes)) != len(classes) or len(classes) > 3:
+        problem = f"unknown class {unknown[0]!r}" if unknown else "give one to three distinct classes"
+        raise ValueError(f"bad BFCL toolset {name!r}: {problem}; classes: {', '.join(BFCL_CLASSES)}")
+    return classes, long_context
+
+
+def backend_class(name: str) -> type:
+    """The BFCL backend class `name`, imported from its own module (not through bfcl_eval's heavy top level)."""
+    module_name = f"{BACKEND_PACKAGE}.{BFCL_CLASSES[name][0]}"
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise BfclUnavailable(f"BFCL toolsets need bfcl-eval ({exc}); install it with: {INSTALL_HINT}") from None
+    return getattr(module, name)
+
+
+def data_dir() -> Path:
+    """bfcl_eval's data directory (question, possible_answer and func-doc files)."""
+    spec = importlib.util.find_spec("bfcl_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise BfclUnavailable(f"BFCL toolsets need bfcl-eval, which is not installed; install it with: {INSTALL_HINT}")
+    return Path(list(spec.submodule_search_locations)[0]) / "data"
+
+
+def _description_enum(description: str) -> list[Any] | None:
+    """The values a BFCL parameter description enumerates (`[Enum]: [...]`, `Options are: a, b, c.`), if any."""
+    m = ENUM_IN_DESCRIPTION.search(description)
+    if not m:
+        return None
+    text = m.group(1).strip().rstrip(".")
+    try:
+        values = json.loads(text)
+    except ValueError:
+        values = [v.strip().strip("'\"") for v in text.split(",")]
+    return values if isinstance(values, list) and values and all(isinstance(v, str) and v for v in values) else None
+
+
+def _with_enums(spec: ToolSpec) -> ToolSpec:
+    """`spec` with the enumerations and numeric ranges its parameter descriptions state ("[Enum]: ...",
+    "between 0 (not pressed) and 1", "from 1 to 5") turned into JSON-schema `enum`, `minimum` and `maximum`."""
+    props = {}
+    for name, schema in spec.properties.items():
+        description = schema.get("description", "")
+        values = _description_enum(description)
+        if values is not None and "enum" not in schema:
+            if schema.get("type") == "array":
+                schema = {**schema, "items": {**schema.get("items", {"type": "string"}), "enum": values}}
+            else:
+                schema = {**schema, "enum": values}
+        bounds = RANGE_IN_DESCRIPTION.search(description)
+        if bounds and schema.get("type") in ("number", "integer") and "minimum" not in schema:
+            low, high = (float(b) for b in bounds.groups())
+            schema = {**schema, "minimum": int(low) if low.is_integer() else low,
+                      "maximum": int(high) if high.is_integer() else high}
+        props[name] = schema
+    return spec.model_copy(update={"parameters": {**spec.parameters, "properties": props}})
+
+
+def _own_words(description: str) -> str:
+    """A func-doc description without BFCL's per-class preamble ("This tool belongs to ... Tool description: ")."""
+    return description.split(TOOL_DESCRIPTION_MARK, 1)[-1].strip()
+
+
+def load_bfcl_toolset(name: str, timeout: float = 5.0) -> Toolset:
+    """The toolset `bfcl/A+B[:long_context]`: the classes' func docs, a BfclExecutor and sap's own c0 sampler."""
+    classes, long_context = parse_bfcl_name(name)
+    types = [backend_class(c) for c in classes]
+    tools = []
+    for cls_name in classes:
+        for spec in load_bfcl_func_doc(data_dir() / "multi_turn_func_doc" / BFCL_CLASSES[cls_name][1]):
+            spec = _with_enums(spec)
+            tools.append(spec.model_copy(update={"owner": cls_name, "description": _own_words(spec.description)}))
+    return Toolset(
+        name=name,
+        description=f"BFCL multi-turn backends: {', '.join(classes)}" + (" (long context)" if long_context else ""),
+        tools=tools,
+        executor_factory=lambda: BfclExecutor(types, long_context=long_context, timeout=timeout),
+        sample_config=lambda seed: sample_bfcl_config(classes, seed),
+        extra={"bfcl_classes": classes, "long_context": long_context},
+    )
