@@ -334,6 +334,7 @@ def test_structured_extraction_repairs_only_unambiguous_damage():
     assert extract_json('Sure!\n```\n[1, 2,]\n```') == [1, 2]
     assert extract_json('Plan: {draft} then {"a": "x}", "b": [1,],}.') == {"a": "x}", "b": [1]}
     assert extract_json("{'city': \"Paris\"}") == {"city": "Paris"}
+    assert extract_json('{"text": "two\nlines\tand a tab"}') == {"text": "two\nlines\tand a tab"}  # raw, in the JSON
     with pytest.raises(StructuredOutputError, match="invalid JSON"):
         extract_json("{'it's': 1}")
     with pytest.raises(StructuredOutputError, match="no JSON object"):

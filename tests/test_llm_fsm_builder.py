@@ -129,3 +129,27 @@ def test_agents_config_sets_the_fallback(tmp_path):
     agents = build_agents(build_agents_config(model_overrides={"model": "openai/a"}), LLMClient())
     assert agents["fsm_builder"].fallback == "rule" and agents["agents_meta"]["fsm_fallback"] == "rule"
     assert isinstance(build_agents(build_agents_config(), LLMClient())["fsm_builder"], RuleFSMBuilder)
+
+
+def test_a_stored_run_builds_its_fsm_with_the_llm_and_keeps_the_fallback_note_and_usage(filesystem, monkeypatch,
+                                                                                       tmp_path):
+    from sap.store.checkpoint import checkpointer_for
+    from sap.store.driver import RunDriver, run_config, start_run
+    from sap.store.runs import RunStore
+
+    monkeypatch.setattr(synthesis, "_FSM_CACHE", {})
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    store = RunStore(url)
+    with ScriptedLLMServer(responder=role_model) as server:
+        server.push(*[Reply(json.dumps(SHORT))] * 3)  # three drafts that never verify: the rule FSM stands in
+        agents = build_agents_config(agents="rule", role_models={"fsm_builder": "openai/scripted"},
+                                     model_overrides={"api_base": server.api_base})
+        run_id = start_run(store, filesystem, run_config(1, 2, None, {}, agents=agents))
+        drafts = len(server.requests)
+    assert drafts == 3
+    assert store.fsm(run_id)["fallback_note"]["builder"].startswith("llm:openai/scripted:")
+    assert store.usage(run_id).snapshot()["roles"]["fsm_builder"]["calls"] == 3
+    with checkpointer_for(url) as saver:
+        RunDriver(store, run_id, filesystem, saver).run()
+    (record,) = store.records(run_id)
+    assert record["meta"]["fsm_fallback"] == store.fsm(run_id)["fallback_note"]

@@ -31,7 +31,8 @@ def parse_structured(text: str, response_model: type[ResponseT]) -> ResponseT:
 
 def extract_json(text: str) -> Any:
     """The first JSON value in text: ``` fenced blocks first, then the whole text, then each balanced {...} or
-    [...] span. Trailing commas and plainly single-quoted keys ('city': ...) are repaired."""
+    [...] span. Trailing commas and plainly single-quoted keys ('city': ...) are repaired; raw newlines and tabs
+    inside strings are accepted."""
     first_error: json.JSONDecodeError | None = None
     for source in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
         for candidate in _candidates(source):
@@ -116,13 +117,13 @@ def _matching_close(text: str, start: int) -> int:
 
 def _loads_repaired(candidate: str) -> Any:
     try:
-        return json.loads(candidate)
+        return json.loads(candidate, strict=False)
     except json.JSONDecodeError as exc:
         repaired = _repair(candidate)
         if repaired == candidate:
             raise
         try:
-            return json.loads(repaired)
+            return json.loads(repaired, strict=False)
         except json.JSONDecodeError:
             raise exc from None
 

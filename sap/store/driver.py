@@ -73,9 +73,9 @@ def run_config(n: int, seed: int, mix: dict[str, float] | None, context: dict[st
 def start_run(store: RunStore, toolset: Toolset, config: dict[str, Any]) -> str:
     """Create a run: build and verify its FSM now with the configured FSM builder (rule or LLM), store it with
     the config and fingerprint (and, if the rule FSM stood in for an LLM draft, why); the run id."""
-    builder = {}
+    builder, client = {}, LLMClient()
     if config.get("agents"):
-        agents = build_agents(AgentsConfig.model_validate(config["agents"]), LLMClient())
+        agents = build_agents(AgentsConfig.model_validate(config["agents"]), client)
         builder = {"fsm_builder": agents["fsm_builder"]}
     ctx = SynthesisContext(toolset=toolset, run_seed=config["seed"], **config["context"], **builder)
     _, fsm = ctx.fsm()
@@ -83,8 +83,11 @@ def start_run(store: RunStore, toolset: Toolset, config: dict[str, Any]) -> str:
     if (note := ctx.fsm_fallback()) is not None:
         stored["fallback_note"] = note
     parts = fingerprint_parts(toolset, config)
-    return store.create_run(toolset.name, config, config["seed"], config["target"], fingerprint(parts), parts,
-                            stored)
+    run_id = store.create_run(toolset.name, config, config["seed"], config["target"], fingerprint(parts), parts,
+                              stored)
+    if (usage := client.ledger.snapshot())["roles"]:  # the FSM builder's calls count toward the run's usage
+        store.save_usage(run_id, "start_run", usage)
+    return run_id
 
 
 def find_resumable(store: RunStore, toolset: Toolset, config: dict[str, Any]) -> tuple[str | None, str | None]:
