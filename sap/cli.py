@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from sap.agents.config import ROLES, build_agents_config
 from sap.llm import LLMRoleError
 from sap.store.runs import StoreError, is_disk_full, sqlite_path
-from sap.toolsets import ToolDocError, UnknownToolset, builtin_names, load_toolset
+from sap.toolsets import Tau2Unavailable, ToolDocError, UnknownToolset, builtin_names, load_toolset
 
 
 class UsageError(Exception):
@@ -22,14 +22,18 @@ class UsageError(Exception):
 def _cmd_toolsets(args: argparse.Namespace) -> int:
     rows = []
     for name in builtin_names():
-        ts = load_toolset(name)
+        try:
+            ts = load_toolset(name)
+        except Tau2Unavailable as exc:  # listed all the same, with how to install it
+            rows.append({"name": name, "tools": None, "description": f"(not installed) {exc}"})
+            continue
         rows.append({"name": name, "tools": len(ts.tools), "description": ts.description})
     if args.json:
         print(json.dumps(rows))
     else:
         width = max(len(r["name"]) for r in rows)
         for r in rows:
-            print(f"{r['name']:<{width}}  {r['tools']:>3} tools  {r['description']}")
+            print(f"{r['name']:<{width}}  {r['tools'] if r['tools'] is not None else '-':>3} tools  {r['description']}")
     return 0
 
 
@@ -391,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (UsageError, UnknownToolset, ToolDocError, StoreError, LLMRoleError) as exc:
+    except (UsageError, UnknownToolset, Tau2Unavailable, ToolDocError, StoreError, LLMRoleError) as exc:
         print(f"sap {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except (FileNotFoundError, IsADirectoryError, PermissionError, ValueError) as exc:

@@ -9,6 +9,8 @@ from types import ModuleType
 from sap.executors import PythonObjectExecutor
 from sap.model import Toolset
 from sap.toolsets.loaders import ToolDocError, load_tool_docs, tools_from_class
+from sap.toolsets.tau2_bench import TOOLSET_NAMES as TAU2_NAMES
+from sap.toolsets.tau2_bench import Tau2Unavailable, load_tau2_toolset
 
 BUILTIN_MODULES = {
     "filesystem": "sap.toolsets.domains.filesystem",
@@ -16,7 +18,7 @@ BUILTIN_MODULES = {
     "travel": "sap.toolsets.domains.travel",
 }
 
-__all__ = ["BUILTIN_MODULES", "ToolDocError", "UnknownToolset", "builtin_names", "load_tool_docs", "load_toolset",
+__all__ = ["BUILTIN_MODULES", "TAU2_NAMES", "Tau2Unavailable", "ToolDocError", "UnknownToolset", "builtin_names", "load_tool_docs", "load_toolset",
            "toolset_from_module", "tools_from_class"]
 
 
@@ -25,8 +27,8 @@ class UnknownToolset(LookupError):
 
 
 def builtin_names() -> list[str]:
-    """Names of the built-in toolsets."""
-    return sorted(BUILTIN_MODULES)
+    """Names of the built-in toolsets: sap's own domains, then the tau2-bench ones (usable once tau2 is installed)."""
+    return sorted(BUILTIN_MODULES) + list(TAU2_NAMES)
 
 
 def toolset_from_module(module: ModuleType, timeout: float = 5.0) -> Toolset:
@@ -63,6 +65,8 @@ def load_toolset(name_or_path: str, timeout: float = 5.0) -> Toolset:
     """A built-in toolset by name, or a domain module from a `.py` file path."""
     if name_or_path in BUILTIN_MODULES:
         return toolset_from_module(importlib.import_module(BUILTIN_MODULES[name_or_path]), timeout)
+    if name_or_path in TAU2_NAMES:
+        return load_tau2_toolset(name_or_path)
     path = Path(name_or_path)
     if path.suffix == ".py" and path.is_file():
         return toolset_from_module(_module_from_path(path), timeout)
