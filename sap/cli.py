@@ -242,11 +242,26 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     store = _open_store(args)
-    store.run(args.run)
-    _check_writable(args.output)
+    run = store.run(args.run)
     records = store.records(args.run)
-    _write_jsonl(args.output, records)
-    print(f"{len(records)} records of run {args.run} -> {args.output}")
+    if args.format == "hf":
+        from sap.export.hf import HFUnavailable, save_hf_dataset
+
+        if Path(args.output).is_file():
+            raise UsageError(f"output path {args.output} is a file; --format hf writes a dataset directory")
+        try:
+            save_hf_dataset(records, args.output, {"run": run.id, "toolset": run.toolset, "seed": run.seed,
+                                                   "target": run.target, **run.config})
+        except HFUnavailable as exc:
+            raise UsageError(str(exc)) from exc
+    else:
+        _check_writable(args.output)
+        if args.format == "sharegpt":
+            from sap.export.sharegpt import to_sharegpt
+
+            records = [to_sharegpt(r) for r in records]
+        _write_jsonl(args.output, records)
+    print(f"{len(records)} records of run {args.run} -> {args.output} ({args.format})")
     return 0
 
 
@@ -370,7 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="write a stored run's accepted records in slot order")
     p.add_argument("run")
     p.add_argument("-o", "--output", required=True)
-    p.add_argument("--format", choices=["openai"], default="openai", help="record format (more come with exporters)")
+    p.add_argument("--format", choices=["openai", "sharegpt", "hf"], default="openai",
+                   help="openai: sap's JSONL records; sharegpt: LLaMA-Factory ShareGPT JSONL; hf: a Hugging Face "
+                   "datasets directory (save_to_disk) with a dataset card (extra hf)")
     _db_args(p)
     p.set_defaults(fn=_cmd_export)
     p = sub.add_parser("validate", help="replay every record on its executor and check its provenance")

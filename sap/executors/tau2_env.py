@@ -97,7 +97,7 @@ class Tau2Executor:
             self._run(name, args)
         self._log = list(log)
 
-    def db_hash(self) -> str:
+    def state_hash(self) -> str:
         """tau2's hash of the current database (`Environment.get_db_hash`)."""
         if self._hash is None:
             self._hash = self.env.get_db_hash()
@@ -105,4 +105,4 @@ class Tau2Executor:
 
     def state(self) -> dict[str, Any]:
         """The comparable end state: tau2's database hash."""
-        return {"db_hash": self.db_hash()}
+        return {"db_hash": self.state_hash()}

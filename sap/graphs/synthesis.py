@@ -22,7 +22,7 @@ from sap.agents.messenger import Messenger, RuleMessenger, task_phrase
 from sap.agents.planner import HistoryCall, NarrativeRequest, PlanRequest, Planner, RulePlanner, StatedValue
 from sap.agents.repair import PatchOp, Repairer, RuleRepairer, apply_patch, repair_call
 from sap.agents.replanner import ReplanRequest, Replanner, RuleReplanner
-from sap.executors.base import Executor, replay, replay_fresh
+from sap.executors.base import Executor, ReplayMismatch, end_state_hash, replay
 from sap.export.records import to_record
 from sap.fsm.walk import emphasis_set
 from sap.fsm.walk import sample_path as walk
@@ -142,10 +142,18 @@ def stated_value(turn: int, name: str, value: Any, prov: ArgProvenance) -> State
     return None
 
 
-def replay_problems(toolset: Toolset, traj: Trajectory) -> list[str]:
-    """Replay the committed calls from c0 on a fresh executor; any differing result is a problem."""
-    _, mismatch = replay_fresh(toolset.executor_factory, traj.c0, _committed(traj.turns))
-    return [f"replay from c0: {mismatch}"] if mismatch else []
+def replay_problems(toolset: Toolset, traj: Trajectory) -> tuple[list[str], str | None]:
+    """Replay the committed calls from c0 on a fresh executor: a problem for any differing result, else none and
+    the hash of the end state reached (recorded in the record's meta, checked again by `sap validate`)."""
+    ex = toolset.executor_factory()
+    try:
+        replay(ex, traj.c0, _committed(traj.turns))
+        return [], end_state_hash(ex)
+    except ReplayMismatch as exc:
+        return [f"replay from c0: {exc}"], None
+    finally:
+        if hasattr(ex, "close"):
+            ex.close()
 
 
 def _turns(state: SynthState) -> list[Turn]:
@@ -317,11 +325,12 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         problems = code_check(traj)
         if len(traj.turns) < ctx.min_keep_turns:
             problems.append(f"only {len(traj.turns)} turns, fewer than {ctx.min_keep_turns}")
+        end_hash = None
         if not problems and ctx.replay_check:
-            problems = replay_problems(ctx.toolset, traj)
+            problems, end_hash = replay_problems(ctx.toolset, traj)
         if problems:
             return Command(goto="persist", update={"status": "dropped", "drop_reason": f"code check: {problems[0]}"})
-        return Command(goto="judge")
+        return Command(goto="judge", update={"end_state_hash": end_hash})
 
     def judge(state: SynthState) -> Command[Literal["write_messages", "rewrite", "persist"]]:
         verdict = ctx.judge.judge(trajectory_from_state(state, ctx), specs)
@@ -360,6 +369,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                 "emphasis": state.get("emphasis", []), "requested_kind": state.get("kind", "base"),
                 **({"rewrite_rejection": state["rewrite_rejection"]} if state.get("rewrite_rejection") else {}),
                 "retries": len(state.get("attempt_log", [])),
+                **({"end_state_hash": state["end_state_hash"]} if state.get("end_state_hash") else {}),
                 **({"c0_patch": [{"path": op["path"], "value": op["value"]} for op in state["c0_patch"]]}
                    if state.get("c0_patch") else {}),
                 **({"fsm_fallback": fallback} if (fallback := ctx.fsm_fallback()) else {}),

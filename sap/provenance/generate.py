@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import string
 from typing import Any
 
@@ -14,6 +15,7 @@ _WORDS = ["budget", "draft", "summary", "invoice", "travel", "notes", "archive",
 _SENTENCES = ["Remember to confirm the schedule", "Quarterly numbers look stable", "Call the supplier on Monday",
               "Ship the revised draft", "Collect feedback from the team", "Renew the subscription"]
 _EXTS = [".txt", ".md", ".csv", ".log"]
+_CLOSED_CHOICE = re.compile(r"\b(?:either|one of)\s+('[^']+'(?:\s*,\s*'[^']+')*,?\s+or\s+'[^']+')")
 
 
 def _word_pair(rng: random.Random) -> str:
@@ -77,10 +79,23 @@ def _number(schema: dict[str, Any], integer: bool, rng: random.Random) -> int | 
     return min(hi, max(lo, round(rng.uniform(float(lo), float(hi)), 2)))
 
 
+def described_choices(schema: dict[str, Any]) -> list[str]:
+    """The closed set of values a string parameter's description names ("should be either 'a' or 'b'",
+    "one of 'a', 'b' or 'c'"), or []: examples ("such as 'x'") are not a closed set."""
+    if schema.get("type", "string") != "string":
+        return []
+    m = _CLOSED_CHOICE.search(schema.get("description", ""))
+    return re.findall(r"'([^']+)'", m.group(1)) if m else []
+
+
 def generate(name: str, schema: dict[str, Any], rng: random.Random) -> Any:
-    """A fresh value for parameter `name` fitting `schema`: enums, bounds and types are honoured."""
+    """A fresh value for parameter `name` fitting `schema`: enums (declared, or a closed choice in the
+    description), bounds and types are honoured."""
     if "enum" in schema and schema["enum"]:
         return rng.choice(schema["enum"])
+    choices = described_choices(schema)
+    if choices:
+        return rng.choice(choices)
     kind = schema.get("type", "string")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")

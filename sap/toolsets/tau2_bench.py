@@ -19,6 +19,8 @@ DOMAINS = ("retail", "airline")
 TOOLSET_NAMES = tuple(f"tau2/{d}" for d in DOMAINS)
 # per domain: the collection of the sampled user's own records, and the user field listing their ids
 OWNED = {"retail": ("orders", "orders"), "airline": ("reservations", "reservations")}
+# record statuses a sampled user must own one of each (so that both pending-order and delivered-order tools apply)
+WANTED_STATUSES = {"retail": frozenset({"pending", "delivered"}), "airline": frozenset()}
 DESCRIPTIONS = {
     "retail": "tau2-bench retail customer service: identify the customer, look up users, orders and products, "
               "cancel or modify pending orders, return or exchange delivered items, update addresses.",
@@ -82,11 +84,18 @@ def _domain(domain: str) -> tuple[Any, str]:
 
 
 def sample_config(domain: str, seed: int) -> dict[str, Any]:
-    """c0 for one trajectory: a user chosen by seed among those owning records, with all their own records
-    (retail orders, airline reservations), in tau2's database shape: {collection: {id: record}}."""
+    """c0 for one trajectory: a user chosen by seed among those owning records (retail: a pending and a delivered
+    order at least), with all their own records (retail orders, airline reservations), in tau2's database shape:
+    {collection: {id: record}}."""
     base = _domain(domain)[0].base
     collection, field = OWNED[domain]
-    users = sorted(uid for uid, u in base["users"].items() if any(i in base[collection] for i in u.get(field, [])))
+    wanted = WANTED_STATUSES[domain]
+
+    def fits(user: dict[str, Any]) -> bool:
+        owned = [base[collection][i] for i in user.get(field, []) if i in base[collection]]
+        return bool(owned) and wanted <= {r.get("status") for r in owned}
+
+    users = sorted(uid for uid, u in base["users"].items() if fits(u))
     uid = random.Random(f"tau2/{domain}:{seed}").choice(users)
     user = base["users"][uid]
     return {"users": {uid: user},
