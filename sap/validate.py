@@ -55,9 +55,10 @@ def validate_record(record: dict[str, Any], toolset: Toolset, line: int = 0) -> 
                 break
         else:
             recorded = record.get("meta", {}).get("end_state_hash")
-            if recorded and end_state_hash(ex) != recorded:
-                problems.append(Problem(rid, line, f"end state after replay hashes to {end_state_hash(ex)}, "
-                                                   f"record meta has {recorded}"))
+            replayed = end_state_hash(ex) if recorded else None
+            if replayed != recorded:
+                problems.append(Problem(rid, line, f"end state after replay hashes to {replayed}, "
+                                                   f"record meta has end_state_hash {recorded}"))
     finally:
         if hasattr(ex, "close"):
             ex.close()

@@ -43,7 +43,8 @@ def _tau2_modules(domain: str) -> tuple[Any, Any, Any]:
         data_model = importlib.import_module(f"tau2.domains.{domain}.data_model")
         utils = importlib.import_module(f"tau2.domains.{domain}.utils")
     except ImportError as exc:
-        raise Tau2Unavailable(f"toolset tau2/{domain} needs tau2-bench ({exc.name} is missing): {INSTALL_HINT}") from exc
+        raise Tau2Unavailable(f"toolset tau2/{domain} needs tau2-bench ({exc.name} is missing): "
+                              f"{INSTALL_HINT}") from exc
     return env, data_model, utils
 
 
@@ -75,31 +76,40 @@ def _domain(domain: str) -> tuple[Any, str]:
 
     env_mod, data_model, utils = _tau2_modules(domain)
     prefix = domain.upper()
+    db_class = getattr(data_model, {"retail": "RetailDB", "airline": "FlightDB"}[domain])
     with open(getattr(utils, f"{prefix}_DB_PATH"), encoding="utf-8") as fh:
-        base = json.load(fh)
-    db_class = {"retail": "RetailDB", "airline": "FlightDB"}[domain]
+        base = db_class.model_validate(json.load(fh))
     with open(getattr(utils, f"{prefix}_POLICY_PATH"), encoding="utf-8") as fh:
         policy = fh.read()
-    return Tau2Domain(domain, getattr(data_model, db_class), base, env_mod.get_environment), policy
+    tools = env_mod.get_environment(db=db_class.model_construct()).get_tools()
+    return Tau2Domain(domain, db_class, base, env_mod.get_environment, {t.name: t.params for t in tools}), policy
 
 
 def sample_config(domain: str, seed: int) -> dict[str, Any]:
     """c0 for one trajectory: a user chosen by seed among those owning records (retail: a pending and a delivered
     order at least), with all their own records (retail orders, airline reservations), in tau2's database shape:
     {collection: {id: record}}."""
-    base = _domain(domain)[0].base
+    db = _domain(domain)[0]
     collection, field = OWNED[domain]
-    wanted = WANTED_STATUSES[domain]
-
-    def fits(user: dict[str, Any]) -> bool:
-        owned = [base[collection][i] for i in user.get(field, []) if i in base[collection]]
-        return bool(owned) and wanted <= {r.get("status") for r in owned}
-
-    users = sorted(uid for uid, u in base["users"].items() if fits(u))
+    users = _sampled_users(domain)
     uid = random.Random(f"tau2/{domain}:{seed}").choice(users)
-    user = base["users"][uid]
-    return {"users": {uid: user},
-            collection: {i: base[collection][i] for i in user[field] if i in base[collection]}}
+    owned = [i for i in db.record_json("users", uid)[field] if i in db.records(collection)]
+    return {"users": {uid: db.record_json("users", uid)},
+            collection: {i: db.record_json(collection, i) for i in owned}}
+
+
+@functools.cache
+def _sampled_users(domain: str) -> list[str]:
+    """Ids of the users c0 may be drawn for: owning records, with one in each wanted status, sorted."""
+    db = _domain(domain)[0]
+    collection, field = OWNED[domain]
+    records = db.records(collection)
+
+    def fits(user: Any) -> bool:
+        owned = [records[i] for i in getattr(user, field) if i in records]
+        return bool(owned) and WANTED_STATUSES[domain] <= {getattr(r, "status", None) for r in owned}
+
+    return sorted(uid for uid, user in db.records("users").items() if fits(user))
 
 
 def load_tau2_toolset(name: str) -> Toolset:
