@@ -49,7 +49,8 @@ def _tau2_modules(domain: str) -> tuple[Any, Any, Any]:
 
 
 def _inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
-    """`schema` with every local `$ref` replaced by its definition and pydantic's `title` keys dropped."""
+    """`schema` with every local `$ref` replaced by its definition, pydantic's `title` keys dropped and typing
+    artefacts in `anyOf` collapsed."""
     if isinstance(schema, list):
         return [_inline_refs(s, defs) for s in schema]
     if not isinstance(schema, dict):
@@ -57,7 +58,22 @@ def _inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
     if "$ref" in schema:
         target = defs[schema["$ref"].rsplit("/", 1)[-1]]
         return _inline_refs({**target, **{k: v for k, v in schema.items() if k != "$ref"}}, defs)
-    return {k: _inline_refs(v, defs) for k, v in schema.items() if k not in ("title", "$defs")}
+    out = {k: _inline_refs(v, defs) for k, v in schema.items() if k not in ("title", "$defs")}
+    return _collapse_any_of(out)
+
+
+def _collapse_any_of(schema: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf` from Python typing artefacts made plain: `X | None` (optional: not required is how a tool schema
+    says it) and `Model | dict` (the model passed as a dict) become X / Model."""
+    options = schema.get("anyOf")
+    if not isinstance(options, list):
+        return schema
+    specific = [o for o in options if o.get("type") != "null" and not (
+        o.get("type") == "object" and "properties" not in o and len(options) > 1)]
+    if len(specific) != 1:
+        return schema
+    rest = {k: v for k, v in schema.items() if k != "anyOf"}
+    return {**specific[0], **rest}
 
 
 def tool_spec(tool: Any, tool_type: str) -> ToolSpec:
