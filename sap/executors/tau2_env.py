@@ -2,6 +2,7 @@
 tau2 `Environment`, and the end state compared by tau2's own database hash."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -100,6 +101,17 @@ class CopyOnAccess(dict):
         return dict.__iter__(self)
 
 
+def _decoded(value: Any) -> Any:
+    """A tool result that is JSON text of an object or list (tau2 tools return some as `json.dumps` strings) as
+    that JSON, so the tool message holds what tau2's own message holds; any other value as it is."""
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
 class Tau2Executor:
     """Runs calls through a tau2 `Environment` whose database is the domain's db.json with c0's records put over it.
 
@@ -178,7 +190,7 @@ class Tau2Executor:
                 self.restore(self.snapshot())
             return ExecResult(ok=False, error=f"Error: {exc}" if str(exc) else f"Error: {type(exc).__name__}")
         self._log.append((call.name, json_copy(call.args_exec)))
-        return ExecResult(ok=True, value=value)
+        return ExecResult(ok=True, value=_decoded(value))
 
     def snapshot(self) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
         """The replay log: c0 and the calls that succeeded since."""
