@@ -53,6 +53,8 @@ def _string_for(name: str, rng: random.Random) -> str:
         return _word_pair(rng)
     if any(k in n for k in ("content", "text", "message", "body", "note", "reason", "description")):
         return rng.choice(_SENTENCES)
+    if "expression" in n or "formula" in n:
+        return f"{rng.randint(2, 400)} {rng.choice('+-*')} {rng.randint(2, 60)}"
     if "pattern" in n or "query" in n or "keyword" in n:
         return rng.choice(_WORDS)
     if n.endswith("_id") or n == "id":
