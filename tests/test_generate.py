@@ -27,3 +27,8 @@ def test_expression_parameters_get_arithmetic_a_calculator_accepts():
     for _ in range(20):
         expr = generate("expression", {"type": "string"}, rng)
         assert set(expr) <= set("0123456789+-*/(). ") and isinstance(eval(expr, {"__builtins__": {}}), int)
+
+
+def test_birth_dates_are_iso_dates():
+    rng = random.Random(2)
+    assert all(len(generate(n, {"type": "string"}, rng).split("-")) == 3 for n in ("dob", "date_of_birth"))

@@ -27,11 +27,14 @@ class Messenger(Protocol):
 
 
 def describe_value(value: Any) -> str:
-    """A value as it must appear verbatim in text."""
+    """A value as it must appear verbatim in text; an object as its fields in words (`first name "Noah", dob
+    "1990-04-05"`), never raw JSON."""
     if isinstance(value, str):
         return f'"{value}"'
     if isinstance(value, list):
         return ", ".join(describe_value(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{humanize(str(k))} {describe_value(v)}" for k, v in value.items())
     return json.dumps(value)
 
 

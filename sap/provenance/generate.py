@@ -39,7 +39,7 @@ def _string_for(name: str, rng: random.Random) -> str:
         return f"{rng.randint(10000, 99999)}"
     if "phone" in n:
         return f"+1-555-{rng.randint(100, 999)}-{rng.randint(1000, 9999)}"
-    if "date" in n or n in ("check_in", "check_out") or n.endswith("_on"):
+    if "date" in n or n in ("check_in", "check_out", "dob") or n.endswith("_on") or "birth" in n:
         return f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
     if "city" in n:
         return rng.choice(_CITIES)
