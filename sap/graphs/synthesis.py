@@ -24,7 +24,7 @@ from sap.agents.repair import PatchOp, Repairer, RuleRepairer, apply_patch, repa
 from sap.agents.replanner import ReplanRequest, Replanner, RuleReplanner
 from sap.executors.base import Executor, ReplayMismatch, end_state_hash, replay
 from sap.export.records import to_record
-from sap.fsm.walk import emphasis_set
+from sap.fsm.walk import NoPathError, emphasis_set
 from sap.fsm.walk import sample_path as walk
 from sap.graphs.rewrite import RewriteRejected, miss_func_graph, miss_param_graph, rewrite
 from sap.graphs.state import SynthState
@@ -199,8 +199,12 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         _, fsm = ctx.fsm()
         rng = random.Random(f"{state['seed']}:path")
         emphasis = emphasis_set(fsm, state.get("tool_histogram", {}), rng, ctx.emphasis_size)
-        return {"emphasis": sorted(emphasis),
-                "path": walk(fsm, rng, ctx.min_turns, ctx.max_turns, emphasis=emphasis),
+        try:
+            path = walk(fsm, rng, ctx.min_turns, ctx.max_turns, emphasis=emphasis)
+        except NoPathError:  # the emphasis weights can trap every try away from a final state: walk plainly
+            emphasis = set()
+            path = walk(fsm, rng, ctx.min_turns, ctx.max_turns)
+        return {"emphasis": sorted(emphasis), "path": path,
                 "turns": [], "turn_pos": 0, "call_pos": 0, "attempts": 0, "exec_error": None,
                 "failed_args": [], "attempt_log": [], "blacklist": [], "pending": None, "pending_virtual": [],
                 "virtual_history": [], "c0_patch": [], "repair_log": []}
