@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from sap.agents.config import ROLES, build_agents_config
 from sap.llm import LLMRoleError
 from sap.store.runs import StoreError, is_disk_full, sqlite_path
-from sap.toolsets import Tau2Unavailable, ToolDocError, UnknownToolset, builtin_names, load_toolset
+from sap.toolsets import Tau2Unavailable, ToolDocError, UnknownToolset, load_toolset, toolset_names
 
 
 class UsageError(Exception):
@@ -21,7 +21,7 @@ class UsageError(Exception):
 
 def _cmd_toolsets(args: argparse.Namespace) -> int:
     rows = []
-    for name in builtin_names():
+    for name in toolset_names():
         try:
             ts = load_toolset(name)
         except Tau2Unavailable as exc:  # listed all the same, with how to install it

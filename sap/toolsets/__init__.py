@@ -18,8 +18,8 @@ BUILTIN_MODULES = {
     "travel": "sap.toolsets.domains.travel",
 }
 
-__all__ = ["BUILTIN_MODULES", "TAU2_NAMES", "Tau2Unavailable", "ToolDocError", "UnknownToolset", "builtin_names", "load_tool_docs", "load_toolset",
-           "toolset_from_module", "tools_from_class"]
+__all__ = ["BUILTIN_MODULES", "TAU2_NAMES", "Tau2Unavailable", "ToolDocError", "UnknownToolset", "builtin_names",
+           "load_tool_docs", "load_toolset", "toolset_from_module", "toolset_names", "tools_from_class"]
 
 
 class UnknownToolset(LookupError):
@@ -27,8 +27,13 @@ class UnknownToolset(LookupError):
 
 
 def builtin_names() -> list[str]:
-    """Names of the built-in toolsets: sap's own domains, then the tau2-bench ones (usable once tau2 is installed)."""
-    return sorted(BUILTIN_MODULES) + list(TAU2_NAMES)
+    """Names of sap's own built-in toolsets."""
+    return sorted(BUILTIN_MODULES)
+
+
+def toolset_names() -> list[str]:
+    """Every toolset loadable by name: sap's own, then tau2-bench's (usable once tau2-bench is installed)."""
+    return builtin_names() + list(TAU2_NAMES)
 
 
 def toolset_from_module(module: ModuleType, timeout: float = 5.0) -> Toolset:
@@ -73,4 +78,4 @@ def load_toolset(name_or_path: str, timeout: float = 5.0) -> Toolset:
     if path.suffix in (".json", ".jsonl") and path.is_file():
         raise UnknownToolset(
             f"{path}: tool docs alone cannot be executed; give a domain module (.py) whose class implements them")
-    raise UnknownToolset(f"unknown toolset {name_or_path!r}; built-in: {', '.join(builtin_names())}")
+    raise UnknownToolset(f"unknown toolset {name_or_path!r}; built-in: {', '.join(toolset_names())}")
