@@ -84,7 +84,8 @@ def test_failed_calls_are_error_results_and_change_nothing():
     ex = RETAIL.executor_factory()
     ex.reset(c0)
     before = ex.state_hash()
-    res = ex.execute(call("cancel_pending_order", {"order_id": _order(c0, "delivered"), "reason": "ordered by mistake"}))
+    delivered = _order(c0, "delivered")
+    res = ex.execute(call("cancel_pending_order", {"order_id": delivered, "reason": "ordered by mistake"}))
     assert not res.ok and res.error == "Error: Non-pending order cannot be cancelled"
     bad = ex.execute(call("cancel_pending_order", {"order_id": _order(c0, "pending")}))
     assert not bad.ok and "reason" in bad.error

@@ -120,8 +120,8 @@ class Tau2Executor:
     Records are copied when a tool first reaches them, so a reset costs no copy of the whole database. Arguments
     are checked against the tool's declared parameters (tau2 itself passes them on unchecked); a call that does
     not fit them or that raises gives an error result (text as tau2 gives it: "Error: ...") and a failed write
-    call is rolled back by replay. `state()` lists the records that differ from db.json; `state_hash()` is tau2's own hash of
-    the whole database (`Environment.get_db_hash`).
+    call is rolled back by replay. `state()` lists the records that differ from db.json; `state_hash()` is tau2's
+    own hash of the whole database (`Environment.get_db_hash`).
     """
 
     def __init__(self, domain: Tau2Domain) -> None:
