@@ -14,7 +14,7 @@ from sap.agents.config import ROLES, build_agents_config
 from sap.eval.cli import add_eval_args, run_eval
 from sap.llm import LLMRoleError
 from sap.store.runs import StoreError, is_disk_full, sqlite_path
-from sap.toolsets import ToolDocError, UnknownToolset, bfcl_names, builtin_names, load_toolset
+from sap.toolsets import Tau2Unavailable, ToolDocError, UnknownToolset, bfcl_names, load_toolset, toolset_names
 
 
 class UsageError(Exception):
@@ -23,8 +23,12 @@ class UsageError(Exception):
 
 def _cmd_toolsets(args: argparse.Namespace) -> int:
     rows = []
-    for name in builtin_names():
-        ts = load_toolset(name)
+    for name in toolset_names():
+        try:
+            ts = load_toolset(name)
+        except Tau2Unavailable as exc:  # listed all the same, with how to install it
+            rows.append({"name": name, "tools": None, "description": f"(not installed) {exc}"})
+            continue
         rows.append({"name": name, "tools": len(ts.tools), "description": ts.description})
     bfcl_missing = None
     for name in bfcl_names():
@@ -39,7 +43,7 @@ def _cmd_toolsets(args: argparse.Namespace) -> int:
     else:
         width = max(len(r["name"]) for r in rows)
         for r in rows:
-            print(f"{r['name']:<{width}}  {r['tools']:>3} tools  {r['description']}")
+            print(f"{r['name']:<{width}}  {r['tools'] if r['tools'] is not None else '-':>3} tools  {r['description']}")
         if bfcl_missing:
             print(f"bfcl/<classes>: not available: {bfcl_missing}")
     return 0
@@ -273,24 +277,44 @@ def _export_records(args: argparse.Namespace) -> list[dict[str, Any]]:
     return store.records(args.source)
 
 
+def _export_meta(args: argparse.Namespace, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a dataset card says about where the records came from: the run's settings, or the source file."""
+    if Path(args.source).is_file():
+        return {"source": str(args.source), "toolsets": sorted({r["meta"].get("toolset", "") for r in records})}
+    run = _open_store(args).run(args.source)
+    return {"run": run.id, "toolset": run.toolset, "seed": run.seed, "target": run.target, **run.config}
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
+    if args.format in ("bfcl", "hf") and Path(args.output).is_file():
+        raise UsageError(f"output {args.output} is a file; --format {args.format} writes a directory")
     if args.format == "bfcl":
         from sap.export.bfcl import BfclExportError, write_bfcl
 
-        target = Path(args.output)
-        if target.exists() and not target.is_dir():
-            raise UsageError(f"output {args.output} is a file; --format bfcl writes a directory")
         records = _export_records(args)
         try:
-            questions, answers = write_bfcl(records, target, args.name, load_toolset)
+            questions, answers = write_bfcl(records, Path(args.output), args.name, load_toolset)
         except BfclExportError as exc:
             raise UsageError(str(exc)) from exc
         print(f"{len(records)} records of {args.source} -> {questions} and {answers}")
         return 0
-    _check_writable(args.output)
-    records = _export_records(args)
-    _write_jsonl(args.output, records)
-    print(f"{len(records)} records of {args.source} -> {args.output}")
+    if args.format == "hf":
+        from sap.export.hf import HFUnavailable, save_hf_dataset
+
+        records = _export_records(args)
+        try:
+            save_hf_dataset(records, args.output, _export_meta(args, records))
+        except HFUnavailable as exc:
+            raise UsageError(str(exc)) from exc
+    else:
+        _check_writable(args.output)
+        records = _export_records(args)
+        if args.format == "sharegpt":
+            from sap.export.sharegpt import to_sharegpt
+
+            records = [to_sharegpt(r) for r in records]
+        _write_jsonl(args.output, records)
+    print(f"{len(records)} records of {args.source} -> {args.output} ({args.format})")
     return 0
 
 
@@ -459,12 +483,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON list of {id, status, accepted, target, ...}")
     _db_args(p)
     p.set_defaults(fn=_cmd_runs)
-    p = sub.add_parser("export", help="write a stored run's (or a JSONL file's) records as sap JSONL or for BFCL")
+    p = sub.add_parser("export", help="write a stored run's (or a JSONL file's) records in another format")
     p.add_argument("source", metavar="RUN_OR_JSONL", help="a run id in --db, or a JSONL file of sap records")
-    p.add_argument("-o", "--output", required=True, help="JSONL file (openai) or directory (bfcl)")
-    p.add_argument("--format", choices=["openai", "bfcl"], default="openai",
-                   help="openai: sap's JSONL records (OpenAI messages + provenance); bfcl: BFCL v4 multi-turn "
-                        "question file DIR/<name>.json and DIR/possible_answer/<name>.json")
+    p.add_argument("-o", "--output", required=True, help="JSONL file (openai, sharegpt) or directory (bfcl, hf)")
+    p.add_argument("--format", choices=["openai", "sharegpt", "hf", "bfcl"], default="openai",
+                   help="openai: sap's JSONL records (OpenAI messages + provenance); sharegpt: LLaMA-Factory ShareGPT "
+                        "JSONL; hf: a Hugging Face datasets directory (save_to_disk) with a dataset card (extra hf); "
+                        "bfcl: BFCL v4 multi-turn question file DIR/<name>.json and DIR/possible_answer/<name>.json")
     p.add_argument("--name", help="bfcl: file name and id prefix (default sap_multi_turn[_long_context])")
     _db_args(p)
     p.set_defaults(fn=_cmd_export)
@@ -508,7 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (UsageError, UnknownToolset, ToolDocError, StoreError, LLMRoleError) as exc:
+    except (UsageError, UnknownToolset, Tau2Unavailable, ToolDocError, StoreError, LLMRoleError) as exc:
         print(f"sap {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except (FileNotFoundError, IsADirectoryError, PermissionError, ValueError) as exc:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from sap.executors.base import end_state_hash
 from sap.export.records import record_to_trajectory
 from sap.model import Toolset
 from sap.provenance.checks import code_check
@@ -37,7 +38,8 @@ def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def validate_record(record: dict[str, Any], toolset: Toolset, line: int = 0) -> list[Problem]:
-    """Replay one record from its initial_config; every result must match, and the code check must pass."""
+    """Replay one record from its initial_config: every result must match, the end state must hash to the recorded
+    `meta.end_state_hash` (when the record has one), and the code check must pass."""
     rid = str(record.get("id", f"#{line}"))
     traj = record_to_trajectory(record)
     ex = toolset.executor_factory()
@@ -51,6 +53,12 @@ def validate_record(record: dict[str, Any], toolset: Toolset, line: int = 0) -> 
                 problems.append(Problem(rid, line, f"turn {turn} call {index} ({call.call_id} {call.name}): replay gave "
                                                    f"{json.dumps(got)[:200]}, record has {json.dumps(call.result)[:200]}"))
                 break
+        else:
+            recorded = record.get("meta", {}).get("end_state_hash")
+            replayed = end_state_hash(ex) if recorded else None
+            if replayed != recorded:
+                problems.append(Problem(rid, line, f"end state after replay hashes to {replayed}, "
+                                                   f"record meta has end_state_hash {recorded}"))
     finally:
         if hasattr(ex, "close"):
             ex.close()

@@ -19,9 +19,9 @@ def test_toolsets_json_lists_builtins_with_counts(capsys):
     rows = json.loads(out)
     assert code == 0
     names = {r["name"] for r in rows}
-    assert {"filesystem", "store", "travel"} <= names
-    assert all(n.startswith("bfcl/") for n in names - {"filesystem", "store", "travel"})  # when bfcl-eval is installed
-    assert sum(r["tools"] for r in rows if not r["name"].startswith("bfcl/")) >= 30
+    assert {"filesystem", "store", "travel", "tau2/retail", "tau2/airline"} <= names
+    assert all(n.startswith("bfcl/") for n in names - {"filesystem", "store", "travel", "tau2/retail", "tau2/airline"})
+    assert sum(r["tools"] for r in rows if r["name"] in ("filesystem", "store", "travel")) >= 30
     assert all(r["description"] for r in rows)
 
 
@@ -76,6 +76,19 @@ def test_validate_passes_clean_file_and_names_a_tampered_call(tmp_path, capsys):
     code, out, _ = _run(capsys, "validate", str(path))
     assert code == 1
     assert f"record {records[2]['id']}" in out and tool_msg["tool_call_id"] in out
+
+
+def test_validate_checks_the_recorded_end_state_hash(tmp_path, capsys):
+    path = tmp_path / "s.jsonl"
+    assert _run(capsys, "synthesize", "--toolset", "store", "-n", "3", "-o", str(path))[0] == 0
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert all(len(r["meta"]["end_state_hash"]) == 64 for r in records)
+    assert len({r["meta"]["end_state_hash"] for r in records}) == 3  # different users, different end states
+    records[1]["meta"]["end_state_hash"] = records[0]["meta"]["end_state_hash"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    code, out, _ = _run(capsys, "validate", str(path))
+    assert code == 1 and f"record {records[1]['id']}" in out and "end_state_hash" in out
+    assert "3 records, 1 failed" in out
 
 
 def test_validate_reports_bad_json_line(tmp_path, capsys):

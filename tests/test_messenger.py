@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from sap.agents.messenger import RuleMessenger, must_mention
+from sap.agents.messenger import RuleMessenger, describe_value, must_mention
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Turn
 from sap.provenance.checks import mentions
 
@@ -48,3 +48,10 @@ def test_rule_messenger_states_new_and_config_values_and_only_refers_to_history(
 def test_turns_without_calls_keep_their_messages():
     turn = Turn(index=0, state="s", transition=0, user_message="Hi", assistant_message="Which hotel?")
     assert RuleMessenger().write([turn], {}, random.Random(0)) == [turn]
+
+
+def test_object_values_are_described_in_words_not_raw_json():
+    value = [{"first_name": "Noah", "last_name": "Kim", "dob": "1990-04-05"}]
+    text = describe_value(value)
+    assert text == 'first name "Noah", last name "Kim", dob "1990-04-05"'
+    assert "{" not in text and mentions(f"Add the passenger {text} please.", value)

@@ -1,6 +1,6 @@
 """LLM FSM builder: the model drafts the dialogue phases and transitions from the tool docs, the rule builder's
-tool classification and a c0 summary; code repairs what it can before V_spec (drops unknown tools, fills missing
-or impossible tags from the classification), and at the drafting cap the rule FSM stands in, if configured,
+tool classification, the toolset's documentation (`extra["docs"]`, e.g. a domain policy) and a c0 summary; code
+repairs what it can before V_spec (drops unknown tools, fills missing or impossible tags from the classification), and at the drafting cap the rule FSM stands in, if configured,
 with the fallback recorded."""
 from __future__ import annotations
 
@@ -162,7 +162,8 @@ class LLMFSMBuilder:
         previous = self._previous.get(toolset.name) if feedback else None
         answer = self.llm.ask(
             "fsm_draft", FSMDraft, check=lambda d: _raise(draft_problems(d, set(roles))),
-            toolset=toolset.name, description=toolset.description or "(none)", tools=tool_lines(roles, stated),
+            toolset=toolset.name, description=toolset.description or "(none)",
+            docs=toolset.extra.get("docs") or "(none)", tools=tool_lines(roles, stated),
             state=compact(c0, STATE_CHARS),
             feedback=(f"Your previous draft: {previous}\nIts V_spec violations:\n" + "\n".join(feedback)
                       if feedback and previous else "(first draft)"))

@@ -56,7 +56,8 @@ def names_tool(text: str, tools: list[str]) -> bool:
 
 
 def describe_value(value: Any) -> str:
-    """A value as it must appear verbatim in text."""
+    """A value as it must appear verbatim in text; an object as its fields in words (`first name "Noah", dob
+    "1990-04-05"`), never raw JSON."""
     if isinstance(value, str):
         return f'"{value}"'
     if isinstance(value, list):

@@ -1,6 +1,8 @@
 """The Executor protocol and the replay helper that rebuilds an executor from c0 and committed calls."""
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 
@@ -63,3 +65,12 @@ def replay_fresh(factory: Callable[[], Executor], c0: dict[str, Any], calls: lis
     finally:
         if hasattr(ex, "close"):
             ex.close()
+
+
+def end_state_hash(executor: Executor) -> str:
+    """A hash of the executor's current state: its own `state_hash()` if it has one (tau2: the database hash),
+    else sha256 of the canonical JSON of `state()`."""
+    own = getattr(executor, "state_hash", None)
+    if callable(own):
+        return own()
+    return hashlib.sha256(json.dumps(executor.state(), sort_keys=True, default=repr).encode()).hexdigest()

@@ -35,3 +35,4 @@ class SynthState(TypedDict, total=False):
     status: str  # running / truncated / accepted / dropped
     drop_reason: str | None
     record: dict[str, Any] | None  # the exported record once accepted
+    end_state_hash: str | None  # hash of the executor state after replaying the calls from c0 (the code check's)

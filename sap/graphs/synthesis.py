@@ -22,9 +22,9 @@ from sap.agents.messenger import Messenger, RuleMessenger, task_phrase
 from sap.agents.planner import HistoryCall, NarrativeRequest, PlanRequest, Planner, RulePlanner, StatedValue
 from sap.agents.repair import PatchOp, Repairer, RuleRepairer, apply_patch, repair_call
 from sap.agents.replanner import ReplanRequest, Replanner, RuleReplanner
-from sap.executors.base import Executor, replay, replay_fresh
+from sap.executors.base import Executor, ReplayMismatch, end_state_hash, replay
 from sap.export.records import to_record
-from sap.fsm.walk import emphasis_set
+from sap.fsm.walk import NoPathError, emphasis_set
 from sap.fsm.walk import sample_path as walk
 from sap.graphs.rewrite import RewriteRejected, miss_func_graph, miss_param_graph, rewrite
 from sap.graphs.state import SynthState
@@ -142,10 +142,18 @@ def stated_value(turn: int, name: str, value: Any, prov: ArgProvenance) -> State
     return None
 
 
-def replay_problems(toolset: Toolset, traj: Trajectory) -> list[str]:
-    """Replay the committed calls from c0 on a fresh executor; any differing result is a problem."""
-    _, mismatch = replay_fresh(toolset.executor_factory, traj.c0, _committed(traj.turns))
-    return [f"replay from c0: {mismatch}"] if mismatch else []
+def replay_problems(toolset: Toolset, traj: Trajectory) -> tuple[list[str], str | None]:
+    """Replay the committed calls from c0 on a fresh executor: a problem for any differing result, else none and
+    the hash of the end state reached (recorded in the record's meta, checked again by `sap validate`)."""
+    ex = toolset.executor_factory()
+    try:
+        replay(ex, traj.c0, _committed(traj.turns))
+        return [], end_state_hash(ex)
+    except ReplayMismatch as exc:
+        return [f"replay from c0: {exc}"], None
+    finally:
+        if hasattr(ex, "close"):
+            ex.close()
 
 
 def _turns(state: SynthState) -> list[Turn]:
@@ -193,8 +201,12 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         _, fsm = ctx.fsm()
         rng = random.Random(f"{state['seed']}:path")
         emphasis = emphasis_set(fsm, state.get("tool_histogram", {}), rng, ctx.emphasis_size)
-        return {"emphasis": sorted(emphasis),
-                "path": walk(fsm, rng, ctx.min_turns, ctx.max_turns, emphasis=emphasis),
+        try:
+            path = walk(fsm, rng, ctx.min_turns, ctx.max_turns, emphasis=emphasis)
+        except NoPathError:  # the emphasis weights can trap every try away from a final state: walk plainly
+            emphasis = set()
+            path = walk(fsm, rng, ctx.min_turns, ctx.max_turns)
+        return {"emphasis": sorted(emphasis), "path": path,
                 "turns": [], "turn_pos": 0, "call_pos": 0, "attempts": 0, "exec_error": None,
                 "failed_args": [], "attempt_log": [], "blacklist": [], "pending": None, "pending_virtual": [],
                 "virtual_history": [], "c0_patch": [], "repair_log": []}
@@ -319,11 +331,12 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
         problems = code_check(traj)
         if len(traj.turns) < ctx.min_keep_turns:
             problems.append(f"only {len(traj.turns)} turns, fewer than {ctx.min_keep_turns}")
+        end_hash = None
         if not problems and ctx.replay_check:
-            problems = replay_problems(ctx.toolset, traj)
+            problems, end_hash = replay_problems(ctx.toolset, traj)
         if problems:
             return Command(goto="persist", update={"status": "dropped", "drop_reason": f"code check: {problems[0]}"})
-        return Command(goto="judge")
+        return Command(goto="judge", update={"end_state_hash": end_hash})
 
     def judge(state: SynthState) -> Command[Literal["write_messages", "rewrite", "persist"]]:
         verdict = ctx.judge.judge(trajectory_from_state(state, ctx), specs)
@@ -362,6 +375,7 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
                 "emphasis": state.get("emphasis", []), "requested_kind": state.get("kind", "base"),
                 **({"rewrite_rejection": state["rewrite_rejection"]} if state.get("rewrite_rejection") else {}),
                 "retries": len(state.get("attempt_log", [])),
+                **({"end_state_hash": state["end_state_hash"]} if state.get("end_state_hash") else {}),
                 **({"c0_patch": [{"path": op["path"], "value": op["value"]} for op in state["c0_patch"]]}
                    if state.get("c0_patch") else {}),
                 **({"fsm_fallback": fallback} if (fallback := ctx.fsm_fallback()) else {}),

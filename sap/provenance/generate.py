@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import string
 from typing import Any
 
@@ -14,6 +15,7 @@ _WORDS = ["budget", "draft", "summary", "invoice", "travel", "notes", "archive",
 _SENTENCES = ["Remember to confirm the schedule", "Quarterly numbers look stable", "Call the supplier on Monday",
               "Ship the revised draft", "Collect feedback from the team", "Renew the subscription"]
 _EXTS = [".txt", ".md", ".csv", ".log"]
+_CLOSED_CHOICE = re.compile(r"\b(?:either|one of)\s+('[^']+'(?:\s*,\s*'[^']+')*,?\s+or\s+'[^']+')")
 
 
 def _word_pair(rng: random.Random) -> str:
@@ -37,7 +39,7 @@ def _string_for(name: str, rng: random.Random) -> str:
         return f"{rng.randint(10000, 99999)}"
     if "phone" in n:
         return f"+1-555-{rng.randint(100, 999)}-{rng.randint(1000, 9999)}"
-    if "date" in n or n in ("check_in", "check_out") or n.endswith("_on"):
+    if "date" in n or n in ("check_in", "check_out", "dob") or n.endswith("_on") or "birth" in n:
         return f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
     if "city" in n:
         return rng.choice(_CITIES)
@@ -51,6 +53,8 @@ def _string_for(name: str, rng: random.Random) -> str:
         return _word_pair(rng)
     if any(k in n for k in ("content", "text", "message", "body", "note", "reason", "description")):
         return rng.choice(_SENTENCES)
+    if "expression" in n or "formula" in n:
+        return f"{rng.randint(2, 400)} {rng.choice('+-*')} {rng.randint(2, 60)}"
     if "pattern" in n or "query" in n or "keyword" in n:
         return rng.choice(_WORDS)
     if n.endswith("_id") or n == "id":
@@ -77,10 +81,23 @@ def _number(schema: dict[str, Any], integer: bool, rng: random.Random) -> int | 
     return min(hi, max(lo, round(rng.uniform(float(lo), float(hi)), 2)))
 
 
+def described_choices(schema: dict[str, Any]) -> list[str]:
+    """The closed set of values a string parameter's description names ("should be either 'a' or 'b'",
+    "one of 'a', 'b' or 'c'"), or []: examples ("such as 'x'") are not a closed set."""
+    if schema.get("type", "string") != "string":
+        return []
+    m = _CLOSED_CHOICE.search(schema.get("description", ""))
+    return re.findall(r"'([^']+)'", m.group(1)) if m else []
+
+
 def generate(name: str, schema: dict[str, Any], rng: random.Random) -> Any:
-    """A fresh value for parameter `name` fitting `schema`: enums, bounds and types are honoured."""
+    """A fresh value for parameter `name` fitting `schema`: enums (declared, or a closed choice in the
+    description), bounds and types are honoured."""
     if "enum" in schema and schema["enum"]:
         return rng.choice(schema["enum"])
+    choices = described_choices(schema)
+    if choices:
+        return rng.choice(choices)
     kind = schema.get("type", "string")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")

