@@ -221,6 +221,16 @@ def test_sap_eval_cli_names_bad_input(tmp_path: Path, record: dict, message: str
     assert err.startswith("sap eval: error: " + message.format(path=bad)), err
 
 
+def _bfcl_files(tmp_path: Path, question: dict, ground_truth: list) -> Path:
+    """A BFCL question file of one record, with its possible_answer file beside it."""
+    (tmp_path / "possible_answer").mkdir()
+    data = tmp_path / f"BFCL_v4_{question['id'].rsplit('_', 1)[0]}.json"  # named after the id's category
+    data.write_text(json.dumps(question) + "\n")
+    answer = {"id": question["id"], "ground_truth": ground_truth}
+    (tmp_path / "possible_answer" / data.name).write_text(json.dumps(answer) + "\n")
+    return data
+
+
 def test_bfcl_question_file_runs_on_bfcl_backends(tmp_path: Path):
     pytest.importorskip("bfcl_eval")
     config_fs = {"GorillaFileSystem": {"root": {"alex": {"type": "directory", "contents": {
@@ -230,12 +240,8 @@ def test_bfcl_question_file_runs_on_bfcl_backends(tmp_path: Path):
                 "missed_function": {"1": ["sort"]}, "question": [
                     [{"role": "user", "content": "Go into the document folder and create a directory temp."}],
                     [{"role": "user", "content": "Sort final_report.pdf for me."}]]}
-    answer = {"id": "multi_turn_miss_func_0", "ground_truth": [
-        ["cd(folder='document')", "mkdir(dir_name='temp')"], ["sort('final_report.pdf')"]]}
-    (tmp_path / "possible_answer").mkdir()
-    data = tmp_path / "BFCL_v4_multi_turn_miss_func.json"
-    data.write_text(json.dumps(question) + "\n")
-    (tmp_path / "possible_answer" / data.name).write_text(json.dumps(answer) + "\n")
+    data = _bfcl_files(tmp_path, question, [["cd(folder='document')", "mkdir(dir_name='temp')"],
+                                            ["sort('final_report.pdf')"]])
 
     (task,) = load_tasks(data)
     assert task.turns[1].gold[0].args == {"file_name": "final_report.pdf"}  # positional, named after the method
@@ -249,6 +255,42 @@ def test_bfcl_question_file_runs_on_bfcl_backends(tmp_path: Path):
     assert (score.reward.score, score.progress, score.turns_correct) == (1.0, 1.0, 2)
     offered = [{t["function"]["name"] for t in r["tools"]} for r in requests]
     assert "sort" not in offered[0] and "sort" in offered[3] and "mkdir" in offered[0]
+
+
+def test_bfcl_record_with_an_unknown_class_is_named_with_its_file(tmp_path: Path, capsys):
+    pytest.importorskip("bfcl_eval")
+    data = _bfcl_files(tmp_path, {"id": "multi_turn_base_7", "initial_config": {}, "involved_classes": [
+        "GorillaFileSystem", "WeatherAPI"], "question": [[{"role": "user", "content": "hi"}]]}, [["ls()"]])
+    assert main(["eval", "--model", "openai/x", "--data", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"sap eval: error: {data}: BFCL record multi_turn_base_7: involved_classes "
+                          f"['GorillaFileSystem', 'WeatherAPI']: bad BFCL toolset 'bfcl/GorillaFileSystem+WeatherAPI': "
+                          f"unknown class 'WeatherAPI'"), err
+
+
+def test_every_bfcl_v4_multi_turn_ground_truth_call_replays_on_its_tasks_executor():
+    """Before the eval loader ran on BfclExecutor, 36 of these calls failed: mpmath numbers from `logarithm`
+    and the Ellipsis closing the long-context watchlist were not JSON."""
+    pytest.importorskip("bfcl_eval")
+    from sap.eval.rollout import replay_gold
+    from sap.toolsets.bfcl import data_dir
+
+    failed, logarithms, watchlists, calls = [], [], [], 0
+    for category in ("base", "miss_func", "miss_param", "long_context"):
+        for task in load_tasks(data_dir() / f"BFCL_v4_multi_turn_{category}.json"):
+            assert task.meta["toolset"].endswith(":long_context") == (category == "long_context")
+            gold = [g for turn in task.turns for g in turn.gold]
+            for g, result in zip(gold, replay_gold(task), strict=True):
+                calls += 1
+                if not result.ok:
+                    failed.append((task.id, g.name, result.error))
+                if g.name == "logarithm":
+                    logarithms.append(result.value["result"])
+                if g.name == "get_watchlist" and category == "long_context":
+                    watchlists.append(result.value)
+    assert failed == [] and calls > 4000
+    assert len(logarithms) >= 16 and all(isinstance(v, float) for v in logarithms)
+    assert len(watchlists) >= 20 and all(isinstance(w, list) and len(w) > 100 and "..." not in w for w in watchlists)
 
 
 def _replay_script(records: list[dict]) -> list:

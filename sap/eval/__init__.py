@@ -31,7 +31,11 @@ def load_tasks(path: str | Path, answers: str | Path | None = None, toolset: str
     if fmt == "bfcl":
         from sap.eval.bfcl import task_from_bfcl
 
-        return [task_from_bfcl(record) for record in load_bfcl(path, answers)]
+        records = load_bfcl(path, answers)
+        try:
+            return [task_from_bfcl(record) for record in records]
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
     if fmt != "sap":
         raise ValueError(f"{path}: OpenAI-messages records carry no executable initial state; give sap records "
                          f"(from sap synthesize) or a BFCL multi-turn question file")

@@ -1,56 +1,39 @@
-"""Evaluation tasks from BFCL multi-turn question files with their possible_answer files, run on BFCL's own
-backend classes (package `bfcl-eval`, installed with `pip install --no-deps bfcl-eval`)."""
+"""Evaluation tasks from BFCL multi-turn question files with their possible_answer files, run on the `bfcl/...`
+toolset of each record's involved classes (package `bfcl-eval`, see `sap.toolsets.bfcl`)."""
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
-from pathlib import Path
 from typing import Any
 
 from sap.eval.tasks import EvalTask, EvalTurn
-from sap.executors import PythonObjectExecutor
+from sap.model import Toolset
 from sap.provenance.external import bfcl_dialogue, infer_nodes, parse_call
 from sap.rewards.calls import GoldCall
-from sap.toolsets.loaders import load_bfcl_func_doc, validate_tool_spec
+from sap.toolsets import UnknownToolset, load_toolset
+from sap.toolsets.bfcl import LONG_CONTEXT, PREFIX, backend_class
+from sap.toolsets.loaders import validate_tool_spec
 
 SYSTEM = "You are a helpful assistant. Use the provided tools to carry out the user's requests."
 # BFCL's own user turn for a turn that only gives back withheld functions (its question turn is empty)
 ADDED_FUNCTIONS_PROMPT = "I have updated some more functions you can choose from. What about now?"
 
 
-def _bfcl() -> tuple[dict[str, str], dict[str, str], Path]:
-    """BFCL's class -> module and class -> func-doc file maps, and its data directory."""
+@functools.cache
+def _toolset(name: str) -> Toolset:
+    """The toolset `name`, loaded once per process (tasks only read it; each makes its own executors)."""
+    return load_toolset(name)
+
+
+def record_toolset(record: dict[str, Any]) -> Toolset:
+    """The `bfcl/A+B[:long_context]` toolset of a BFCL record's involved classes; long-context when its id names
+    the long_context category, as BFCL's checker decides. ValueError naming the record for bad classes."""
+    rid = str(record["id"])
+    name = PREFIX + "+".join(record.get("involved_classes") or []) + (LONG_CONTEXT if "long_context" in rid else "")
     try:
-        import bfcl_eval
-        from bfcl_eval.constants.executable_backend_config import (CLASS_FILE_PATH_MAPPING,
-                                                                   MULTI_TURN_FUNC_DOC_FILE_MAPPING)
-    except ImportError as exc:
-        raise ValueError("BFCL question files need the bfcl-eval package: pip install --no-deps bfcl-eval") from exc
-    return CLASS_FILE_PATH_MAPPING, MULTI_TURN_FUNC_DOC_FILE_MAPPING, Path(bfcl_eval.__file__).parent / "data"
-
-
-@functools.cache
-def backend_class(name: str) -> type:
-    """BFCL's backend class called `name` (e.g. GorillaFileSystem)."""
-    modules, _, _ = _bfcl()
-    if name not in modules:
-        raise ValueError(f"unknown BFCL class {name!r}; known: {', '.join(sorted(modules))}")
-    return getattr(importlib.import_module(modules[name]), name)
-
-
-@functools.cache
-def _class_tools(name: str) -> tuple[dict[str, Any], ...]:
-    _, docs, data = _bfcl()
-    return tuple(spec.to_openai() for spec in load_bfcl_func_doc(data / "multi_turn_func_doc" / docs[name]))
-
-
-def _long_context(cls: type) -> type:
-    """`cls` loading its scenarios with long_context=True, as BFCL does for its long-context category."""
-    def load(self: Any, config: dict[str, Any]) -> None:
-        cls._load_scenario(self, config, long_context=True)
-
-    return type(cls.__name__, (cls,), {"_load_scenario": load})
+        return _toolset(name)
+    except UnknownToolset as exc:
+        raise ValueError(f"BFCL record {rid}: involved_classes {record.get('involved_classes')!r}: {exc}") from None
 
 
 def _named_args(args: dict[str, Any], method: Any) -> dict[str, Any]:
@@ -63,18 +46,16 @@ def _named_args(args: dict[str, Any], method: Any) -> dict[str, Any]:
 def task_from_bfcl(record: dict[str, Any]) -> EvalTask:
     """The task of a BFCL multi-turn question merged with its ground truth (`sap.provenance.external.load_bfcl`).
 
-    Tools: the record's `function` list if it has one, else BFCL's func docs of its involved classes, less
-    `excluded_function`; a function in `missed_function[t]` is withheld before turn t. Argument tags are
-    inferred from the dialogue as in `sap stats` (no tool returns: prev_output is never inferred). Records
-    whose id names the long_context category load their scenarios with long_context=True, as BFCL does."""
-    rid = str(record["id"])
-    classes = [backend_class(c) for c in record.get("involved_classes", [])]
-    if "long_context" in rid:
-        classes = [_long_context(c) if hasattr(c, "_load_scenario") else c for c in classes]
+    Tools: the record's `function` list if it has one, else its toolset's tools, less `excluded_function`; a
+    function in `missed_function[t]` is withheld before turn t. Calls run on the toolset's BfclExecutor, c0 is
+    the record's `initial_config`. Argument tags are inferred from the dialogue as in `sap stats` (no tool
+    returns: prev_output is never inferred)."""
+    toolset = record_toolset(record)
+    classes = [backend_class(c) for c in toolset.extra["bfcl_classes"]]
     if isinstance(record.get("function"), list):
         tools = [validate_tool_spec(f, None, i, bfcl=True).to_openai() for i, f in enumerate(record["function"])]
     else:
-        tools = [t for c in record.get("involved_classes", []) for t in _class_tools(c)]
+        tools = [spec.to_openai() for spec in toolset.tools]
     excluded = set(record.get("excluded_function") or [])
     tools = [t for t in tools if t["function"]["name"] not in excluded]
     missed = {int(t): set(names) for t, names in (record.get("missed_function") or {}).items()}
@@ -91,9 +72,7 @@ def task_from_bfcl(record: dict[str, Any]) -> EvalTask:
             gold.append(GoldCall(name, named, {new: next(tags).tag for new in named}))
         hidden = frozenset(n for turn, names in missed.items() if t < turn for n in names)
         turns.append(EvalTurn(text or ADDED_FUNCTIONS_PROMPT, gold, hidden))
-    config = record.get("initial_config") or {}
-    if len(classes) == 1:  # PythonObjectExecutor gives a lone class the whole c0, BFCL keys it by class name
-        config = config.get(classes[0].__name__, {})
-    return EvalTask(id=rid, system=SYSTEM, tools=tools, c0=config, turns=turns,
-                    executor_factory=lambda: PythonObjectExecutor(classes),
-                    meta={"format": "bfcl", "involved_classes": record.get("involved_classes", [])})
+    return EvalTask(id=str(record["id"]), system=SYSTEM, tools=tools, c0=record.get("initial_config") or {},
+                    turns=turns, executor_factory=toolset.executor_factory,
+                    meta={"format": "bfcl", "involved_classes": record.get("involved_classes", []),
+                          "toolset": toolset.name})

@@ -9,7 +9,7 @@ from sap.eval.tasks import EvalTask
 from sap.executors.base import Executor, ExecResult
 from sap.llm import LLMClient, LLMRoleError, ModelConfig
 from sap.model import ToolCall
-from sap.rewards.calls import PredCall
+from sap.rewards.calls import GoldCall, PredCall
 
 ROLE = "assistant"  # the ledger's name for the evaluated model
 
@@ -44,6 +44,22 @@ def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     except (json.JSONDecodeError, TypeError):
         return {}, f"arguments are not valid JSON: {str(raw)[:200]}"
     return (args, None) if isinstance(args, dict) else ({}, "arguments are not a JSON object")
+
+
+def run_gold(executor: Executor, gold: GoldCall) -> ExecResult:
+    """Run one ground-truth call on `executor`."""
+    return executor.execute(ToolCall(call_id="gold", name=gold.name, args_exec=dict(gold.args), args_prov={}))
+
+
+def replay_gold(task: EvalTask) -> list[ExecResult]:
+    """Every ground-truth call of `task`, turn by turn, run on one fresh executor reset to the task's c0."""
+    executor = task.executor_factory()
+    try:
+        executor.reset(task.c0)
+        return [run_gold(executor, g) for turn in task.turns for g in turn.gold]
+    finally:
+        if hasattr(executor, "close"):
+            executor.close()
 
 
 def _tool_message(call_id: str, name: str, result: ExecResult) -> dict[str, Any]:
@@ -103,7 +119,7 @@ def run_rollout(task: EvalTask, client: LLMClient, cfg: ModelConfig, sample: int
                 rollout.error = str(exc)
                 answered, steps = False, 1 + sum(m["role"] == "assistant" for m in rollout.messages[before:])
             for g in turn.gold:
-                gold_executor.execute(ToolCall(call_id="gold", name=g.name, args_exec=dict(g.args), args_prov={}))
+                run_gold(gold_executor, g)
             rollout.turns.append(TurnRollout(calls, executor.state() == gold_executor.state(), answered, steps))
             if rollout.error:
                 rollout.turns += [TurnRollout([], False, False, 0) for _ in task.turns[t + 1:]]

@@ -34,12 +34,13 @@ def plain_state(value: Any, seen: frozenset[int] = frozenset()) -> Any:
 NOT_FOUND = re.compile(r"[\w ]{0,30}\bnot found\.?", re.I)
 
 
-def json_numbers(value: Any) -> Any:
-    """A result with non-JSON numbers (MathAPI's `Decimal` and mpmath `mpf`) as floats; everything else as is."""
+def json_result(value: Any) -> Any:
+    """A result with non-JSON numbers (MathAPI's `Decimal` and mpmath `mpf`) as floats and Ellipsis items left out
+    of lists (TradingBot's long-context watchlist extension ends in a literal `...`); everything else as is."""
     if isinstance(value, dict):
-        return {k: json_numbers(v) for k, v in value.items()}
+        return {k: json_result(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [json_numbers(v) for v in value]
+        return [json_result(v) for v in value if v is not Ellipsis]
     if isinstance(value, (Decimal, mpf_types())):
         return float(repr(value).split("'")[1])  # the digits BFCL shows: its str() of a result dict uses repr()
     return value
@@ -70,7 +71,8 @@ class BfclExecutor(PythonObjectExecutor):
     through `_load_scenario`, and calls their methods with keyword arguments.
 
     A lookup that answers a bare "... not found" string (instead of an error) is an error result here.
-    Results with Decimal or mpmath numbers come back as floats (BFCL itself would show their str()).
+    Results with Decimal or mpmath numbers come back as floats (BFCL itself would show their str()), and lists
+    without the Ellipsis that closes a long-context extension list.
     Omitted parameters with a mutable default (`tags: List[str] = []`) get a fresh copy on every call, so one
     call's mutation of a shared default list cannot leak into other calls, instances or replays.
     """
@@ -101,7 +103,7 @@ class BfclExecutor(PythonObjectExecutor):
         @functools.wraps(fn)
         def call(**kwargs: Any) -> Any:
             fresh = {k: copy.deepcopy(v) for k, v in mutable.items() if k not in kwargs}
-            result = json_numbers(fn(**fresh, **kwargs))
+            result = json_result(fn(**fresh, **kwargs))
             miss = not_found_answer(result)
             return {"error": f"{name}: {miss}"} if miss else result
 
