@@ -350,7 +350,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _cmd_frontier(args: argparse.Namespace) -> int:
     from sap.curriculum.frontier_cli import run_frontier_command
 
-    return run_frontier_command(args, _open_store(args), _agents_config(args, "agents-"), write_jsonl=_write_jsonl)
+    return run_frontier_command(args, lambda: _open_store(args), _agents_config(args, "agents-"),
+                                write_jsonl=_write_jsonl)
 
 
 def _db_args(p: argparse.ArgumentParser) -> None:

@@ -84,11 +84,12 @@ def _graduated(path: Path) -> dict[str, list[float]]:
     return out
 
 
-def run_frontier_command(args: argparse.Namespace, store: Any, agents_config: Any,
+def run_frontier_command(args: argparse.Namespace, open_store: Callable[[], Any], agents_config: Any,
                          write_jsonl: Callable[[Path, list[dict[str, Any]]], None]) -> int:
-    """Load the seeds into the pool of (model, seeds) in `store` (or continue it), step it with rollouts of the
-    model, make variants of its boundary seeds in the background, then write the outputs and print the summary.
-    `write_jsonl(path, rows)` writes a JSONL file atomically."""
+    """Load the seeds into the pool of (model, seeds) in the run store (or continue it), step it with rollouts of
+    the model, make variants of its boundary seeds in the background, then write the outputs and print the
+    summary. The store is opened (`open_store()`) once the input has been checked; `write_jsonl(path, rows)`
+    writes a JSONL file atomically."""
     from sap.agents.config import build_agents
     from sap.curriculum.frontier import (FrontierSettings, ModelUnreachable, frontier_summary, kept_variants,
                                          open_pool, pool_id_for, run_frontier, task_rows)
@@ -109,6 +110,7 @@ def run_frontier_command(args: argparse.Namespace, store: Any, agents_config: An
     config = _pool_config(args.pool_config)
     seeds = _seeds(args)
     cfg = model_config(args)
+    store = open_store()
     out_dir.mkdir(parents=True, exist_ok=True)
 
     toolsets: dict[str, Any] = {}
