@@ -137,13 +137,14 @@ def test_a_second_invocation_continues_the_pool(tmp_path: Path, seeds: list[dict
     with ScriptedLLMServer(responder=Oracle(seeds, db)) as server:
         assert main(_frontier(server, data, out, db, 3, pool_config)) == 0
         first = json.loads(capsys.readouterr().out.splitlines()[-1])
-        assert main(_frontier(server, data, out, db, 6, pool_config)) == 0
+        assert main(_frontier(server, data, out, db, 5, pool_config)) == 0
         printed = capsys.readouterr().out
     with ScriptedLLMServer(responder=Oracle(seeds, whole_db)) as server:
-        assert main(_frontier(server, data, whole, whole_db, 6, pool_config)) == 0
-    assert f"continuing pool {pool_id_for(MODEL, seeds)}" in printed and "step 3/6" in printed
+        assert main(_frontier(server, data, whole, whole_db, 5, pool_config)) == 0
+    assert f"continuing pool {pool_id_for(MODEL, seeds)}" in printed and "step 3/5" in printed
     second = json.loads(printed.splitlines()[-1])
-    assert (first["steps"], second["steps"]) == (3, 6)
+    assert (first["steps"], second["steps"]) == (3, 5)
+    assert second["variants"]["injected"] > 0  # the epoch end at step 4, after the restart, injected variants
     # the second run did only the remaining steps, on the same pool: its counts go on from the first run's
     assert second["run"]["rollouts"] + first["run"]["rollouts"] == json.loads(
         (whole / "summary.json").read_text())["run"]["rollouts"]
@@ -153,7 +154,7 @@ def test_a_second_invocation_continues_the_pool(tmp_path: Path, seeds: list[dict
     assert [r["task_id"] for r in _rows(out / "rollouts.jsonl")] == [r["task_id"] for r in _rows(whole / "rollouts.jsonl")]
     # a finished pool is not stepped again
     with ScriptedLLMServer(responder=Oracle(seeds, db)) as server:
-        assert main(_frontier(server, data, out, db, 6, pool_config)) == 0
+        assert main(_frontier(server, data, out, db, 5, pool_config)) == 0
         assert server.requests == []
 
 
