@@ -171,3 +171,17 @@ def test_bad_input_is_named(tmp_path: Path, seeds: list[dict], setup, capsys):
     assert main(["frontier", "--model", MODEL, "--data", str(twice), "-o", str(tmp_path / "o"), "--db", db]) == 2
     assert f"{twice}:2: seed id {seeds[0]['id']!r} repeats line 1" in capsys.readouterr().err
     assert not (tmp_path / "o").exists() and not (tmp_path / "b.db").exists()  # checked before anything is made
+
+
+def test_rollouts_ended_by_model_errors_are_not_rewards_and_stop_the_run(tmp_path: Path, setup, capsys):
+    data, pool_config = setup
+    db, out = f"sqlite:///{tmp_path / 'down.db'}", tmp_path / "down"
+    with ScriptedLLMServer([]) as server:  # no script, no responder: every request gets a 400
+        assert main(_frontier(server, data, out, db, 4, pool_config)) == 1
+    captured = capsys.readouterr()
+    assert "every rollout of step 0 ended by a model error" in captured.err
+    summary = json.loads(captured.out.splitlines()[-1])
+    assert summary["steps"] == 1 and summary["run"]["failed_rollouts"] == summary["run"]["rollouts"] == 12
+    tasks = _rows(out / "tasks.jsonl")
+    assert {(t["zone"], t["rollouts"]) for t in tasks} == {("unrated", 0)}  # not mistaken for out of reach
+    assert [r["failed"] for r in _rows(out / "rollouts.jsonl")] == [2] * 6

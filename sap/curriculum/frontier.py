@@ -97,8 +97,8 @@ def _by_task(scores: list[RolloutScore]) -> dict[str, list[RolloutScore]]:
 
 
 def run_frontier(pool: ActivePool, model: ModelConfig, settings: FrontierSettings, toolset: Callable[[str], Toolset],
-                 client: LLMClient | None = None,
-                 on_task: Callable[[dict[str, Any]], None] | None = None) -> StepLog:
+                 client: LLMClient | None = None, on_task: Callable[[dict[str, Any]], None] | None = None,
+                 log: StepLog | None = None) -> StepLog:
     """Step `pool` until `settings.steps` steps are done: sample a batch (at most the active tasks, no repeats),
     run `k` rollouts of each task with the harness, report each task's progress rewards, and end epochs on
     schedule (the pool's synthesis, if attached, gets the boundary seeds).
@@ -106,9 +106,10 @@ def run_frontier(pool: ActivePool, model: ModelConfig, settings: FrontierSetting
     Rollouts ended by a model error (the server, not the model's skill) are not reported: a task whose every
     rollout failed keeps its rewards as they were. `on_task` gets one row per task and step: step, task_id,
     rewards (progress), graduated, failed (rollouts ended by model errors). `toolset(type)` is the toolset of
-    a task type. Raises ModelUnreachable if every rollout of a step failed."""
+    a task type. Raises ModelUnreachable if every rollout of a step failed; `log` (returned, or the caller's)
+has the counts up to there."""
     client = client or LLMClient()
-    log = StepLog()
+    log = log if log is not None else StepLog()
     _end_epochs(pool, settings.epoch_steps, log)
     while pool.step < settings.steps:
         batch = pool.sample_batch(min(settings.batch, len(pool.active())))

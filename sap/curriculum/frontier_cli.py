@@ -91,8 +91,8 @@ def run_frontier_command(args: argparse.Namespace, open_store: Callable[[], Any]
     summary. The store is opened (`open_store()`) once the input has been checked; `write_jsonl(path, rows)`
     writes a JSONL file atomically."""
     from sap.agents.config import build_agents
-    from sap.curriculum.frontier import (FrontierSettings, ModelUnreachable, frontier_summary, kept_variants,
-                                         open_pool, pool_id_for, run_frontier, task_rows)
+    from sap.curriculum.frontier import (FrontierSettings, ModelUnreachable, StepLog, frontier_summary,
+                                         kept_variants, open_pool, pool_id_for, run_frontier, task_rows)
     from sap.curriculum.online import OnlineSynthesis, variant_maker
     from sap.graphs.variant import VariantContext
     from sap.llm import LLMClient
@@ -129,29 +129,28 @@ def run_frontier_command(args: argparse.Namespace, open_store: Callable[[], Any]
     synthesis = OnlineSynthesis(pool, lambda seed, record: makers[seed.type](seed, record), args.synthesis_workers)
     pool.synthesis = synthesis
     client = LLMClient()
-    status = 0
+    status, done = 0, StepLog()
     with open(out_dir / "rollouts.jsonl", "a", encoding="utf-8") as rollout_log:
-        def log(row: dict[str, Any]) -> None:
+        def log_rollouts(row: dict[str, Any]) -> None:
             rollout_log.write(json.dumps(row) + "\n")
             rollout_log.flush()
 
         try:
-            steps = run_frontier(pool, cfg, settings, toolset, client=client, on_task=log)
+            run_frontier(pool, cfg, settings, toolset, client=client, on_task=log_rollouts, log=done)
         except KeyboardInterrupt:
             print(f"interrupted at step {pool.step}; the pool is kept in {store.url}: run the same command to "
                   f"continue it", file=sys.stderr)
             return 130
         except ModelUnreachable as exc:
             print(f"sap frontier: {exc}", file=sys.stderr)
-            status, steps = 1, None
+            status = 1
         finally:
             synthesis.drain()
             synthesis.close()
     write_jsonl(out_dir / "variants.jsonl", kept_variants(pool))
     write_jsonl(out_dir / "tasks.jsonl", task_rows(pool, _graduated(out_dir / "rollouts.jsonl")))
     summary = {**frontier_summary(pool), "model": args.model,
-               "run": {"rollouts": steps.rollouts if steps else None, "failed_rollouts": steps.failed if steps else None,
-                       "first_failure": steps.first_failure if steps else None,
+               "run": {"rollouts": done.rollouts, "failed_rollouts": done.failed, "first_failure": done.first_failure,
                        "synthesis_errors": len(synthesis.errors),
                        "first_synthesis_error": synthesis.errors[0] if synthesis.errors else None,
                        "usage": client.ledger.snapshot()["total"]},
@@ -166,9 +165,10 @@ def run_frontier_command(args: argparse.Namespace, open_store: Callable[[], Any]
 
 def _print_summary(s: dict[str, Any]) -> None:
     run, zones, v = s["run"], s["seed_zones"], s["variants"]
-    print(f"pool {s['pool']}: {s['steps']} steps, {s['epochs']} epochs of {s['model']}"
-          + ("" if run["rollouts"] is None else f"; this run {run['rollouts']} rollouts"
-             + (f" ({run['failed_rollouts']} ended by model errors)" if run["failed_rollouts"] else "")))
+    print(f"pool {s['pool']}: {s['steps']} steps, {s['epochs']} epochs of {s['model']}; this run {run['rollouts']} "
+          f"rollouts" + (f" ({run['failed_rollouts']} ended by model errors)" if run["failed_rollouts"] else ""))
+    if run["first_failure"]:
+        print(f"  first model error: {run['first_failure']}")
     print(f"  seeds: {s['seeds']}: {zones['mastered']} mastered, {zones['boundary']} boundary, "
           f"{zones['out_of_reach']} out of reach, {zones['unrated']} unrated")
     print(f"  boundary tasks: {s['boundary_tasks']} ({len(s['boundary_seeds'])} seeds, {s['boundary_variants']} "
