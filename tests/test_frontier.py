@@ -81,7 +81,7 @@ class Oracle:
 def _frontier(server: ScriptedLLMServer, data: Path, out: Path, db: str, steps: int, pool_config: Path) -> list[str]:
     return ["frontier", "--model", MODEL, "--api-base", server.api_base, "--data", str(data), "-o", str(out),
             "--db", db, "--steps", str(steps), "--batch", "6", "-k", "2", "--epoch-steps", "2", "--per-seed", "1",
-            "--synthesis-workers", "0", "--concurrency", "2", "--pool-config", str(pool_config), "--json"]
+            "--synthesis-workers", "0", "--concurrency", "4", "--pool-config", str(pool_config), "--json"]
 
 
 @pytest.fixture
