@@ -156,6 +156,13 @@ def test_a_second_invocation_continues_the_pool(tmp_path: Path, seeds: list[dict
     with ScriptedLLMServer(responder=Oracle(seeds, db)) as server:
         assert main(_frontier(server, data, out, db, 5, pool_config)) == 0
         assert server.requests == []
+    # nor continued under other pool rules
+    other = tmp_path / "other.toml"
+    other.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in {**POOL, "window": 8}.items()))
+    with ScriptedLLMServer(responder=Oracle(seeds, db)) as server:
+        assert main(_frontier(server, data, out, db, 6, other)) == 2
+        assert server.requests == []
+    assert "was started with another pool config (differs in window)" in capsys.readouterr().err
 
 
 def test_bad_input_is_named(tmp_path: Path, seeds: list[dict], setup, capsys):

@@ -45,7 +45,7 @@ def _pool_config(path: str | None) -> Any:
     try:
         data = tomllib.loads(text) if path.endswith(".toml") else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"--pool-config {path}: not valid {'TOML' if path.endswith('.toml') else 'JSON'}: {exc}")
+        raise ValueError(f"--pool-config {path}: not valid {'TOML' if path.endswith('.toml') else 'JSON'}: {exc}") from exc
     try:
         return PoolConfig.model_validate(data)
     except ValidationError as exc:
