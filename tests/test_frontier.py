@@ -15,6 +15,7 @@ from sap.export.records import record_to_trajectory
 from sap.provenance.topology import topology_difference
 from sap.store.runs import RunStore
 from sap.testing import Reply, ScriptedLLMServer, ToolCalls
+from sap.testing.role_model import role_model
 from sap.validate import validate_file
 
 MODEL = "openai/scripted"
@@ -163,6 +164,25 @@ def test_a_second_invocation_continues_the_pool(tmp_path: Path, seeds: list[dict
         assert main(_frontier(server, data, out, db, 6, other)) == 2
         assert server.requests == []
     assert "was started with another pool config (differs in window)" in capsys.readouterr().err
+
+
+def test_agents_options_put_llm_roles_in_the_variant_pipeline_apart_from_the_model(tmp_path: Path, seeds: list[dict],
+                                                                                   setup, capsys):
+    data, pool_config = setup
+    db, out = f"sqlite:///{tmp_path / 'llm.db'}", tmp_path / "llm"
+    with ScriptedLLMServer(responder=Oracle(seeds, db)) as server, ScriptedLLMServer(responder=role_model) as roles:
+        assert main(_frontier(server, data, out, db, 2, pool_config)
+                    + ["--agents-model", "openai/roles", "--agents-api-base", roles.api_base]) == 0
+        model_requests, role_requests = server.requests, roles.requests
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert role_requests and all("tools" in r for r in model_requests)  # rollouts and roles each on their own server
+    assert summary["run"]["agents_usage"]["calls"] == len(role_requests)
+    assert summary["run"]["usage"]["calls"] == len(model_requests)
+    variants = _rows(out / "variants.jsonl")
+    assert len(variants) == summary["variants"]["made"] == 2  # one per boundary seed at the step-2 epoch end
+    assert {role["model"] for v in variants for role in v["meta"]["agents"]["roles"].values()
+            if role["agents"] == "llm"} == {"openai/roles"}
+    assert validate_file(out / "variants.jsonl") == (2, [])
 
 
 def test_bad_input_is_named(tmp_path: Path, seeds: list[dict], setup, capsys):

@@ -120,7 +120,8 @@ def run_frontier_command(args: argparse.Namespace, open_store: Callable[[], Any]
             toolsets[name] = load_toolset(name)
         return toolsets[name]
 
-    agents = build_agents(agents_config, LLMClient())
+    agents_client = LLMClient()
+    agents = build_agents(agents_config, agents_client)
     makers = {name: variant_maker(VariantContext.from_agents(toolset(name), agents, max_rounds=args.rounds),
                                   per_seed=args.per_seed) for name in {t for t, _ in seeds}}
     pool, continued = open_pool(store, pool_id_for(args.model, [r for _, r in seeds]), seeds, config)
@@ -153,7 +154,8 @@ def run_frontier_command(args: argparse.Namespace, open_store: Callable[[], Any]
                "run": {"rollouts": done.rollouts, "failed_rollouts": done.failed, "first_failure": done.first_failure,
                        "synthesis_errors": len(synthesis.errors),
                        "first_synthesis_error": synthesis.errors[0] if synthesis.errors else None,
-                       "usage": client.ledger.snapshot()["total"]},
+                       "usage": client.ledger.snapshot()["total"],
+                       "agents_usage": agents_client.ledger.snapshot()["total"]},
                "outputs": {name: str(out_dir / name) for name in OUTPUTS}}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     if args.json:
@@ -179,7 +181,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     if run["synthesis_errors"]:
         seed, error = run["first_synthesis_error"]
         print(f"  {run['synthesis_errors']} seeds made no variants; first: {seed}: {error}")
-    usage = run["usage"]
-    print(f"  LLM: {usage['calls']} calls, {usage['prompt_tokens']}+{usage['completion_tokens']} tokens, "
-          f"${usage['cost_usd']:.4f}")
+    for who, usage in (("model", run["usage"]), ("variant agents", run["agents_usage"])):
+        print(f"  LLM, {who}: {usage['calls']} calls, {usage['prompt_tokens']}+{usage['completion_tokens']} "
+              f"tokens, ${usage['cost_usd']:.4f}")
     print("  -> " + ", ".join(s["outputs"].values()))
