@@ -85,26 +85,37 @@ def _frontier(server: ScriptedLLMServer, data: Path, out: Path, db: str, steps: 
             "--synthesis-workers", "0", "--concurrency", "4", "--pool-config", str(pool_config), "--json"]
 
 
-@pytest.fixture
-def setup(tmp_path: Path, seeds: list[dict]) -> tuple[Path, Path]:
-    data = tmp_path / "seeds.jsonl"
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory, seeds: list[dict]) -> tuple[Path, Path]:
+    """The seed file and the pool config file."""
+    root = tmp_path_factory.mktemp("inputs")
+    data = root / "seeds.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in seeds))
-    pool_config = tmp_path / "pool.json"
+    pool_config = root / "pool.json"
     pool_config.write_text(json.dumps(POOL))
     return data, pool_config
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory: pytest.TempPathFactory, seeds: list[dict], setup) -> Path:
+    """The output directory of one uninterrupted 5-step run: variants are made at the step-2 epoch end, injected
+    at the step-4 one and measured in step 4."""
+    data, pool_config = setup
+    root = tmp_path_factory.mktemp("whole")
+    db = f"sqlite:///{root / 'whole.db'}"
+    with ScriptedLLMServer(responder=Oracle(seeds, db)) as server:
+        assert main(_frontier(server, data, root / "out", db, 5, pool_config)) == 0
+    return root / "out"
 
 
 def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_zones_boundary_seeds_and_isomorphic_valid_variants(tmp_path: Path, seeds: list[dict], setup, capsys):
-    data, pool_config = setup
-    db, out = f"sqlite:///{tmp_path / 'f.db'}", tmp_path / "out"
-    with ScriptedLLMServer(responder=Oracle(seeds, db)) as server:
-        assert main(_frontier(server, data, out, db, 6, pool_config)) == 0
-    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
-    assert summary == json.loads((out / "summary.json").read_text())
+def test_zones_boundary_seeds_and_isomorphic_valid_variants(seeds: list[dict], whole: Path):
+    out = whole
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 5 and summary["run"]["rollouts"] == 5 * 6 * 2
     ids = [r["id"] for r in seeds]
     policy = dict(zip(ids, POLICIES))
     tasks = {row["id"]: row for row in _rows(out / "tasks.jsonl")}
@@ -131,19 +142,17 @@ def test_zones_boundary_seeds_and_isomorphic_valid_variants(tmp_path: Path, seed
     assert (count, problems) == (len(variants), [])
 
 
-def test_a_second_invocation_continues_the_pool(tmp_path: Path, seeds: list[dict], setup, capsys):
+def test_a_second_invocation_continues_the_pool(tmp_path: Path, seeds: list[dict], setup, whole: Path, capsys):
     data, pool_config = setup
     db, out = f"sqlite:///{tmp_path / 'split.db'}", tmp_path / "split"
-    whole_db, whole = f"sqlite:///{tmp_path / 'whole.db'}", tmp_path / "whole"
     with ScriptedLLMServer(responder=Oracle(seeds, db)) as server:
         assert main(_frontier(server, data, out, db, 3, pool_config)) == 0
         first = json.loads(capsys.readouterr().out.splitlines()[-1])
         assert main(_frontier(server, data, out, db, 5, pool_config)) == 0
         printed = capsys.readouterr().out
-    with ScriptedLLMServer(responder=Oracle(seeds, whole_db)) as server:
-        assert main(_frontier(server, data, whole, whole_db, 5, pool_config)) == 0
     assert f"continuing pool {pool_id_for(MODEL, seeds)}" in printed and "step 3/5" in printed
     second = json.loads(printed.splitlines()[-1])
+    assert second == json.loads((out / "summary.json").read_text())
     assert (first["steps"], second["steps"]) == (3, 5)
     assert second["variants"]["injected"] > 0  # the epoch end at step 4, after the restart, injected variants
     # the second run did only the remaining steps, on the same pool: its counts go on from the first run's
