@@ -206,6 +206,10 @@ def test_bad_input_is_named(tmp_path: Path, seeds: list[dict], setup, capsys):
     twice.write_text(2 * (json.dumps(seeds[0]) + "\n"))
     assert main(["frontier", "--model", MODEL, "--data", str(twice), "-o", str(tmp_path / "o"), "--db", db]) == 2
     assert f"{twice}:2: seed id {seeds[0]['id']!r} repeats line 1" in capsys.readouterr().err
+    bfcl = tmp_path / "bfcl.jsonl"
+    bfcl.write_text(json.dumps({"id": "multi_turn_base_0", "question": [[{"role": "user", "content": "hi"}]]}) + "\n")
+    assert main(["frontier", "--model", MODEL, "--data", str(bfcl), "-o", str(tmp_path / "o"), "--db", db]) == 2
+    assert f"{bfcl}:1: a bfcl record; the seeds must be sap records" in capsys.readouterr().err
     assert not (tmp_path / "o").exists() and not (tmp_path / "b.db").exists()  # checked before anything is made
 
 

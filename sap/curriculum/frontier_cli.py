@@ -57,11 +57,20 @@ def _pool_config(path: str | None) -> Any:
 def _seeds(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     """(task type = toolset, record) of every seed; each is checked to be a usable task, naming file and line."""
     from sap.eval.tasks import tasks_from_records
+    from sap.provenance.external import detect_format
     from sap.validate import read_records
 
     rows = list(read_records(args.data))
     if not rows:
         raise ValueError(f"{args.data}: no records")
+    for line, record in rows:
+        try:
+            fmt = detect_format(record)
+        except ValueError as exc:
+            raise ValueError(f"{args.data}:{line}: {exc}") from exc
+        if fmt != "sap":
+            raise ValueError(f"{args.data}:{line}: a {fmt} record; the seeds must be sap records (from sap "
+                             f"synthesize): variants are made from their provenance and executor state")
     tasks_from_records(rows, args.data, args.toolset)
     seen: dict[str, int] = {}
     for line, record in rows:
