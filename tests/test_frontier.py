@@ -154,7 +154,8 @@ def test_a_second_invocation_continues_the_pool(tmp_path: Path, seeds: list[dict
     second = json.loads(printed.splitlines()[-1])
     assert second == json.loads((out / "summary.json").read_text())
     assert (first["steps"], second["steps"]) == (3, 5)
-    assert second["variants"]["injected"] > 0  # the epoch end at step 4, after the restart, injected variants
+    # the first run ended the step-2 epoch (variants queued), the second the step-4 one (they were injected)
+    assert [(r["run"]["epochs_ended"], r["run"]["injected"]) for r in (first, second)] == [(1, 0), (1, 2)]
     # the second run did only the remaining steps, on the same pool: its counts go on from the first run's
     assert second["run"]["rollouts"] + first["run"]["rollouts"] == json.loads(
         (whole / "summary.json").read_text())["run"]["rollouts"]

@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from sap.curriculum.config import PoolConfig
@@ -34,11 +34,10 @@ class FrontierSettings:
     w_orch: float = 0.5
 
     def __post_init__(self) -> None:
-        low = {name: value for name, value in (("steps", self.steps), ("batch", self.batch), ("k", self.k),
-                                                ("epoch_steps", self.epoch_steps), ("max_steps", self.max_steps),
-                                                ("concurrency", self.concurrency)) if value < 1}
+        low = [f"{f.name} must be at least 1, got {getattr(self, f.name)}" for f in fields(self)
+               if f.type == "int" and getattr(self, f.name) < 1]
         if low:
-            raise ValueError(", ".join(f"{name} must be at least 1, got {value}" for name, value in low.items()))
+            raise ValueError(", ".join(low))
 
 
 class ModelUnreachable(RuntimeError):

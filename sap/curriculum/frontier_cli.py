@@ -161,6 +161,7 @@ def run_frontier_command(args: argparse.Namespace, open_store: Callable[[], Any]
     write_jsonl(out_dir / "tasks.jsonl", task_rows(pool, _graduated(out_dir / "rollouts.jsonl")))
     summary = {**frontier_summary(pool), "model": args.model,
                "run": {"rollouts": done.rollouts, "failed_rollouts": done.failed, "first_failure": done.first_failure,
+                       "epochs_ended": len(done.epochs), "injected": sum(len(e.injected) for e in done.epochs),
                        "synthesis_errors": len(synthesis.errors),
                        "first_synthesis_error": synthesis.errors[0] if synthesis.errors else None,
                        "usage": client.ledger.snapshot()["total"],
