@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from sap.agents.config import ROLES, build_agents_config
+from sap.curriculum.frontier_cli import add_frontier_args
 from sap.eval.cli import add_eval_args, run_eval
 from sap.llm import LLMRoleError
 from sap.store.runs import StoreError, is_disk_full, sqlite_path
@@ -209,11 +210,7 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
     toolset = load_toolset(args.toolset)
     store = _open_store(args)
     context = {"min_turns": args.min_turns, "max_turns": args.max_turns, "emphasis_size": 0 if args.no_emphasis else 3}
-    agents = build_agents_config(
-        args.agents_config, agents=args.agents, message_mode=args.message_mode,
-        model_overrides={"model": args.model, "api_base": args.api_base, "temperature": args.temperature,
-                         "max_tokens": args.max_tokens},
-        role_models={role: getattr(args, f"{role}_model") for role in ROLES})
+    agents = _agents_config(args)
     if args.max_slots is not None and args.max_slots < args.n:
         raise UsageError(f"--max-slots must be at least -n ({args.n}), got {args.max_slots}")
     config = run_config(args.n, args.seed, mix if args.mix != "base=1" else None, context, max_slots=args.max_slots,
@@ -349,11 +346,7 @@ def _cmd_variants(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.seeds}: the seeds must share one toolset named in meta.toolset (found "
                          f"{sorted(map(str, names))}); pass --toolset")
     toolset = load_toolset(names.pop())
-    agents = build_agents_config(
-        args.agents_config, agents=args.agents, message_mode=args.message_mode,
-        model_overrides={"model": args.model, "api_base": args.api_base, "temperature": args.temperature,
-                         "max_tokens": args.max_tokens},
-        role_models={role: getattr(args, f"{role}_model") for role in ROLES})
+    agents = _agents_config(args)
     ctx = VariantContext.from_agents(toolset, build_agents(agents, LLMClient()), max_rounds=args.rounds)
     kept = failed = 0
     with open(args.output, "w", encoding="utf-8") as out, \
@@ -414,26 +407,43 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return run_eval(args, check_writable=_check_writable, line_writer=_LineWriter)
 
 
+def _cmd_frontier(args: argparse.Namespace) -> int:
+    from sap.curriculum.frontier_cli import run_frontier_command
+
+    return run_frontier_command(args, lambda: _open_store(args), _agents_config(args, "agents-"),
+                                write_jsonl=_write_jsonl)
+
+
 def _db_args(p: argparse.ArgumentParser) -> None:
     """--db and --full-sync, shared by every command that touches runs."""
     p.add_argument("--db", default="sqlite:///sap.db", help="run database URL (default: sqlite:///sap.db here)")
     p.add_argument("--full-sync", action="store_true", help="SQLite synchronous=FULL (slower, survives power loss)")
 
 
-def _agents_args(p: argparse.ArgumentParser) -> None:
-    """Which implementation and LiteLLM model each agent role uses."""
+def _agents_args(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    """Which implementation and LiteLLM model each agent role uses; `prefix` goes before --model, --api-base,
+    --temperature and --max-tokens (`sap frontier`'s own --model is the model under test)."""
     g = p.add_argument_group("agents", "rule agents by default; a model makes the roles LLM roles")
     g.add_argument("--agents", choices=["rule", "llm"], help="implementation of every role (default: llm if a model "
                    "is given, else rule)")
     g.add_argument("--agents-config", help="TOML file of per-role agents and models (see docs/architecture.md)")
-    g.add_argument("--model", help="LiteLLM model string for every LLM role, e.g. openai/gpt-4o-mini")
+    g.add_argument(f"--{prefix}model", help="LiteLLM model string for every LLM role, e.g. openai/gpt-4o-mini")
     for role in ROLES:
         g.add_argument(f"--{role.replace('_', '-')}-model", dest=f"{role}_model", help=f"model of the {role} alone")
-    g.add_argument("--api-base", help="base URL of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...)")
-    g.add_argument("--temperature", type=float)
-    g.add_argument("--max-tokens", type=int)
+    g.add_argument(f"--{prefix}api-base", help="base URL of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...)")
+    g.add_argument(f"--{prefix}temperature", type=float)
+    g.add_argument(f"--{prefix}max-tokens", type=int)
     g.add_argument("--message-mode", choices=["per_turn", "global"], help="messenger: one call per turn, or all "
                    "turns at once from the planner's narrative")
+
+
+def _agents_config(args: argparse.Namespace, prefix: str = "") -> Any:
+    """The AgentsConfig of the options `_agents_args(p, prefix)` added."""
+    key = prefix.replace("-", "_")
+    return build_agents_config(
+        args.agents_config, agents=args.agents, message_mode=args.message_mode,
+        model_overrides={name: getattr(args, key + name) for name in ("model", "api_base", "temperature", "max_tokens")},
+        role_models={role: getattr(args, f"{role}_model") for role in ROLES})
 
 
 def _run_args(p: argparse.ArgumentParser) -> None:
@@ -522,6 +532,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="run a model as the assistant on sap records or BFCL multi-turn files and score it")
     add_eval_args(p)
     p.set_defaults(fn=_cmd_eval)
+    p = sub.add_parser("frontier", help="RODS offline: find a model's boundary tasks by rollouts and grow variants "
+                       "of them")
+    add_frontier_args(p)
+    _agents_args(p, prefix="agents-")
+    _db_args(p)
+    p.set_defaults(fn=_cmd_frontier)
     from sap.cache.cli import add_cache_commands
 
     add_cache_commands(sub)

@@ -9,14 +9,10 @@ from typing import Any
 from sap.llm import ModelConfig
 
 
-def add_eval_args(p: argparse.ArgumentParser) -> None:
-    """The options of `sap eval`."""
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    """The options of the model under test and its rollouts, shared by `sap eval` and `sap frontier`."""
     p.add_argument("--model", required=True, help="LiteLLM model string of the assistant, e.g. openai/qwen2.5-7b")
-    p.add_argument("--data", required=True, help="sap records (JSONL from sap synthesize) or a BFCL multi-turn "
-                   "question file")
-    p.add_argument("--answers", help="BFCL possible_answer file (default: possible_answer/<same name> beside --data)")
-    p.add_argument("--toolset", help="toolset of every sap record (default: each record's meta.toolset)")
-    p.add_argument("-k", type=int, default=1, help="samples per task (default 1)")
+    p.add_argument("-k", type=int, default=1, help="samples per task (default %(default)s)")
     p.add_argument("--api-base", help="base URL of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...)")
     p.add_argument("--api-key-env", help="environment variable holding the API key (default: none for --api-base, "
                    "else LiteLLM's own variable for the provider)")
@@ -26,6 +22,21 @@ def add_eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=int, default=4, help="rollouts in flight at once")
     p.add_argument("--w-atomic", type=float, default=0.5, help="weight of R_atomic in the graduated reward")
     p.add_argument("--w-orch", type=float, default=0.5, help="weight of R_orch in the graduated reward")
+    p.add_argument("--toolset", help="toolset of every sap record (default: each record's meta.toolset)")
+
+
+def model_config(args: argparse.Namespace) -> ModelConfig:
+    """The assistant's ModelConfig from the options of `add_model_args`."""
+    return ModelConfig(model=args.model, api_base=args.api_base, api_key_env=args.api_key_env,
+                       temperature=args.temperature, max_tokens=args.max_tokens, concurrency=args.concurrency)
+
+
+def add_eval_args(p: argparse.ArgumentParser) -> None:
+    """The options of `sap eval`."""
+    add_model_args(p)
+    p.add_argument("--data", required=True, help="sap records (JSONL from sap synthesize) or a BFCL multi-turn "
+                   "question file")
+    p.add_argument("--answers", help="BFCL possible_answer file (default: possible_answer/<same name> beside --data)")
     p.add_argument("-o", "--output", help="JSONL of per-task rewards: task_id, rewards (K progress rewards), mean, "
                    "graduated; one line per task as soon as its K rollouts are done")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -47,8 +58,7 @@ def run_eval(args: argparse.Namespace, check_writable: Callable[[str], None], li
 
     if args.output:
         check_writable(args.output)
-    cfg = ModelConfig(model=args.model, api_base=args.api_base, api_key_env=args.api_key_env,
-                      temperature=args.temperature, max_tokens=args.max_tokens, concurrency=args.concurrency)
+    cfg = model_config(args)
     tasks = load_tasks(args.data, args.answers, args.toolset)
     out = line_writer(args.output) if args.output else None
     try:

@@ -1,0 +1,197 @@
+"""`sap frontier`: its options, and the run that loads the seeds, steps the pool, and writes the variants, the
+per-task zones, the rollout log and the summary."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sap.eval.cli import add_model_args, model_config
+
+OUTPUTS = ("variants.jsonl", "tasks.jsonl", "rollouts.jsonl", "summary.json")
+
+
+def add_frontier_args(p: argparse.ArgumentParser) -> None:
+    """The options of `sap frontier` (the agents of the variant pipeline and --db are added by the caller)."""
+    add_model_args(p)
+    p.set_defaults(k=4)
+    p.add_argument("--data", required=True, help="seed tasks: sap records (JSONL from sap synthesize)")
+    p.add_argument("-o", "--output", required=True, help="directory for variants.jsonl, tasks.jsonl, rollouts.jsonl "
+                   "and summary.json (made if missing)")
+    p.add_argument("--steps", type=int, default=20, help="pool steps in all; a continued run goes on to this many")
+    p.add_argument("--batch", type=int, default=8, help="tasks per step (at most the active tasks)")
+    p.add_argument("--epoch-steps", type=int, default=5, help="steps per epoch (injection, retirement, seeding)")
+    p.add_argument("--pool-config", help="JSON or TOML file of PoolConfig fields (thresholds, quotas, cool-down)")
+    p.add_argument("--per-seed", type=int, default=2, help="variants made per boundary seed each time it seeds")
+    p.add_argument("--rounds", type=int, default=3, help="plan/execute rounds per variant")
+    p.add_argument("--synthesis-workers", type=int, default=1, help="threads making variants in the background "
+                   "(0: inline at each epoch end)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+
+
+def _pool_config(path: str | None) -> Any:
+    """The PoolConfig of a JSON or TOML file (None without one); a bad file or field is named."""
+    from pydantic import ValidationError
+
+    from sap.curriculum.config import PoolConfig
+
+    if path is None:
+        return None
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text) if path.endswith(".toml") else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"--pool-config {path}: not valid {'TOML' if path.endswith('.toml') else 'JSON'}: {exc}") from exc
+    try:
+        return PoolConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "(file)"
+        raise ValueError(f"--pool-config {path}: field {where}: {first['msg']}") from exc
+
+
+def _seeds(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
+    """(task type = toolset, record) of every seed; each is checked to be a usable task, naming file and line."""
+    from sap.eval.tasks import tasks_from_records
+    from sap.provenance.external import detect_format
+    from sap.validate import read_records
+
+    rows = list(read_records(args.data))
+    if not rows:
+        raise ValueError(f"{args.data}: no records")
+    for line, record in rows:
+        try:
+            fmt = detect_format(record)
+        except ValueError as exc:
+            raise ValueError(f"{args.data}:{line}: {exc}") from exc
+        if fmt != "sap":
+            raise ValueError(f"{args.data}:{line}: a {fmt} record; the seeds must be sap records (from sap "
+                             f"synthesize): variants are made from their provenance and executor state")
+    tasks_from_records(rows, args.data, args.toolset)
+    seen: dict[str, int] = {}
+    for line, record in rows:
+        if record["id"] in seen:
+            raise ValueError(f"{args.data}:{line}: seed id {record['id']!r} repeats line {seen[record['id']]}")
+        seen[record["id"]] = line
+    return [(args.toolset or record["meta"]["toolset"], record) for _, record in rows]
+
+
+def _graduated(path: Path) -> dict[str, list[float]]:
+    """task id -> graduated rewards of every rollout in the rollout log (an unfinished last line is skipped)."""
+    out: dict[str, list[float]] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            out.setdefault(row["task_id"], []).extend(row["graduated"])
+    return out
+
+
+def run_frontier_command(args: argparse.Namespace, open_store: Callable[[], Any], agents_config: Any,
+                         write_jsonl: Callable[[Path, list[dict[str, Any]]], None]) -> int:
+    """Load the seeds into the pool of (model, seeds) in the run store (or continue it), step it with rollouts of
+    the model, make variants of its boundary seeds in the background, then write the outputs and print the
+    summary. The store is opened (`open_store()`) once the input has been checked; `write_jsonl(path, rows)`
+    writes a JSONL file atomically."""
+    from sap.agents.config import build_agents
+    from sap.curriculum.frontier import (FrontierSettings, ModelUnreachable, StepLog, frontier_summary,
+                                         kept_variants, open_pool, pool_id_for, run_frontier, task_rows)
+    from sap.curriculum.online import OnlineSynthesis, variant_maker
+    from sap.graphs.variant import VariantContext
+    from sap.llm import LLMClient
+    from sap.toolsets import load_toolset
+
+    settings = FrontierSettings(steps=args.steps, batch=args.batch, k=args.k, epoch_steps=args.epoch_steps,
+                                max_steps=args.max_steps, concurrency=args.concurrency, w_atomic=args.w_atomic,
+                                w_orch=args.w_orch)
+    if args.per_seed < 1 or args.rounds < 1 or args.synthesis_workers < 0:
+        raise ValueError(f"--per-seed and --rounds must be at least 1 and --synthesis-workers at least 0, got "
+                         f"{args.per_seed}, {args.rounds}, {args.synthesis_workers}")
+    out_dir = Path(args.output)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"output {out_dir} is not a directory")
+    config = _pool_config(args.pool_config)
+    seeds = _seeds(args)
+    cfg = model_config(args)
+    store = open_store()
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    toolsets: dict[str, Any] = {}
+
+    def toolset(name: str) -> Any:
+        if name not in toolsets:
+            toolsets[name] = load_toolset(name)
+        return toolsets[name]
+
+    agents_client = LLMClient()
+    agents = build_agents(agents_config, agents_client)
+    makers = {name: variant_maker(VariantContext.from_agents(toolset(name), agents, max_rounds=args.rounds),
+                                  per_seed=args.per_seed) for name in {t for t, _ in seeds}}
+    pool, continued = open_pool(store, pool_id_for(args.model, [r for _, r in seeds]), seeds, config)
+    print(f"{'continuing' if continued else 'new'} pool {pool.pool_id} in {store.url}: {len(seeds)} seeds, "
+          f"{len(pool.active())} active tasks, step {pool.step}/{settings.steps}", flush=True)
+    synthesis = OnlineSynthesis(pool, lambda seed, record: makers[seed.type](seed, record), args.synthesis_workers)
+    pool.synthesis = synthesis
+    client = LLMClient()
+    status, done = 0, StepLog()
+    with open(out_dir / "rollouts.jsonl", "a", encoding="utf-8") as rollout_log:
+        def log_rollouts(row: dict[str, Any]) -> None:
+            rollout_log.write(json.dumps(row) + "\n")
+            rollout_log.flush()
+
+        try:
+            run_frontier(pool, cfg, settings, toolset, client=client, on_task=log_rollouts, log=done)
+        except KeyboardInterrupt:
+            print(f"interrupted at step {pool.step}; the pool is kept in {store.url}: run the same command to "
+                  f"continue it", file=sys.stderr)
+            return 130
+        except ModelUnreachable as exc:
+            print(f"sap frontier: {exc}", file=sys.stderr)
+            status = 1
+        finally:
+            synthesis.drain()
+            synthesis.close()
+    write_jsonl(out_dir / "variants.jsonl", kept_variants(pool))
+    write_jsonl(out_dir / "tasks.jsonl", task_rows(pool, _graduated(out_dir / "rollouts.jsonl")))
+    summary = {**frontier_summary(pool), "model": args.model,
+               "run": {"rollouts": done.rollouts, "failed_rollouts": done.failed, "first_failure": done.first_failure,
+                       "epochs_ended": len(done.epochs), "injected": sum(len(e.injected) for e in done.epochs),
+                       "synthesis_errors": len(synthesis.errors),
+                       "first_synthesis_error": synthesis.errors[0] if synthesis.errors else None,
+                       "usage": client.ledger.snapshot()["total"],
+                       "agents_usage": agents_client.ledger.snapshot()["total"]},
+               "outputs": {name: str(out_dir / name) for name in OUTPUTS}}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(summary))
+        return status
+    _print_summary(summary)
+    return status
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    run, zones, v = s["run"], s["seed_zones"], s["variants"]
+    print(f"pool {s['pool']}: {s['steps']} steps, {s['epochs']} epochs of {s['model']}; this run {run['rollouts']} "
+          f"rollouts" + (f" ({run['failed_rollouts']} ended by model errors)" if run["failed_rollouts"] else ""))
+    if run["first_failure"]:
+        print(f"  first model error: {run['first_failure']}")
+    print(f"  seeds: {s['seeds']}: {zones['mastered']} mastered, {zones['boundary']} boundary, "
+          f"{zones['out_of_reach']} out of reach, {zones['unrated']} unrated")
+    print(f"  boundary tasks: {s['boundary_tasks']} ({len(s['boundary_seeds'])} seeds, {s['boundary_variants']} "
+          f"variants)")
+    retired = ", ".join(f"{k} {n}" for k, n in v["retired_by"].items())
+    print(f"  variants: {v['made']} made, {v['injected']} injected, {v['retired']} retired"
+          + (f" ({retired})" if retired else "") + f", {v['queued']} queued, {v['active']} active")
+    if run["synthesis_errors"]:
+        seed, error = run["first_synthesis_error"]
+        print(f"  {run['synthesis_errors']} seeds made no variants; first: {seed}: {error}")
+    for who, usage in (("model", run["usage"]), ("variant agents", run["agents_usage"])):
+        print(f"  LLM, {who}: {usage['calls']} calls, {usage['prompt_tokens']}+{usage['completion_tokens']} "
+              f"tokens, ${usage['cost_usd']:.4f}")
+    print("  -> " + ", ".join(s["outputs"].values()))
