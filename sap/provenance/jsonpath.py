@@ -1,4 +1,4 @@
-"""Resolve the simple JSON paths sap records ($.key[0].field) inside a document."""
+"""Resolve the simple JSON paths sap records ($.key[0].field, and $.map["k"]~ for a key itself) inside a document."""
 from __future__ import annotations
 
 import json
@@ -6,16 +6,30 @@ import re
 from typing import Any
 
 PATH_TOKEN = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
+KEY_OF = "~"  # a path ending in `~` names the key of the entry it reaches (JSONPath-Plus), not the entry's value
 
 
 class PathError(LookupError):
     """A path that does not resolve inside its document."""
 
 
+def key_path(path: str) -> str:
+    """The path of the key (not the value) of the object entry at `path`."""
+    return path + KEY_OF
+
+
 def resolve(doc: Any, path: str) -> Any:
-    """The value at `path` in `doc`; raises PathError naming the path if it is absent."""
+    """The value at `path` in `doc` (the key itself for a path ending in `~`); raises PathError naming the path
+    if it is absent or malformed."""
     if not path.startswith("$"):
         raise PathError(f"path {path!r} does not start with '$'")
+    if path.endswith(KEY_OF):
+        entry = path[:-len(KEY_OF)]
+        last = list(PATH_TOKEN.finditer(entry, 1))[-1:]
+        if not last or last[0].end() != len(entry) or last[0].group(2) is not None:
+            raise PathError(f"path {path!r}: `~` must follow an object key")
+        resolve(doc, entry)
+        return json.loads(last[0].group(3)) if last[0].group(3) else last[0].group(1)
     pos, cur = 1, doc
     for m in PATH_TOKEN.finditer(path, 1):
         if m.start() != pos:

@@ -10,7 +10,9 @@ from typing import Any
 
 from sap.executors.bfcl import BfclExecutor
 from sap.model import Toolset, ToolSpec
+from sap.provenance.fields import key_name
 from sap.toolsets.bfcl_configs import sample_bfcl_config
+from sap.toolsets.code_enums import checked_values
 from sap.toolsets.loaders import load_bfcl_func_doc
 
 PREFIX = "bfcl/"
@@ -43,6 +45,16 @@ BFCL_COMBINATIONS = [
     ("TicketAPI", "VehicleControlAPI"), ("TradingBot", "TwitterAPI"), ("TravelAPI", "TwitterAPI"),
     ("TwitterAPI", "VehicleControlAPI"),
 ]
+
+# Field names, besides a parameter's own, whose values can fill it, per class. GorillaFileSystem names files and
+# folders only as keys of its config tree's `contents` and as the items of `ls`'s listing; MathAPI answers every
+# operation with a bare `result`, which the next operation's operands take.
+ENTRY_NAMES = ["current_directory_content", key_name("contents")]
+VALUE_FIELDS = {
+    "GorillaFileSystem": {p: ENTRY_NAMES for p in ("file_name", "file_name1", "file_name2", "folder", "dir_name",
+                                                   "source", "destination")},
+    "MathAPI": {p: ["result"] for p in ("a", "b", "number", "value", "base", "part", "whole")},
+}
 
 
 class BfclUnavailable(LookupError):
@@ -125,6 +137,15 @@ def _with_enums(spec: ToolSpec) -> ToolSpec:
     return spec.model_copy(update={"parameters": {**spec.parameters, "properties": props}})
 
 
+def _with_checked_values(spec: ToolSpec, method: Any) -> ToolSpec:
+    """`spec` with an `enum` on each string parameter whose valid values the method's code tests against a table
+    (MathAPI's unit conversions), read from the backend's source so they follow the installed bfcl-eval."""
+    found = checked_values(method) if method is not None else {}
+    props = {name: {**schema, "enum": found[name]} if name in found and "enum" not in schema
+             and schema.get("type") == "string" else schema for name, schema in spec.properties.items()}
+    return spec.model_copy(update={"parameters": {**spec.parameters, "properties": props}})
+
+
 def _own_words(description: str) -> str:
     """A func-doc description without BFCL's per-class preamble ("This tool belongs to ... Tool description: ")."""
     return description.split(TOOL_DESCRIPTION_MARK, 1)[-1].strip()
@@ -135,10 +156,13 @@ def load_bfcl_toolset(name: str, timeout: float = 5.0) -> Toolset:
     classes, long_context = parse_bfcl_name(name)
     types = [backend_class(c) for c in classes]
     tools = []
-    for cls_name in classes:
+    for cls_name, cls in zip(classes, types):
+        value_fields = VALUE_FIELDS.get(cls_name, {})
         for spec in load_bfcl_func_doc(data_dir() / "multi_turn_func_doc" / BFCL_CLASSES[cls_name][1]):
-            spec = _with_enums(spec)
-            tools.append(spec.model_copy(update={"owner": cls_name, "description": _own_words(spec.description)}))
+            spec = _with_checked_values(_with_enums(spec), getattr(cls, spec.name, None))
+            tools.append(spec.model_copy(update={
+                "owner": cls_name, "description": _own_words(spec.description),
+                "value_fields": {p: value_fields[p] for p in spec.properties if p in value_fields}}))
     return Toolset(
         name=name,
         description=f"BFCL multi-turn backends: {', '.join(classes)}" + (" (long context)" if long_context else ""),
