@@ -11,6 +11,7 @@ from sap.provenance.jsonpath import key_path
 _ID_KEYS = ("id", "name")
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _TRAILING_DIGITS = re.compile(r"_?\d+$")
+_ONE_KEY = r'(?:\.[^.\[\]]+|\["(?:[^"\\]|\\.)*"\])'  # one `.key` or `["key"]` step of a path
 _COLLECTION_SUFFIX = re.compile(r"_(?:list|queue|map|records?|history)$")
 _TYPE_CHECKS: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -142,14 +143,27 @@ class Candidate:
     siblings: frozenset[str] = frozenset()
 
 
+def path_pattern(pattern: str) -> re.Pattern[str]:
+    """The paths a pattern such as `$.root.*.contents.*~` stands for: each `.*` is any one key."""
+    return re.compile(_ONE_KEY.join(map(re.escape, pattern.split(".*"))) + r"\Z")
+
+
 class FieldIndex:
     """The fields of one document by each name they answer to, in document order."""
 
     def __init__(self, doc: Any) -> None:
         self.by_name: dict[str, list[tuple[int, Field]]] = {}
-        for order, f in enumerate(iter_fields(doc)):
+        self.fields = list(iter_fields(doc))
+        for order, f in enumerate(self.fields):
             for name in set(f.names):
                 self.by_name.setdefault(name, []).append((order, f))
+
+    def named(self, alias: str) -> list[tuple[int, Field]]:
+        """Fields named `alias`, or, for an alias starting with `$`, the fields at the paths it stands for."""
+        if not alias.startswith("$"):
+            return self.by_name.get(alias, [])
+        pattern = path_pattern(alias)
+        return [(order, f) for order, f in enumerate(self.fields) if pattern.match(f.path)]
 
     def lookup(self, param: str) -> list[Field]:
         """Fields whose names could match `param`: exact, digit-stripped, or a `_`-suffix of it."""
@@ -175,16 +189,16 @@ def index_of(doc: Any) -> FieldIndex:
 
 
 def candidates(param: str, schema: dict[str, Any], doc: Any, aliases: tuple[str, ...] = ()) -> list[Candidate]:
-    """Values in `doc` that can fill `param`, and (scored as qualified names) fields named by one of `aliases`,
-    the other names a tool declares for it; array parameters also take a single matching element as a one-item
-    list."""
+    """Values in `doc` that can fill `param`, and (scored as qualified names) the fields `aliases` name, the other
+    field names or `$` path patterns a tool declares for it; array parameters also take a single matching element
+    as a one-item list."""
     out: list[Candidate] = []
     index = index_of(doc)
     for f in index.lookup(param):
         score = match_score(param, f.names)
         if score and type_ok(f.value, schema):
             out.append(Candidate(f.path, f.value, score, f.siblings))
-    for _, f in sorted((o for alias in aliases for o in index.by_name.get(alias, ())), key=lambda o: o[0]):
+    for _, f in sorted((o for alias in aliases for o in index.named(alias)), key=lambda o: o[0]):
         if type_ok(f.value, schema) and all(c.path != f.path for c in out):
             out.append(Candidate(f.path, f.value, 2, f.siblings))
     if schema.get("type") == "array":

@@ -10,7 +10,6 @@ from typing import Any
 
 from sap.executors.bfcl import BfclExecutor
 from sap.model import Toolset, ToolSpec
-from sap.provenance.fields import key_name
 from sap.toolsets.bfcl_configs import sample_bfcl_config
 from sap.toolsets.code_enums import checked_values
 from sap.toolsets.loaders import load_bfcl_func_doc
@@ -46,10 +45,11 @@ BFCL_COMBINATIONS = [
     ("TwitterAPI", "VehicleControlAPI"),
 ]
 
-# Field names, besides a parameter's own, whose values can fill it, per class. GorillaFileSystem names files and
-# folders only as keys of its config tree's `contents` and as the items of `ls`'s listing; MathAPI answers every
-# operation with a bare `result`, which the next operation's operands take.
-ENTRY_NAMES = ["current_directory_content", key_name("contents")]
+# Field names (or `$` path patterns), besides a parameter's own, whose values can fill it, per class.
+# GorillaFileSystem names files and folders only as the items of `ls`'s listing and as keys of its config tree's
+# `contents`, of which those of the directory it starts in; MathAPI answers every operation with a bare `result`,
+# which the next operation's operands take.
+ENTRY_NAMES = ["current_directory_content", "$.GorillaFileSystem.root.*.contents.*~"]
 VALUE_FIELDS = {
     "GorillaFileSystem": {p: ENTRY_NAMES for p in ("file_name", "file_name1", "file_name2", "folder", "dir_name",
                                                    "source", "destination")},
