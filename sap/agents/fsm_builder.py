@@ -63,7 +63,7 @@ def classify(toolset: Toolset, report: ProbeReport) -> dict[str, ToolRole]:
                 other for other, p in report.profiles.items()
                 if other != spec.name and any(produces(name, schema, out, spec.aliases(name)) for out in p.outputs)
             }
-            if not prof.prefers_new(name) and any(produces(name, schema, c0, spec.aliases(name)) for c0 in report.configs):
+            if any(produces(name, schema, c0, spec.aliases(name)) for c0 in report.configs):
                 from_config.add(name)
         roles[spec.name] = ToolRole(spec, kind, prof.auth_errors > 0, producers, from_config)
     auth = {name for name, r in roles.items() if r.kind == "auth"}

@@ -36,13 +36,11 @@ class ToolProfile:
     bound_changed: Counter = field(default_factory=Counter)  # (param, source) -> successes that changed state
 
     def prefers_new(self, param: str) -> bool:
-        """Whether `param` wants a fresh value: earlier values failed (always, or at under half the rate of fresh
-        ones: a name that exists already) or changed nothing, while fresh ones worked."""
+        """Whether `param` wants a fresh value: earlier results either failed or changed nothing, fresh ones worked."""
         hist_ok, gen_ok = self.bound_ok[(param, "history")], self.bound_ok[(param, "generated")]
-        hist_failed, gen_failed = self.bound_failed[(param, "history")], self.bound_failed[(param, "generated")]
-        mostly_failed = gen_ok > 0 and hist_failed > 0 and 2 * hist_ok * (gen_ok + gen_failed) < gen_ok * (hist_ok + hist_failed)
+        never_worked = gen_ok > 0 and hist_ok == 0 and self.bound_failed[(param, "history")] > 0
         no_op = self.bound_changed[(param, "generated")] > 0 and hist_ok > 0 and self.bound_changed[(param, "history")] == 0
-        return mostly_failed or no_op
+        return never_worked or no_op
 
 
 @dataclass

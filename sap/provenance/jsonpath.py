@@ -28,18 +28,23 @@ def resolve(doc: Any, path: str) -> Any:
         last = list(PATH_TOKEN.finditer(entry, 1))[-1:]
         if not last or last[0].end() != len(entry) or last[0].group(2) is not None:
             raise PathError(f"path {path!r}: `~` must follow an object key")
-        resolve(doc, entry)
+        _walk(doc, entry, path)
         return json.loads(last[0].group(3)) if last[0].group(3) else last[0].group(1)
+    return _walk(doc, path, path)
+
+
+def _walk(doc: Any, path: str, named: str) -> Any:
+    """The value at the plain path `path` in `doc`; PathError naming `named` if it is absent or malformed."""
     pos, cur = 1, doc
     for m in PATH_TOKEN.finditer(path, 1):
         if m.start() != pos:
-            raise PathError(f"malformed path {path!r}")
+            raise PathError(f"malformed path {named!r}")
         pos = m.end()
         key, idx = (json.loads(m.group(3)) if m.group(3) else m.group(1)), m.group(2)
         try:
             cur = cur[int(idx)] if idx is not None else cur[key]
         except (KeyError, IndexError, TypeError) as exc:
-            raise PathError(f"path {path!r} not found") from exc
+            raise PathError(f"path {named!r} not found") from exc
     if pos != len(path):
-        raise PathError(f"malformed path {path!r}")
+        raise PathError(f"malformed path {named!r}")
     return cur

@@ -45,15 +45,24 @@ BFCL_COMBINATIONS = [
     ("TwitterAPI", "VehicleControlAPI"),
 ]
 
-# Field names (or `$` path patterns), besides a parameter's own, whose values can fill it, per class.
-# GorillaFileSystem names files and folders only as the items of `ls`'s listing and as keys of its config tree's
-# `contents`, of which those of the directory it starts in; MathAPI answers every operation with a bare `result`,
+# Field names (or `$` path patterns), besides a parameter's own, whose values can fill it: class -> tool ->
+# parameter -> names. GorillaFileSystem names files and folders only as the items of `ls`'s listing and as keys of
+# its config tree's `contents` (those of the directory it starts in); the tools that act on an existing entry take
+# them, not those that create one (touch, mkdir, echo). MathAPI answers every operation with a bare `result`,
 # which the next operation's operands take.
 ENTRY_NAMES = ["current_directory_content", "$.GorillaFileSystem.root.*.contents.*~"]
-VALUE_FIELDS = {
-    "GorillaFileSystem": {p: ENTRY_NAMES for p in ("file_name", "file_name1", "file_name2", "folder", "dir_name",
-                                                   "source", "destination")},
-    "MathAPI": {p: ["result"] for p in ("a", "b", "number", "value", "base", "part", "whole")},
+OPERANDS = ("a", "b", "number", "value", "base", "part", "whole")
+VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
+    "GorillaFileSystem": {
+        **{tool: {"file_name": ENTRY_NAMES} for tool in ("cat", "grep", "rm", "sort", "tail", "wc")},
+        "cd": {"folder": ENTRY_NAMES}, "rmdir": {"dir_name": ENTRY_NAMES},
+        "diff": {"file_name1": ENTRY_NAMES, "file_name2": ENTRY_NAMES},
+        "cp": {"source": ENTRY_NAMES, "destination": ENTRY_NAMES},
+        "mv": {"source": ENTRY_NAMES, "destination": ENTRY_NAMES},
+    },
+    "MathAPI": {tool: {p: ["result"] for p in OPERANDS}
+                for tool in ("absolute_value", "add", "divide", "imperial_si_conversion", "logarithm", "multiply",
+                             "percentage", "power", "round_number", "si_unit_conversion", "square_root", "subtract")},
 }
 
 
@@ -157,12 +166,12 @@ def load_bfcl_toolset(name: str, timeout: float = 5.0) -> Toolset:
     types = [backend_class(c) for c in classes]
     tools = []
     for cls_name, cls in zip(classes, types):
-        value_fields = VALUE_FIELDS.get(cls_name, {})
+        by_tool = VALUE_FIELDS.get(cls_name, {})
         for spec in load_bfcl_func_doc(data_dir() / "multi_turn_func_doc" / BFCL_CLASSES[cls_name][1]):
             spec = _with_checked_values(_with_enums(spec), getattr(cls, spec.name, None))
             tools.append(spec.model_copy(update={
                 "owner": cls_name, "description": _own_words(spec.description),
-                "value_fields": {p: value_fields[p] for p in spec.properties if p in value_fields}}))
+                "value_fields": {p: names for p, names in by_tool.get(spec.name, {}).items() if p in spec.properties}}))
     return Toolset(
         name=name,
         description=f"BFCL multi-turn backends: {', '.join(classes)}" + (" (long context)" if long_context else ""),
