@@ -232,7 +232,8 @@ class RulePlanner:
 
     def _from_config(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
         """A value of the initial configuration c0."""
-        picked = self._choose(name, [(None, c) for c in candidates(name, schema, ctx.req.c0, ctx.req.spec.aliases(name))], ctx)
+        pool = [(None, c) for c in candidates(name, schema, ctx.req.c0, ctx.req.spec.aliases(name))]
+        picked = self._choose(name, pool, ctx)
         if picked is None:
             return None, None
         return picked[1].value, ArgProvenance(tag=Tag.initial_state, path=picked[1].path)

@@ -1,4 +1,4 @@
-"""Valid values of string parameters read from a method's own code: the keys of the dict literal it checks them against."""
+"""Valid values of string parameters read from a method's own code: the keys of the dict it tests them against."""
 from __future__ import annotations
 
 import ast
