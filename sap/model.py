@@ -22,6 +22,7 @@ class ToolSpec(BaseModel):
     response: dict[str, Any] | None = None
     read_only: bool | None = None
     owner: str | None = None
+    value_fields: dict[str, list[str]] = Field(default_factory=dict)  # param -> other field names that can fill it
 
     @property
     def properties(self) -> dict[str, dict[str, Any]]:
@@ -32,6 +33,10 @@ class ToolSpec(BaseModel):
     def required(self) -> list[str]:
         """Names of the required parameters."""
         return list(self.parameters.get("required", []))
+
+    def aliases(self, param: str) -> tuple[str, ...]:
+        """The other names of result and config fields whose values can fill `param` (`value_fields`)."""
+        return tuple(self.value_fields.get(param, ()))
 
     def to_openai(self) -> dict[str, Any]:
         """The tool as an OpenAI `tools` entry."""

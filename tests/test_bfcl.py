@@ -189,3 +189,50 @@ def test_long_context_records_replay_and_export_with_long_context_ids():
     assert all(q["id"].startswith("sap_multi_turn_long_context_") for q in questions)
     with pytest.raises(BfclExportError, match="must contain"):
         to_bfcl(records, "plain_name", load_toolset)
+
+
+@needs_bfcl
+def test_math_unit_enums_are_the_values_the_conversions_accept():
+    ts = load_toolset("bfcl/MathAPI")
+    ex = ts.executor_factory()
+    ex.reset({})
+    si = ts.tool("si_unit_conversion").properties
+    assert si["unit_in"]["enum"] == si["unit_out"]["enum"] and len(si["unit_in"]["enum"]) > 2
+    for unit_in in si["unit_in"]["enum"]:
+        for unit_out in si["unit_out"]["enum"]:
+            assert ex.execute(_call("si_unit_conversion", value=3.0, unit_in=unit_in, unit_out=unit_out)).ok
+    assert not ex.execute(_call("si_unit_conversion", value=3.0, unit_in="furlong", unit_out="m")).ok
+    imperial = ts.tool("imperial_si_conversion").properties
+    for unit_in in imperial["unit_in"]["enum"]:  # every unit converts to some other listed unit
+        assert any(ex.execute(_call("imperial_si_conversion", value=3.0, unit_in=unit_in, unit_out=out)).ok
+                   for out in imperial["unit_out"]["enum"] if out != unit_in)
+
+
+@needs_bfcl
+def test_a_folder_copied_into_itself_is_refused_and_rolled_back():
+    ts = load_toolset("bfcl/GorillaFileSystem")
+    ex = ts.executor_factory()
+    ex.reset({"GorillaFileSystem": {"root": {"ann": {"type": "directory", "contents": {
+        "docs": {"type": "directory", "contents": {}}, "a.txt": {"type": "file", "content": "hi"}}}}}})
+    before = ex.state()
+    res = ex.execute(_call("cp", source="docs", destination="docs"))
+    assert not res.ok and "contain itself" in res.error and ex.state() == before
+    assert ex.execute(_call("cp", source="a.txt", destination="docs")).ok
+
+
+@needs_bfcl
+def test_file_system_names_come_from_listings_and_the_start_directory_and_math_chains_results():
+    """GorillaFileSystem's names exist only as `ls` items and config-tree keys, MathAPI's operands as earlier
+    `result`s: both are reachable as provenance sources, so few trajectories end at a failing call."""
+    sources = {}
+    for name in ("bfcl/GorillaFileSystem", "bfcl/MathAPI"):
+        toolset = load_toolset(name)
+        summary = synthesize(toolset, 12, seed=3, mix={"base": 1.0})
+        assert summary.truncated <= 4, (name, summary.truncated)
+        assert all(validate_record(r, toolset, i) == [] for i, r in enumerate(summary.records))
+        sources[name] = [(a["tag"], a["source"].get("path") or "") for r in summary.records for p in r["provenance"]
+                         for a in p["args"].values() if a["source"]]
+    fs = sources["bfcl/GorillaFileSystem"]
+    assert any(tag == "prev_output" and path.startswith("$.current_directory_content[") for tag, path in fs)
+    assert any(tag == "initial_state" and path.endswith("~") for tag, path in fs)
+    assert any(tag == "prev_output" and path == "$.result" for tag, path in sources["bfcl/MathAPI"])

@@ -113,6 +113,39 @@ def test_candidates_siblings_carry_neighbouring_values():
     assert "pending" in c.siblings
 
 
+TREE = {"fs": {"root": {"ann": {"type": "directory", "contents": {
+    "a.txt": {"type": "file", "content": "hi"},
+    "docs": {"type": "directory", "contents": {"deep.md": {"type": "file", "content": ""}}}}}}}}
+
+
+def test_keys_of_a_map_of_objects_are_fields_at_key_paths_with_the_entry_strings_as_siblings():
+    keys = {f.path: f for f in iter_fields(TREE) if f.path.endswith("~")}
+    a = keys['$.fs.root.ann.contents["a.txt"]~']
+    assert (a.value, a.names, a.siblings) == ("a.txt", ("content_key",), frozenset({"file", "hi"}))
+    assert keys["$.fs.root.ann.contents.docs.contents[\"deep.md\"]~"].value == "deep.md"
+    assert keys["$.fs.root.ann~"].names == ("root_key",)
+    # a map holding any non-object value is not a map of entries: its keys are not fields
+    assert not any(f.path.endswith("~") for f in iter_fields({"m": {"a": {"x": 1}, "b": 2}}))
+
+
+@pytest.mark.parametrize("path", ["$~", "$.l[0]~", '$.m["zz"]~', "$.m.a.x~~"])
+def test_a_key_path_must_end_an_existing_object_key(path):
+    with pytest.raises(PathError):
+        resolve({"m": {"a": {"x": 1}}, "l": [{"y": 2}]}, path)
+
+
+def test_declared_aliases_and_path_patterns_fill_a_parameter_as_qualified_matches():
+    schema = {"type": "string"}
+    assert candidates("file_name", schema, TREE) == []
+    top = candidates("file_name", schema, TREE, ("$.fs.root.*.contents.*~",))
+    assert [(c.path, c.value, c.score) for c in top] == [('$.fs.root.ann.contents["a.txt"]~', "a.txt", 2),
+                                                        ("$.fs.root.ann.contents.docs~", "docs", 2)]
+    listing = {"current_directory_content": ["a.txt", "docs"]}
+    assert [c.path for c in candidates("folder", schema, listing, ("current_directory_content",))] == [
+        "$.current_directory_content[0]", "$.current_directory_content[1]"]
+    assert candidates("folder", schema, listing) == []
+
+
 # ----- code_check -----------------------------------------------------------------------------------------
 
 C0 = {"user": {"name": "Ann Lee"}, "currency": "EUR"}
@@ -201,6 +234,18 @@ def test_initial_state_value_must_match_c0_and_be_stated():
     t2 = good_trajectory()
     t2.turns[1].user_message = "Book the second one."
     _only_problem(t2, "config value 'Ann Lee' not stated")
+
+
+def test_initial_state_from_a_key_path_checks_the_key_itself():
+    tree = {"fs": {"contents": {"a.txt": {"type": "file"}}}}
+    cat = call("cat", {"file_name": "a.txt"}, result={"file_content": ""},
+               prov={"file_name": ArgProvenance(tag=Tag.initial_state, path='$.fs.contents["a.txt"]~')})
+    turn = Turn(index=0, state="s", transition=0, user_message='Show "a.txt".', calls=[cat])
+    traj = Trajectory(id="t", toolset="demo", seed=1, c0=tree, turns=[turn])
+    assert code_check(traj) == []
+    _only_problem(_with(traj, 0, 0, args_exec={"file_name": "b.txt"}), "differs from c0")
+    moved = {"file_name": ArgProvenance(tag=Tag.initial_state, path='$.fs.contents["b.txt"]~')}
+    _only_problem(_with(traj, 0, 0, args_prov=moved), "not found")
 
 
 def test_prev_user_msg_whose_anchor_lacks_the_value_is_flagged():

@@ -61,9 +61,9 @@ def classify(toolset: Toolset, report: ProbeReport) -> dict[str, ToolRole]:
             schema = spec.properties.get(name, {})
             producers[name] = set() if prof.prefers_new(name) else {
                 other for other, p in report.profiles.items()
-                if other != spec.name and any(produces(name, schema, out) for out in p.outputs)
+                if other != spec.name and any(produces(name, schema, out, spec.aliases(name)) for out in p.outputs)
             }
-            if any(produces(name, schema, c0) for c0 in report.configs):
+            if any(produces(name, schema, c0, spec.aliases(name)) for c0 in report.configs):
                 from_config.add(name)
         roles[spec.name] = ToolRole(spec, kind, prof.auth_errors > 0, producers, from_config)
     auth = {name for name, r in roles.items() if r.kind == "auth"}

@@ -52,10 +52,10 @@ def options_for(req: PlanRequest, name: str, tag: Tag) -> list[Option]:
             if h.call.ok and not (h.turn == req.turn and h.call.name == req.spec.name):
                 found += [(c.score, Option(c.value, ArgProvenance(tag=Tag.prev_output, turn=h.turn, call=h.index,
                                                                   path=c.path)))
-                          for c in candidates(name, schema, h.call.result)]
+                          for c in candidates(name, schema, h.call.result, req.spec.aliases(name))]
     elif tag == Tag.initial_state:
         found = [(c.score, Option(c.value, ArgProvenance(tag=Tag.initial_state, path=c.path)))
-                 for c in candidates(name, schema, req.c0)]
+                 for c in candidates(name, schema, req.c0, req.spec.aliases(name))]
     failed = [a[name] for a in req.failed_args if name in a]
     found = [(score, opt) for score, opt in found if opt.value not in failed]
     best = max((score for score, _ in found), default=None)

@@ -218,7 +218,7 @@ class RulePlanner:
     def _from_history(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
         """A field of an earlier successful result, preferring this turn's calls, then the newest producer."""
         pool = [((h.turn, h.index), c) for h in ctx.req.history if h.call.ok
-                for c in candidates(name, schema, h.call.result)]
+                for c in candidates(name, schema, h.call.result, ctx.req.spec.aliases(name))]
         failed = ctx.failed(name)
         this_turn = {h.index: h.call.name for h in ctx.req.history if h.turn == ctx.req.turn}
         same_turn = [p for p in pool if p[0][0] == ctx.req.turn and p[1].value not in failed
@@ -232,7 +232,8 @@ class RulePlanner:
 
     def _from_config(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
         """A value of the initial configuration c0."""
-        picked = self._choose(name, [(None, c) for c in candidates(name, schema, ctx.req.c0)], ctx)
+        pool = [(None, c) for c in candidates(name, schema, ctx.req.c0, ctx.req.spec.aliases(name))]
+        picked = self._choose(name, pool, ctx)
         if picked is None:
             return None, None
         return picked[1].value, ArgProvenance(tag=Tag.initial_state, path=picked[1].path)

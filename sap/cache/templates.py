@@ -172,7 +172,7 @@ def feeds(toolset: Toolset, probe_seeds: int = 3) -> dict[str, dict[str, dict[st
                     continue
                 seen: Counter = Counter()
                 for output in report.profiles[producer.name].outputs:
-                    for cand in candidates(param, schema, output):
+                    for cand in candidates(param, schema, output, consumer.aliases(param)):
                         if not isinstance(cand.value, list) or schema.get("type") == "array":
                             seen[(cand.score, generalize(cand.path))] += 1
                 if seen:

@@ -31,6 +31,21 @@ def plain_state(value: Any, seen: frozenset[int] = frozenset()) -> Any:
     return repr(value)
 
 
+def contains_itself(value: Any, seen: frozenset[int] = frozenset()) -> bool:
+    """Whether a dict or list inside `value` holds something that encloses it (a folder copied into itself lists
+    itself among its contents), which BFCL's state comparison cannot end on. An attribute pointing straight back
+    at an enclosing object (a directory's parent) is a back-reference, not a cycle."""
+    if id(value) in seen:
+        return True
+    inner = seen | {id(value)}
+    if isinstance(value, (dict, list, tuple)):
+        return any(contains_itself(v, inner) for v in (value.values() if isinstance(value, dict) else value))
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        return any(contains_itself(v, inner) for k, v in vars(value).items()
+                   if not k.startswith("_") and id(v) not in inner)
+    return False
+
+
 NOT_FOUND = re.compile(r"[\w ]{0,30}\bnot found\.?", re.I)
 
 
@@ -104,6 +119,8 @@ class BfclExecutor(PythonObjectExecutor):
         def call(**kwargs: Any) -> Any:
             fresh = {k: copy.deepcopy(v) for k, v in mutable.items() if k not in kwargs}
             result = json_result(fn(**fresh, **kwargs))
+            if any(contains_itself(inst) for inst in self.instances.values()):
+                raise ValueError(f"{name} would make a structure contain itself")  # execute() restores the state
             miss = not_found_answer(result)
             return {"error": f"{name}: {miss}"} if miss else result
 

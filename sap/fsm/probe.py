@@ -57,7 +57,8 @@ def _bind_for_probe(spec: ToolSpec, docs: list[Any], rng: random.Random) -> tupl
     sources: dict[str, str] = {}
     for name in spec.required:
         schema = spec.properties.get(name, {})
-        found = next((c for doc in reversed(docs) for c in [candidates(name, schema, doc)] if c), None)
+        aliases = spec.aliases(name)
+        found = next((c for doc in reversed(docs) for c in [candidates(name, schema, doc, aliases)] if c), None)
         if found and rng.random() < 0.75:
             args[name], sources[name] = rng.choice(found).value, "history"
         else:

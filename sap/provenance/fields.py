@@ -6,9 +6,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from sap.provenance.jsonpath import key_path
+
 _ID_KEYS = ("id", "name")
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _TRAILING_DIGITS = re.compile(r"_?\d+$")
+_ONE_KEY = r'(?:\.[^.\[\]]+|\["(?:[^"\\]|\\.)*"\])'  # one `.key` or `["key"]` step of a path
 _COLLECTION_SUFFIX = re.compile(r"_(?:list|queue|map|records?|history)$")
 _TYPE_CHECKS: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -58,8 +61,15 @@ def _names(key: str, parent: str | None) -> tuple[str, ...]:
     return tuple(names)
 
 
+def key_name(parent: str) -> str:
+    """The name the keys of a map of objects under `parent` answer to (`contents` -> `content_key`)."""
+    return f"{singular(parent)}_key"
+
+
 def iter_fields(doc: Any) -> Iterator[Field]:
-    """Every keyed value in `doc` (scalars, and lists of scalars as a whole), depth first, in document order."""
+    """Every keyed value in `doc` (scalars, and lists of scalars as a whole), depth first, in document order; and
+    the keys of maps of objects ({"contents": {"a.txt": {...}}}), named by `key_name` at their `~` paths, with
+    the entry's own short strings as siblings."""
     out: list[Field] = []
     _collect(doc, "$", None, None, frozenset(), out)
     return iter(out)
@@ -72,8 +82,12 @@ def _collect(doc: Any, path: str, key: str | None, parent: str | None, siblings:
         near = frozenset(v.lower() for v in doc.values() if isinstance(v, str) and len(v) < 40)
         # entries of a map keyed by id ({"tweets": {"3": {"id": 3}}}) take the map's key as their parent
         inner = parent if key is not None and key.isdigit() else key
+        keyed = key is not None and bool(doc) and all(isinstance(v, dict) for v in doc.values())
         for k, v in doc.items():
             k = str(k)
+            if keyed:
+                own = frozenset(x.lower() for x in v.values() if isinstance(x, str) and len(x) < 40)
+                out.append(Field(key_path(child_path(path, k)), (key_name(key),), k, own))
             _collect(v, child_path(path, k), k, inner, near, out)
     elif isinstance(doc, list):
         if key is not None and doc and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in doc):
@@ -129,14 +143,27 @@ class Candidate:
     siblings: frozenset[str] = frozenset()
 
 
+def path_pattern(pattern: str) -> re.Pattern[str]:
+    """The paths a pattern such as `$.root.*.contents.*~` stands for: each `.*` is any one key."""
+    return re.compile(_ONE_KEY.join(map(re.escape, pattern.split(".*"))) + r"\Z")
+
+
 class FieldIndex:
     """The fields of one document by each name they answer to, in document order."""
 
     def __init__(self, doc: Any) -> None:
         self.by_name: dict[str, list[tuple[int, Field]]] = {}
-        for order, f in enumerate(iter_fields(doc)):
+        self.fields = list(iter_fields(doc))
+        for order, f in enumerate(self.fields):
             for name in set(f.names):
                 self.by_name.setdefault(name, []).append((order, f))
+
+    def named(self, alias: str) -> list[tuple[int, Field]]:
+        """Fields named `alias`, or, for an alias starting with `$`, the fields at the paths it stands for."""
+        if not alias.startswith("$"):
+            return self.by_name.get(alias, [])
+        pattern = path_pattern(alias)
+        return [(order, f) for order, f in enumerate(self.fields) if pattern.match(f.path)]
 
     def lookup(self, param: str) -> list[Field]:
         """Fields whose names could match `param`: exact, digit-stripped, or a `_`-suffix of it."""
@@ -161,14 +188,19 @@ def index_of(doc: Any) -> FieldIndex:
     return index
 
 
-def candidates(param: str, schema: dict[str, Any], doc: Any) -> list[Candidate]:
-    """Values in `doc` that can fill `param`; array parameters also take a single matching element as a one-item list."""
+def candidates(param: str, schema: dict[str, Any], doc: Any, aliases: tuple[str, ...] = ()) -> list[Candidate]:
+    """Values in `doc` that can fill `param`, and (scored as qualified names) the fields `aliases` name, the other
+    field names or `$` path patterns a tool declares for it; array parameters also take a single matching element
+    as a one-item list."""
     out: list[Candidate] = []
     index = index_of(doc)
     for f in index.lookup(param):
         score = match_score(param, f.names)
         if score and type_ok(f.value, schema):
             out.append(Candidate(f.path, f.value, score, f.siblings))
+    for _, f in sorted((o for alias in aliases for o in index.named(alias)), key=lambda o: o[0]):
+        if type_ok(f.value, schema) and all(c.path != f.path for c in out):
+            out.append(Candidate(f.path, f.value, 2, f.siblings))
     if schema.get("type") == "array":
         item_schema, item = schema.get("items", {}), singular(param)
         for f in index.lookup(item):
@@ -178,6 +210,6 @@ def candidates(param: str, schema: dict[str, Any], doc: Any) -> list[Candidate]:
     return out
 
 
-def produces(param: str, schema: dict[str, Any], doc: Any) -> bool:
-    """Whether `doc` holds at least one value that can fill `param`."""
-    return bool(candidates(param, schema, doc))
+def produces(param: str, schema: dict[str, Any], doc: Any, aliases: tuple[str, ...] = ()) -> bool:
+    """Whether `doc` holds at least one value that can fill `param` (by its name or one of `aliases`)."""
+    return bool(candidates(param, schema, doc, aliases))

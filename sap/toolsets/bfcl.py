@@ -11,6 +11,7 @@ from typing import Any
 from sap.executors.bfcl import BfclExecutor
 from sap.model import Toolset, ToolSpec
 from sap.toolsets.bfcl_configs import sample_bfcl_config
+from sap.toolsets.code_enums import checked_values
 from sap.toolsets.loaders import load_bfcl_func_doc
 
 PREFIX = "bfcl/"
@@ -43,6 +44,26 @@ BFCL_COMBINATIONS = [
     ("TicketAPI", "VehicleControlAPI"), ("TradingBot", "TwitterAPI"), ("TravelAPI", "TwitterAPI"),
     ("TwitterAPI", "VehicleControlAPI"),
 ]
+
+# Field names (or `$` path patterns), besides a parameter's own, whose values can fill it: class -> tool ->
+# parameter -> names. GorillaFileSystem names files and folders only as the items of `ls`'s listing and as keys of
+# its config tree's `contents` (those of the directory it starts in); the tools that act on an existing entry take
+# them, not those that create one (touch, mkdir, echo). MathAPI answers every operation with a bare `result`,
+# which the next operation's operands take.
+ENTRY_NAMES = ["current_directory_content", "$.GorillaFileSystem.root.*.contents.*~"]
+OPERANDS = ("a", "b", "number", "value", "base", "part", "whole")
+VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
+    "GorillaFileSystem": {
+        **{tool: {"file_name": ENTRY_NAMES} for tool in ("cat", "grep", "rm", "sort", "tail", "wc")},
+        "cd": {"folder": ENTRY_NAMES}, "rmdir": {"dir_name": ENTRY_NAMES},
+        "diff": {"file_name1": ENTRY_NAMES, "file_name2": ENTRY_NAMES},
+        "cp": {"source": ENTRY_NAMES, "destination": ENTRY_NAMES},
+        "mv": {"source": ENTRY_NAMES, "destination": ENTRY_NAMES},
+    },
+    "MathAPI": {tool: {p: ["result"] for p in OPERANDS}
+                for tool in ("absolute_value", "add", "divide", "imperial_si_conversion", "logarithm", "multiply",
+                             "percentage", "power", "round_number", "si_unit_conversion", "square_root", "subtract")},
+}
 
 
 class BfclUnavailable(LookupError):
@@ -125,6 +146,15 @@ def _with_enums(spec: ToolSpec) -> ToolSpec:
     return spec.model_copy(update={"parameters": {**spec.parameters, "properties": props}})
 
 
+def _with_checked_values(spec: ToolSpec, method: Any) -> ToolSpec:
+    """`spec` with an `enum` on each string parameter whose valid values the method's code tests against a table
+    (MathAPI's unit conversions), read from the backend's source so they follow the installed bfcl-eval."""
+    found = checked_values(method) if method is not None else {}
+    props = {name: {**schema, "enum": found[name]} if name in found and "enum" not in schema
+             and schema.get("type") == "string" else schema for name, schema in spec.properties.items()}
+    return spec.model_copy(update={"parameters": {**spec.parameters, "properties": props}})
+
+
 def _own_words(description: str) -> str:
     """A func-doc description without BFCL's per-class preamble ("This tool belongs to ... Tool description: ")."""
     return description.split(TOOL_DESCRIPTION_MARK, 1)[-1].strip()
@@ -135,10 +165,13 @@ def load_bfcl_toolset(name: str, timeout: float = 5.0) -> Toolset:
     classes, long_context = parse_bfcl_name(name)
     types = [backend_class(c) for c in classes]
     tools = []
-    for cls_name in classes:
+    for cls_name, cls in zip(classes, types):
+        by_tool = VALUE_FIELDS.get(cls_name, {})
         for spec in load_bfcl_func_doc(data_dir() / "multi_turn_func_doc" / BFCL_CLASSES[cls_name][1]):
-            spec = _with_enums(spec)
-            tools.append(spec.model_copy(update={"owner": cls_name, "description": _own_words(spec.description)}))
+            spec = _with_checked_values(_with_enums(spec), getattr(cls, spec.name, None))
+            tools.append(spec.model_copy(update={
+                "owner": cls_name, "description": _own_words(spec.description),
+                "value_fields": {p: names for p, names in by_tool.get(spec.name, {}).items() if p in spec.properties}}))
     return Toolset(
         name=name,
         description=f"BFCL multi-turn backends: {', '.join(classes)}" + (" (long context)" if long_context else ""),

@@ -1,0 +1,75 @@
+"""Valid values of string parameters read from a method's own code: the keys of the dict it tests them against."""
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import textwrap
+from typing import Any, Callable
+
+
+def _literal_keys(node: ast.expr, tables: dict[str, list[str]]) -> list[str] | None:
+    """The string keys of a dict literal, or of a dict comprehension over one (`{u: 1 / f for u, f in t.items()}`)."""
+    if isinstance(node, ast.Dict) and node.keys and all(
+            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
+        return [k.value for k in node.keys]  # type: ignore[union-attr]
+    if isinstance(node, ast.DictComp) and len(node.generators) == 1 and isinstance(node.key, ast.Name):
+        gen = node.generators[0]
+        target = gen.target.elts[0] if isinstance(gen.target, ast.Tuple) and gen.target.elts else gen.target
+        source = gen.iter.func.value if (isinstance(gen.iter, ast.Call) and isinstance(gen.iter.func, ast.Attribute)
+                                         and gen.iter.func.attr in ("items", "keys")) else gen.iter
+        if isinstance(target, ast.Name) and target.id == node.key.id and isinstance(source, ast.Name):
+            return tables.get(source.id)
+    return None
+
+
+def _template(node: ast.JoinedStr, params: set[str]) -> tuple[re.Pattern[str], list[str]] | None:
+    """A regex matching what an f-string of parameters and constants (`f"{unit_in}_to_{unit_out}"`) can produce,
+    with one named group per parameter; None if it formats anything else."""
+    parts, names = [], []
+    for value in node.values:
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            parts.append(re.escape(value.value))
+        elif isinstance(value, ast.FormattedValue) and isinstance(value.value, ast.Name) and value.value.id in params:
+            parts.append(f"(?P<{value.value.id}>.+?)")
+            names.append(value.value.id)
+        else:
+            return None
+    return (re.compile("".join(parts) + r"\Z"), names) if names else None
+
+
+def checked_values(method: Callable[..., Any]) -> dict[str, list[str]]:
+    """Per parameter of `method`, the values its code accepts: the keys of a dict literal that the parameter (or
+    an f-string of parameters) is tested against with `in` / `not in`; empty if the source is unavailable."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    func = tree.body[0]
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {}
+    params = {a.arg for a in func.args.args + func.args.kwonlyargs}
+    tables: dict[str, list[str]] = {}
+    templates: dict[str, tuple[re.Pattern[str], list[str]]] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if (keys := _literal_keys(node.value, tables)) is not None:
+                tables[name] = keys
+            elif isinstance(node.value, ast.JoinedStr) and (tpl := _template(node.value, params)) is not None:
+                templates[name] = tpl
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(func):
+        if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and len(node.ops) == 1
+                and isinstance(node.ops[0], (ast.In, ast.NotIn)) and isinstance(node.comparators[0], ast.Name)
+                and node.comparators[0].id in tables):
+            continue
+        keys, subject = tables[node.comparators[0].id], node.left.id
+        if subject in params:
+            found.setdefault(subject, []).extend(keys)
+        elif subject in templates:
+            pattern, names = templates[subject]
+            for m in filter(None, map(pattern.match, keys)):
+                for name in names:
+                    found.setdefault(name, []).append(m.group(name))
+    return {name: list(dict.fromkeys(values)) for name, values in found.items()}

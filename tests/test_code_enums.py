@@ -1,0 +1,39 @@
+"""Valid parameter values read from a method's code: dict-literal keys, comprehensions over them, f-string keys."""
+from sap.toolsets.code_enums import checked_values
+
+
+def convert(value: float, unit_in: str, unit_out: str) -> dict:
+    to_base = {"km": 1000, "m": 1, "cm": 0.01}
+    from_base = {unit: 1 / factor for unit, factor in to_base.items()}
+    if unit_in not in to_base or unit_out not in from_base:
+        return {"error": "unsupported"}
+    return {"result": value * to_base[unit_in] * from_base[unit_out]}
+
+
+def pairwise(value: float, unit_in: str, unit_out: str) -> dict:
+    table = {"cm_to_in": 0.39, "in_to_cm": 2.54, "kg_to_lb": 2.2}
+    key = f"{unit_in}_to_{unit_out}"
+    if key not in table:
+        return {"error": "unsupported"}
+    return {"result": value * table[key]}
+
+
+def unchecked(mode: str, label: str) -> dict:
+    modes = {"fast": 1, "slow": 2}
+    other = {"x": 1}
+    if label in other.values():  # not a membership test against a dict's keys by name
+        return {}
+    return {"speed": modes.get(mode)}
+
+
+def test_keys_of_the_checked_table_and_of_a_comprehension_over_it():
+    assert checked_values(convert) == {"unit_in": ["km", "m", "cm"], "unit_out": ["km", "m", "cm"]}
+
+
+def test_an_f_string_key_splits_the_table_keys_per_parameter():
+    assert checked_values(pairwise) == {"unit_in": ["cm", "in", "kg"], "unit_out": ["in", "cm", "lb"]}
+
+
+def test_parameters_never_tested_against_a_table_get_nothing():
+    assert checked_values(unchecked) == {}
+    assert checked_values(len) == {}  # a builtin has no Python source
