@@ -129,3 +129,29 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     run_id = err.split("sap resume ")[1].split()[0]
     assert main(["resume", run_id, "--db", f"sqlite:///{db}", "-o", str(tmp_path / "r.jsonl")]) == 0
     assert len((tmp_path / "r.jsonl").read_text().splitlines()) == N
+
+
+def test_an_interrupted_run_resumes_in_the_same_process(tmp_path, monkeypatch):
+    """Ctrl-C in a notebook or an exception leaves the slot in flight marked as this process's: the same
+    command in the same process takes it over and ends with the uninterrupted bytes."""
+    import sap.graphs.synthesis as synthesis
+
+    def cmd(name: str) -> list[str]:
+        return ["synthesize", "--toolset", "store", "-n", "6", "-o", str(tmp_path / f"{name}.jsonl"), "--seed", "2",
+                "--db", f"sqlite:///{tmp_path / name}.db"]
+
+    assert main(cmd("whole")) == 0
+    real = synthesis.code_check
+    seen = {"n": 0}
+
+    def interrupted(traj, *args, **kw):
+        seen["n"] += 1
+        if seen["n"] == 4:  # mid-run, inside a slot's graph
+            raise KeyboardInterrupt
+        return real(traj, *args, **kw)
+
+    monkeypatch.setattr(synthesis, "code_check", interrupted)
+    assert main(cmd("cut")) == 130
+    assert ("running" in {status for _, status in _slots(tmp_path / "cut.db")})
+    assert main(cmd("cut")) == 0  # the same command, the same process
+    assert (tmp_path / "cut.jsonl").read_bytes() == (tmp_path / "whole.jsonl").read_bytes()

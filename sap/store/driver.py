@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import socket
@@ -107,9 +108,13 @@ def find_resumable(store: RunStore, toolset: Toolset, config: dict[str, Any]) ->
     return None, None
 
 
+_DRIVERS = itertools.count(1)
+
+
 def worker_name() -> str:
-    """This process as a worker: host and pid."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """A new worker of this process: host, pid and a driver number (`host:pid#n`), so a driver started after
+    another one in the same process stopped (an exception, Ctrl-C in a notebook) can take over its slots."""
+    return f"{socket.gethostname()}:{os.getpid()}#{next(_DRIVERS)}"
 
 
 class LeaseKeeper:

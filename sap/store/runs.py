@@ -37,8 +37,8 @@ def _now() -> datetime:
 
 
 def _worker_alive(worker: str) -> bool:
-    """False only when `worker` (host:pid) is a process of this host that no longer exists."""
-    host, _, pid = worker.rpartition(":")
+    """False only when `worker` (host:pid, or host:pid#n) is a process of this host that no longer exists."""
+    host, _, pid = worker.partition("#")[0].rpartition(":")
     if host != socket.gethostname() or not pid.isdigit():
         return True
     try:
