@@ -167,7 +167,8 @@ def main() -> None:
                                   "cpu_ceiling_slots_per_s": round(ceiling, 3),
                                   "cpu_ceiling_ratio_to_ideal": round(min(ceiling, ideal) / ideal, 3)}
             print(f"concurrency {c:>2}: {measured:6.3f} slots/s, ideal {ideal:6.3f} "
-                  f"({calls_per_slot:.1f} sequential calls x {args.latency * 1000:.0f} ms), ratio {measured / ideal:.2f}; "
+                  f"({calls_per_slot:.1f} sequential calls x {args.latency * 1000:.0f} ms), "
+                  f"ratio {measured / ideal:.2f}; "
                   f"CPU {cpu_ms_per_slot:.0f} ms/slot ({cpu_ms_per_slot / calls_per_slot:.1f} ms/call), "
                   f"CPU-bound ceiling {ceiling:.2f} slots/s ({min(ceiling, ideal) / ideal:.2f} of ideal)")
         split = cpu_split(args.toolset, api_base, args.split_concurrency, seed=3)
