@@ -208,6 +208,7 @@ def test_cost_map_price_is_litellms_stamp_or_computed_and_unknown_models_stay_un
     assert cost == pytest.approx(expected, rel=1e-9) and priced is True
     response._hidden_params = {"response_cost": 0.25}  # LiteLLM's own price of the response is taken as it is
     assert response_cost(known, 10, 5, response) == (0.25, True)
+    response._hidden_params = {"response_cost": None}  # what LiteLLM stamps when its cost map lacks the model
     assert response_cost(ModelConfig(model="openai/no-such-model-x1"), 10, 5, response) == (0.0, False)
     own = ModelConfig(model="openai/no-such-model-x1", input_cost_per_token=1e-3, output_cost_per_token=2e-3)
     assert response_cost(own, 10, 5, response) == (pytest.approx(0.02), True)

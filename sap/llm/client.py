@@ -19,7 +19,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from sap.llm.config import ModelConfig, load_litellm
 from sap.llm.limits import LimiterRegistry, ModelLimiter
 from sap.llm.structured import ResponseT, StructuredOutputError, parse_structured
-from sap.llm.usage import Budget, UsageLedger, in_cost_map, response_cost
+from sap.llm.usage import Budget, UsageLedger, response_cost
 
 Check = Callable[[Any], None]  # a role's own validation of a parsed answer; raises ValueError
 
@@ -245,14 +245,8 @@ def _base_request(cfg: ModelConfig, api_key: str | None) -> dict[str, Any]:
         "max_tokens": cfg.max_tokens, "timeout": cfg.timeout,
         "num_retries": 0, "max_retries": 0,  # LiteLLM's and the openai SDK's own retries: tenacity retries here
     }
-    # LiteLLM prices every response for its own logging, searching its cost map (and, for a model it does not
-    # know, its fallback names, three times per response) unless prices come with the request. sap's accounting
-    # does not read that price for such models (usage.response_cost: the config's prices, else unpriced), so an
-    # unknown model gets zero prices here just to spare LiteLLM the search.
-    if cfg.input_cost_per_token is not None:
+    if cfg.input_cost_per_token is not None:  # LiteLLM prices the response itself without a cost-map search
         request.update(input_cost_per_token=cfg.input_cost_per_token, output_cost_per_token=cfg.output_cost_per_token)
-    elif not in_cost_map(cfg.model):
-        request.update(input_cost_per_token=0.0, output_cost_per_token=0.0)
     return request
 
 

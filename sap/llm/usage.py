@@ -34,7 +34,7 @@ class RoleUsage:
 @functools.lru_cache(maxsize=256)
 def in_cost_map(model: str) -> bool:
     """Whether LiteLLM's bundled cost map knows `model` (looked up once per model and process: a miss searches
-    LiteLLM's fallback names, about a millisecond of CPU)."""
+    LiteLLM's fallback names, about half a millisecond of CPU)."""
     try:
         load_litellm().get_model_info(model)
     except Exception:  # LiteLLM raises ModelNotMappedError, and others for odd names
@@ -47,14 +47,14 @@ def response_cost(cfg: ModelConfig, prompt_tokens: int, completion_tokens: int,
     """(cost in USD, priced): the config's own prices if given, else LiteLLM's cost map; (0.0, False) if unknown.
 
     From the cost map, the price LiteLLM already stamped on the response (`_hidden_params["response_cost"]`, the
-    same completion_cost it computes for every response) is used rather than computed a second time."""
+    completion_cost it computes for every response) is taken rather than computed a second time."""
     if cfg.input_cost_per_token is not None and cfg.output_cost_per_token is not None:
         return prompt_tokens * cfg.input_cost_per_token + completion_tokens * cfg.output_cost_per_token, True
-    if not in_cost_map(cfg.model):
-        return 0.0, False
     stamped = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
     if stamped is not None:
         return float(stamped), True
+    if not in_cost_map(cfg.model):  # LiteLLM could not price it either: spare a second failing search
+        return 0.0, False
     try:
         return float(load_litellm().completion_cost(completion_response=response)), True
     except Exception:  # LiteLLM raises ModelNotMappedError, and others for odd responses: the cost is unknown
