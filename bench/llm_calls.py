@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 from sap.agents.config import build_agents_config
 from sap.graphs import synthesis
@@ -55,8 +55,10 @@ def model_server(latency: float) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def run_once(toolset_name: str, api_base: str, n: int, mode: str, concurrency: int, seed: int) -> dict[str, Any]:
-    """One stored run with every role on the model: wall time, slots, accepted, usage by role."""
+def run_once(toolset_name: str, api_base: str, n: int, mode: str, concurrency: int, seed: int,
+             around: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> dict[str, Any]:
+    """One stored run with every role on the model: wall time, CPU time, slots, accepted, usage by role.
+    The times (and `around`, e.g. a profiler) cover the slots only, not the run's creation (FSM build)."""
     agents = build_agents_config(agents="llm", message_mode=mode, model_overrides={  # one model name per limit:
         "model": f"openai/rolemodel-c{concurrency}", "api_base": api_base,  # limiters are per (model, api_base)
         "concurrency": max(concurrency, 8), "timeout": 30})
@@ -67,9 +69,10 @@ def run_once(toolset_name: str, api_base: str, n: int, mode: str, concurrency: i
         run_id = start_run(store, toolset, run_config(n, seed, None, {}, agents=agents))
         with checkpointer_for(url) as saver:
             driver = RunDriver(store, run_id, toolset, saver)
-            start, cpu_start = time.perf_counter(), time.process_time()
-            progress = driver.run(concurrency=concurrency)
-            wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+            with around():
+                start, cpu_start = time.perf_counter(), time.process_time()
+                progress = driver.run(concurrency=concurrency)
+                wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         records = store.records(run_id)
         used = store.usage(run_id).snapshot()
     return {"wall_s": wall, "cpu_s": cpu, "slots": progress.slots, "accepted": progress.accepted,
@@ -88,13 +91,17 @@ def cpu_split(toolset: str, api_base: str, concurrency: int, seed: int) -> dict[
 
     from langgraph.checkpoint import sqlite as sqlite_saver
 
-    yappi.set_clock_type("cpu")
-    yappi.clear_stats()
-    yappi.start(builtins=False)
-    try:
-        run_once(toolset, api_base, max(3, 2 * concurrency), "per_turn", concurrency, seed)
-    finally:
-        yappi.stop()
+    @contextlib.contextmanager
+    def profiled() -> Iterator[None]:
+        yappi.set_clock_type("cpu")
+        yappi.clear_stats()
+        yappi.start(builtins=False)
+        try:
+            yield
+        finally:
+            yappi.stop()
+
+    run_once(toolset, api_base, max(3, 2 * concurrency), "per_turn", concurrency, seed, around=profiled)
     stats = list(yappi.get_func_stats())
     total = sum(s.tsub for s in stats)
 

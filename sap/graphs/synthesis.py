@@ -73,15 +73,22 @@ class SynthesisContext:
     patched: dict[str, dict[str, Any]] = field(default_factory=dict)  # repaired c0 by seed and patch
     narrative: bool = False  # the planner writes a narrative before the first messages (global rewrite mode)
     agents_meta: dict[str, Any] = field(default_factory=dict)  # models and prompt hashes, copied into record meta
+    _docs_hash: tuple[Toolset, str] | None = field(default=None, init=False, repr=False)
 
     def fsm(self) -> tuple[str, FSM]:
         """The toolset's V_spec-verified FSM, built once per process, tool-doc hash, builder and path lengths."""
-        key = f"{toolset_hash(self.toolset)}:{self.fsm_builder.cache_key()}:{self.min_turns}-{self.max_turns}"
+        key = f"{self._toolset_hash()}:{self.fsm_builder.cache_key()}:{self.min_turns}-{self.max_turns}"
         if self.fsm_preset is not None:
             return key, self.fsm_preset
         if key not in _FSM_CACHE:
             _FSM_CACHE[key] = verified_fsm(self.fsm_builder, self.toolset, (self.min_turns, self.max_turns))
         return key, _FSM_CACHE[key][0]
+
+    def _toolset_hash(self) -> str:
+        """toolset_hash of the toolset, computed once per toolset object: nodes ask for the FSM ~20 times a slot."""
+        if self._docs_hash is None or self._docs_hash[0] is not self.toolset:
+            self._docs_hash = (self.toolset, toolset_hash(self.toolset))
+        return self._docs_hash[1]
 
     def fsm_fallback(self) -> dict[str, Any] | None:
         """Why the rule FSM stands in for the configured builder's, or None; a preset FSM carries its own note."""
