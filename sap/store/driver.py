@@ -191,9 +191,8 @@ class RunDriver:
             return snap.values  # finished before the process stopped, outcome not yet stored
         if snap.values:
             return self.graph.invoke(None, cfg, durability="sync")
-        run = self.store.run(self.run_id)
         histogram = self.store.histogram_before(self.run_id, index)
-        return self.graph.invoke(slot_input(run.seed, index, histogram, self.config.get("mix")), cfg,
+        return self.graph.invoke(slot_input(self.ctx.run_seed, index, histogram, self.config.get("mix")), cfg,
                                  durability="sync")
 
     def run(self, on_record: Callable[[dict[str, Any]], None] | None = None,
