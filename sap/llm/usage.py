@@ -50,7 +50,8 @@ def response_cost(cfg: ModelConfig, prompt_tokens: int, completion_tokens: int,
     completion_cost it computes for every response) is taken rather than computed a second time."""
     if cfg.input_cost_per_token is not None and cfg.output_cost_per_token is not None:
         return prompt_tokens * cfg.input_cost_per_token + completion_tokens * cfg.output_cost_per_token, True
-    stamped = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+    hidden = getattr(response, "_hidden_params", None)  # a dict on chat responses, an object on some others
+    stamped = hidden.get("response_cost") if isinstance(hidden, dict) else getattr(hidden, "response_cost", None)
     if stamped is not None:
         return float(stamped), True
     if not in_cost_map(cfg.model):  # LiteLLM could not price it either: spare a second failing search
