@@ -86,7 +86,8 @@ def _in(module: Any) -> str:
 
 def cpu_split(toolset: str, api_base: str, concurrency: int, seed: int) -> dict[str, float]:
     """CPU shares per slot by component, from one run under yappi's CPU clock (inclusive times at the boundaries
-    where sap hands work to LiteLLM, the checkpointer and the run store)."""
+    where sap hands work to LiteLLM, the checkpointer and the run store). `litellm` includes the openai SDK and
+    the HTTP client that LiteLLM drives."""
     import yappi  # a dev dependency, needed only here
 
     from langgraph.checkpoint import sqlite as sqlite_saver
@@ -147,6 +148,9 @@ def main() -> None:
     parser.add_argument("--split-concurrency", type=int, default=8, help="concurrency of the profiled run")
     parser.add_argument("--skip-calls", action="store_true", help="only the throughput and CPU figures")
     args = parser.parse_args()
+    levels = [int(x) for x in args.concurrency.split(",")]
+    if args.split_concurrency not in levels:
+        parser.error(f"--split-concurrency {args.split_concurrency} is not one of --concurrency {args.concurrency}")
     tables = []
     with model_server(0.0) as api_base:
         for toolset in () if args.skip_calls else ("filesystem", "store", "travel"):
@@ -158,7 +162,7 @@ def main() -> None:
                       f"calls) by role: " + ", ".join(f"{r} {v['calls']}" for r, v in row["by_role"].items()))
     throughput = {}
     with model_server(args.latency) as api_base:
-        for c in (int(x) for x in args.concurrency.split(",")):
+        for c in levels:
             n = max(3, 4 * c)  # several waves of slots, so the tail of the last one weighs less
             out = run_once(args.toolset, api_base, n, "per_turn", c, seed=2)
             calls_per_slot = out["usage"]["total"]["calls"] / out["slots"]
@@ -179,8 +183,7 @@ def main() -> None:
                   f"CPU {cpu_ms_per_slot:.0f} ms/slot ({cpu_ms_per_slot / calls_per_slot:.1f} ms/call), "
                   f"CPU-bound ceiling {ceiling:.2f} slots/s ({min(ceiling, ideal) / ideal:.2f} of ideal)")
         split = cpu_split(args.toolset, api_base, args.split_concurrency, seed=3)
-    cpu_ms = throughput[str(args.split_concurrency)]["cpu_ms_per_slot"] if str(args.split_concurrency) in throughput \
-        else next(iter(throughput.values()))["cpu_ms_per_slot"]
+    cpu_ms = throughput[str(args.split_concurrency)]["cpu_ms_per_slot"]
     split_ms = {name: round(share * cpu_ms, 1) for name, share in split.items()}
     print(f"CPU per slot by component (yappi shares at concurrency {args.split_concurrency}, of {cpu_ms:.0f} ms): "
           + ", ".join(f"{name} {ms:.0f} ms" for name, ms in split_ms.items()))
