@@ -6,6 +6,12 @@ so it answers every role validly and the figures show sap's own call pattern and
 pattern of the SAP paper (one planner and one message call per tool call, plus the judge) is printed beside
 the measured calls. Runs go through RunDriver on a SQLite run database with checkpoints, as `sap synthesize`
 does. Targets: at 32, >= 0.8 of ideal; fewer calls than the per-call pattern. Last line: one JSON object.
+
+CPU, not wall time, explains the ratio (and is robust to other load on the machine): every throughput row gives
+the process's CPU ms per slot and per LLM call (time.process_time; the model server's CPU is its own process's)
+and the CPU-bound ceiling, the slots/s that this CPU per slot allows under one GIL (1000 / CPU ms per slot).
+A yappi run (CPU clock) at --split-concurrency splits the CPU per slot by component; its shares are applied to
+the unprofiled CPU per slot, since the profiler's own overhead inflates every component.
 """
 from __future__ import annotations
 
@@ -16,9 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 from sap.agents.config import build_agents_config
+from sap.graphs import synthesis
+from sap.llm import client, usage
+from sap.store import runs
 from sap.store.checkpoint import checkpointer_for
 from sap.store.driver import RunDriver, run_config, start_run
 from sap.store.runs import RunStore
@@ -46,8 +55,10 @@ def model_server(latency: float) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def run_once(toolset_name: str, api_base: str, n: int, mode: str, concurrency: int, seed: int) -> dict[str, Any]:
-    """One stored run with every role on the model: wall time, slots, accepted, usage by role."""
+def run_once(toolset_name: str, api_base: str, n: int, mode: str, concurrency: int, seed: int,
+             around: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> dict[str, Any]:
+    """One stored run with every role on the model: wall time, CPU time, slots, accepted, usage by role.
+    The times (and `around`, e.g. a profiler) cover the slots only, not the run's creation (FSM build)."""
     agents = build_agents_config(agents="llm", message_mode=mode, model_overrides={  # one model name per limit:
         "model": f"openai/rolemodel-c{concurrency}", "api_base": api_base,  # limiters are per (model, api_base)
         "concurrency": max(concurrency, 8), "timeout": 30})
@@ -58,13 +69,59 @@ def run_once(toolset_name: str, api_base: str, n: int, mode: str, concurrency: i
         run_id = start_run(store, toolset, run_config(n, seed, None, {}, agents=agents))
         with checkpointer_for(url) as saver:
             driver = RunDriver(store, run_id, toolset, saver)
-            start = time.perf_counter()
-            progress = driver.run(concurrency=concurrency)
-            wall = time.perf_counter() - start
+            with around():
+                start, cpu_start = time.perf_counter(), time.process_time()
+                progress = driver.run(concurrency=concurrency)
+                wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         records = store.records(run_id)
-        usage = store.usage(run_id).snapshot()
-    return {"wall_s": wall, "slots": progress.slots, "accepted": progress.accepted,
-            "tool_calls": sum(len(r["provenance"]) for r in records), "usage": usage}
+        used = store.usage(run_id).snapshot()
+    return {"wall_s": wall, "cpu_s": cpu, "slots": progress.slots, "accepted": progress.accepted,
+            "tool_calls": sum(len(r["provenance"]) for r in records), "usage": used}
+
+
+def _in(module: Any) -> str:
+    """The source file of a module, as yappi names it."""
+    return module.__file__
+
+
+def cpu_split(toolset: str, api_base: str, concurrency: int, seed: int) -> dict[str, float]:
+    """CPU shares per slot by component, from one run under yappi's CPU clock (inclusive times at the boundaries
+    where sap hands work to LiteLLM, the checkpointer and the run store). `litellm` includes the openai SDK and
+    the HTTP client that LiteLLM drives."""
+    import yappi  # a dev dependency, needed only here
+
+    from langgraph.checkpoint import sqlite as sqlite_saver
+
+    @contextlib.contextmanager
+    def profiled() -> Iterator[None]:
+        yappi.set_clock_type("cpu")
+        yappi.clear_stats()
+        yappi.start(builtins=False)
+        try:
+            yield
+        finally:
+            yappi.stop()
+
+    run_once(toolset, api_base, max(3, 2 * concurrency), "per_turn", concurrency, seed, around=profiled)
+    stats = list(yappi.get_func_stats())
+    total = sum(s.tsub for s in stats)
+
+    def inclusive(module: Any, names: set[str]) -> float:
+        return sum(s.ttot for s in stats if s.module == _in(module) and s.name.rsplit(".", 1)[-1] in names)
+
+    litellm_s = sum(child.ttot for s in stats if s.module in (_in(client), _in(usage))
+                    for child in s.children if "/litellm/" in child.module)
+    in_client = inclusive(client, {"_call", "chat"})  # coroutines on the LLM loop thread, LiteLLM included
+    waiting = inclusive(client, {"complete", "acomplete"})  # a slot thread handing a call to the loop thread
+    nodes = inclusive(synthesis, {"load_fsm", "sample_path", "plan_call", "execute_call", "group_parallel",
+                                  "write_messages", "check", "judge", "rewrite_variant", "persist"})
+    checkpoint = inclusive(sqlite_saver, {"put", "put_writes", "get_tuple", "delete_thread"})
+    store = sum(s.ttot for s in stats if s.module == _in(runs) and s.name.startswith("RunStore.")
+                and not s.name.split(".", 1)[1].startswith("_"))
+    parts = {"litellm": litellm_s, "sap_llm_client": in_client + waiting - litellm_s, "graph_nodes": nodes - waiting,
+             "checkpoint_writes": checkpoint, "run_store": store}
+    parts["langgraph_runtime_and_other"] = total - sum(parts.values())
+    return {name: round(value / total, 3) for name, value in parts.items()}
 
 
 def calls_table(toolset: str, api_base: str, n: int, mode: str) -> dict[str, Any]:
@@ -88,10 +145,15 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=20, help="accepted trajectories per call-count run")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", default="1,8,32")
+    parser.add_argument("--split-concurrency", type=int, default=8, help="concurrency of the profiled run")
+    parser.add_argument("--skip-calls", action="store_true", help="only the throughput and CPU figures")
     args = parser.parse_args()
+    levels = [int(x) for x in args.concurrency.split(",")]
+    if args.split_concurrency not in levels:
+        parser.error(f"--split-concurrency {args.split_concurrency} is not one of --concurrency {args.concurrency}")
     tables = []
     with model_server(0.0) as api_base:
-        for toolset in ("filesystem", "store", "travel"):
+        for toolset in () if args.skip_calls else ("filesystem", "store", "travel"):
             for mode in ("per_turn", "global"):
                 row = calls_table(toolset, api_base, args.n, mode)
                 tables.append(row)
@@ -100,18 +162,33 @@ def main() -> None:
                       f"calls) by role: " + ", ".join(f"{r} {v['calls']}" for r, v in row["by_role"].items()))
     throughput = {}
     with model_server(args.latency) as api_base:
-        for c in (int(x) for x in args.concurrency.split(",")):
+        for c in levels:
             n = max(3, 4 * c)  # several waves of slots, so the tail of the last one weighs less
             out = run_once(args.toolset, api_base, n, "per_turn", c, seed=2)
             calls_per_slot = out["usage"]["total"]["calls"] / out["slots"]
             ideal = c / (calls_per_slot * args.latency)  # slots/s if only the model's latency counted
             measured = out["slots"] / out["wall_s"]
+            cpu_ms_per_slot = 1000 * out["cpu_s"] / out["slots"]
+            ceiling = 1000 / cpu_ms_per_slot  # slots/s if the process did nothing but its CPU work, on one GIL
             throughput[str(c)] = {"slots_per_s": round(measured, 3), "ideal_slots_per_s": round(ideal, 3),
                                   "ratio_to_ideal": round(measured / ideal, 3), "slots": out["slots"],
-                                  "llm_calls_per_slot": round(calls_per_slot, 2)}
+                                  "llm_calls_per_slot": round(calls_per_slot, 2),
+                                  "cpu_ms_per_slot": round(cpu_ms_per_slot, 1),
+                                  "cpu_ms_per_call": round(cpu_ms_per_slot / calls_per_slot, 2),
+                                  "cpu_ceiling_slots_per_s": round(ceiling, 3),
+                                  "cpu_ceiling_ratio_to_ideal": round(min(ceiling, ideal) / ideal, 3)}
             print(f"concurrency {c:>2}: {measured:6.3f} slots/s, ideal {ideal:6.3f} "
-                  f"({calls_per_slot:.1f} sequential calls x {args.latency * 1000:.0f} ms), ratio {measured / ideal:.2f}")
+                  f"({calls_per_slot:.1f} sequential calls x {args.latency * 1000:.0f} ms), "
+                  f"ratio {measured / ideal:.2f}; "
+                  f"CPU {cpu_ms_per_slot:.0f} ms/slot ({cpu_ms_per_slot / calls_per_slot:.1f} ms/call), "
+                  f"CPU-bound ceiling {ceiling:.2f} slots/s ({min(ceiling, ideal) / ideal:.2f} of ideal)")
+        split = cpu_split(args.toolset, api_base, args.split_concurrency, seed=3)
+    cpu_ms = throughput[str(args.split_concurrency)]["cpu_ms_per_slot"]
+    split_ms = {name: round(share * cpu_ms, 1) for name, share in split.items()}
+    print(f"CPU per slot by component (yappi shares at concurrency {args.split_concurrency}, of {cpu_ms:.0f} ms): "
+          + ", ".join(f"{name} {ms:.0f} ms" for name, ms in split_ms.items()))
     print(json.dumps({"bench": "llm_calls", "latency_s": args.latency, "calls": tables, "throughput": throughput,
+                      "cpu_split_ms_per_slot": split_ms, "cpu_split_concurrency": args.split_concurrency,
                       "target_ratio_at_32": 0.8}))
 
 

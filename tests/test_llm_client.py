@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from sap.llm import (Budget, BudgetExceeded, LimiterRegistry, LLMClient, LLMRoleError, ModelConfig, ModelLimiter,
                      StructuredOutputError, UsageLedger, extract_json, parse_structured, retry_after_seconds)
 from sap.llm.config import load_litellm
+from sap.llm.usage import response_cost
 from sap.testing import Hang, Malformed, Reply, SchemaViolation, ScriptedLLMServer, Status
 
 USER = [{"role": "user", "content": "What is the weather in Paris for two days?"}]
@@ -193,6 +194,24 @@ def test_usage_and_user_priced_cost_are_accounted_per_role():
     restored = UsageLedger()
     restored.merge(json.loads(json.dumps(snapshot)))
     assert restored.snapshot() == snapshot
+
+
+def test_cost_map_price_is_litellms_stamp_or_computed_and_unknown_models_stay_unpriced():
+    litellm = load_litellm()
+    response = litellm.ModelResponse(model="gpt-4o-mini", usage=litellm.Usage(
+        prompt_tokens=10, completion_tokens=5, total_tokens=15))
+    prices = litellm.model_cost["gpt-4o-mini"]
+    expected = 10 * prices["input_cost_per_token"] + 5 * prices["output_cost_per_token"]
+    known = ModelConfig(model="openai/gpt-4o-mini")
+    response._hidden_params = {}  # not priced by LiteLLM yet: computed from the cost map
+    cost, priced = response_cost(known, 10, 5, response)
+    assert cost == pytest.approx(expected, rel=1e-9) and priced is True
+    response._hidden_params = {"response_cost": 0.25}  # LiteLLM's own price of the response is taken as it is
+    assert response_cost(known, 10, 5, response) == (0.25, True)
+    response._hidden_params = {"response_cost": None}  # what LiteLLM stamps when its cost map lacks the model
+    assert response_cost(ModelConfig(model="openai/no-such-model-x1"), 10, 5, response) == (0.0, False)
+    own = ModelConfig(model="openai/no-such-model-x1", input_cost_per_token=1e-3, output_cost_per_token=2e-3)
+    assert response_cost(own, 10, 5, response) == (pytest.approx(0.02), True)
 
 
 def test_cost_comes_from_litellm_cost_map_and_unknown_models_are_marked_unpriced():

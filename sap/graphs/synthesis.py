@@ -3,12 +3,14 @@ its attempt cap gets c0 repair rounds, then blacklist + re-plan) -> group_parall
 -> judge (-> write_messages on a text rejection) -> rewrite (MissParam / MissFunc) -> persist."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import random
 import time
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -69,19 +71,26 @@ class SynthesisContext:
     node_seconds: dict[str, float] | None = None  # when a dict, each node's cumulative wall time is added to it
     fsm_preset: FSM | None = None  # a verified FSM to use as is (a stored run's), instead of building one
     fsm_note: dict[str, Any] | None = None  # the preset FSM's fallback note (why the rule FSM stood in), if any
-    configs: dict[int, dict[str, Any]] = field(default_factory=dict)  # c0 by trajectory seed (derived, not in state)
-    patched: dict[str, dict[str, Any]] = field(default_factory=dict)  # repaired c0 by seed and patch
+    configs: OrderedDict[int, dict[str, Any]] = field(default_factory=OrderedDict)  # c0 by seed (derived, not state)
+    patched: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict)  # repaired c0 by seed and patch
     narrative: bool = False  # the planner writes a narrative before the first messages (global rewrite mode)
     agents_meta: dict[str, Any] = field(default_factory=dict)  # models and prompt hashes, copied into record meta
+    _docs_hash: tuple[Toolset, str] | None = field(default=None, init=False, repr=False)
 
     def fsm(self) -> tuple[str, FSM]:
         """The toolset's V_spec-verified FSM, built once per process, tool-doc hash, builder and path lengths."""
-        key = f"{toolset_hash(self.toolset)}:{self.fsm_builder.cache_key()}:{self.min_turns}-{self.max_turns}"
+        key = f"{self._toolset_hash()}:{self.fsm_builder.cache_key()}:{self.min_turns}-{self.max_turns}"
         if self.fsm_preset is not None:
             return key, self.fsm_preset
         if key not in _FSM_CACHE:
             _FSM_CACHE[key] = verified_fsm(self.fsm_builder, self.toolset, (self.min_turns, self.max_turns))
         return key, _FSM_CACHE[key][0]
+
+    def _toolset_hash(self) -> str:
+        """toolset_hash of the toolset, computed once per toolset object: nodes ask for the FSM ~20 times a slot."""
+        if self._docs_hash is None or self._docs_hash[0] is not self.toolset:
+            self._docs_hash = (self.toolset, toolset_hash(self.toolset))
+        return self._docs_hash[1]
 
     def fsm_fallback(self) -> dict[str, Any] | None:
         """Why the rule FSM stands in for the configured builder's, or None; a preset FSM carries its own note."""
@@ -91,11 +100,7 @@ class SynthesisContext:
     def initial_config(self, seed: int) -> dict[str, Any]:
         """The trajectory's c0: `sample_config(seed)`, derived once per process and kept out of the checkpointed
         state (which is re-serialized at every step); a resumed thread derives the same c0 again."""
-        if seed not in self.configs:
-            if len(self.configs) > 64:
-                self.configs.clear()
-            self.configs[seed] = self.toolset.sample_config(seed)
-        return self.configs[seed]
+        return _recent(self.configs, seed, lambda: self.toolset.sample_config(seed))
 
     def config(self, seed: int, patch: list[PatchOp]) -> dict[str, Any]:
         """c0 with a repair patch applied, cached per process like `initial_config` (the same object each time,
@@ -104,11 +109,7 @@ class SynthesisContext:
         if not patch:
             return base
         key = f"{seed}:" + json.dumps([[op["path"], op["value"]] for op in patch], sort_keys=True)
-        if key not in self.patched:
-            if len(self.patched) > 64:
-                self.patched.clear()
-            self.patched[key] = apply_patch(base, patch)
-        return self.patched[key]
+        return _recent(self.patched, key, lambda: apply_patch(base, patch))
 
     def c0(self, state: SynthState) -> dict[str, Any]:
         """The trajectory's c0: derived from its seed, with the state's repair patch applied."""
@@ -130,6 +131,24 @@ class SynthesisContext:
         cached = self.executors.pop(index, None)
         if cached is not None and hasattr(cached[0], "close"):
             cached[0].close()
+
+
+_CONFIGS_KEPT = 64  # per cache; more than the slots in flight, so theirs stay (and keep their field indexes)
+
+
+def _recent(cache: OrderedDict[Any, dict[str, Any]], key: Any, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """cache[key], made on a miss; the least recently used entry goes beyond _CONFIGS_KEPT. (Clearing the whole
+    cache instead gave every slot in flight a new c0 object at concurrency 32: executors replayed, fields
+    re-indexed.)"""
+    value = cache.get(key)
+    if value is not None:
+        with contextlib.suppress(KeyError):  # another slot thread may have just dropped it
+            cache.move_to_end(key)
+        return value
+    cache[key] = value = make()
+    if len(cache) > _CONFIGS_KEPT:
+        cache.popitem(last=False)
+    return value
 
 
 def stated_value(turn: int, name: str, value: Any, prov: ArgProvenance) -> StatedValue | None:

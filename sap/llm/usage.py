@@ -1,6 +1,7 @@
 """Token usage and cost per role (UsageLedger), the price of one response, and the run's spending cap (Budget)."""
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -30,11 +31,31 @@ class RoleUsage:
         self.priced = self.priced and other.priced
 
 
+@functools.lru_cache(maxsize=256)
+def in_cost_map(model: str) -> bool:
+    """Whether LiteLLM's bundled cost map knows `model` (looked up once per model and process: a miss searches
+    LiteLLM's fallback names, about half a millisecond of CPU)."""
+    try:
+        load_litellm().get_model_info(model)
+    except Exception:  # LiteLLM raises ModelNotMappedError, and others for odd names
+        return False
+    return True
+
+
 def response_cost(cfg: ModelConfig, prompt_tokens: int, completion_tokens: int,
                   response: Any) -> tuple[float, bool]:
-    """(cost in USD, priced): the config's own prices if given, else LiteLLM's cost map; (0.0, False) if unknown."""
+    """(cost in USD, priced): the config's own prices if given, else LiteLLM's cost map; (0.0, False) if unknown.
+
+    From the cost map, the price LiteLLM already stamped on the response (`_hidden_params["response_cost"]`, the
+    completion_cost it computes for every response) is taken rather than computed a second time."""
     if cfg.input_cost_per_token is not None and cfg.output_cost_per_token is not None:
         return prompt_tokens * cfg.input_cost_per_token + completion_tokens * cfg.output_cost_per_token, True
+    hidden = getattr(response, "_hidden_params", None)  # a dict on chat responses, an object on some others
+    stamped = hidden.get("response_cost") if isinstance(hidden, dict) else getattr(hidden, "response_cost", None)
+    if stamped is not None:
+        return float(stamped), True
+    if not in_cost_map(cfg.model):  # LiteLLM could not price it either: spare a second failing search
+        return 0.0, False
     try:
         return float(load_litellm().completion_cost(completion_response=response)), True
     except Exception:  # LiteLLM raises ModelNotMappedError, and others for odd responses: the cost is unknown
