@@ -9,7 +9,9 @@ from sap.cache.query import LLMQueryWriter, QueryWriter, RuleQueryWriter
 from sap.cache.store import CacheStore, LoadedCache
 from sap.cache.templates import Template
 from sap.graphs.cache_synthesis import CacheSynthesisContext, cache_synthesis_graph
+from sap.agents.judge import Judge, RuleJudge
 from sap.agents.llm_common import LLMRole
+from sap.agents.llm_judge import LLMJudge
 from sap.llm import ModelConfig
 from sap.prompts import prompt
 from sap.store.driver import LEASE_SECONDS, RunDriver, fingerprint, fingerprint_parts, worker_name
@@ -19,16 +21,22 @@ CACHE_PREFIX = "cache:"
 
 
 def cache_run_config(n: int, seed: int, cache: LoadedCache, templates: list[Template], max_restarts: int = 20,
-                     query_model: ModelConfig | None = None) -> dict[str, Any]:
+                     query_model: ModelConfig | None = None, judge_model: ModelConfig | None = None,
+                     max_rewrites: int = 2) -> dict[str, Any]:
     """The settings a cache run is created with and fingerprinted by: the templates, the cache's size (a changed
-    cache is a changed run) and, with an LLM writer, its model and prompt hash."""
+    cache is a changed run), the query rewrites a text rejection allows and, with an LLM writer or judge, its
+    model and prompt hash."""
     config: dict[str, Any] = {"target": n, "seed": seed, "mode": "cache", "cache": cache.name,
                               "cache_entries": len(cache.index), "max_restarts": max_restarts,
+                              "max_rewrites": max_rewrites,
                               "templates": [t.model_dump(mode="json") for t in templates],
                               "max_slots": 5 * n + 20}
     if query_model is not None:
         config["query_model"] = query_model.public()
         config["query_prompt"] = prompt("cache_query").sha
+    if judge_model is not None:
+        config["judge_model"] = judge_model.public()
+        config["judge_prompt"] = prompt("judge").sha
     return config
 
 
@@ -58,11 +66,15 @@ class CacheRunDriver(RunDriver):
         if self.config.get("query_model"):
             writer = LLMQueryWriter(LLMRole(self.client, ModelConfig.model_validate(self.config["query_model"]),
                                             "query_writer"))
-        meta = {"cache": cache.name, "query_writer": "llm" if self.config.get("query_model") else "rule"}
+        judge: Judge = RuleJudge()
+        if self.config.get("judge_model"):
+            judge = LLMJudge(LLMRole(self.client, ModelConfig.model_validate(self.config["judge_model"]), "judge"))
+        meta = {"cache": cache.name, "query_writer": "llm" if self.config.get("query_model") else "rule",
+                "judge": "llm" if self.config.get("judge_model") else "rule"}
         self.ctx = CacheSynthesisContext(toolset=self.toolset, index=cache.index,
                                          templates=[Template.model_validate(t) for t in self.config["templates"]],
-                                         writer=writer, max_restarts=self.config["max_restarts"], run_seed=run.seed,
-                                         meta=meta)
+                                         writer=writer, judge=judge, max_rewrites=self.config.get("max_rewrites", 2),
+                                         max_restarts=self.config["max_restarts"], run_seed=run.seed, meta=meta)
         self.graph = cache_synthesis_graph(self.ctx, checkpointer=checkpointer)
 
     def _outcome(self, index: int) -> dict[str, Any]:
