@@ -14,7 +14,7 @@ from sap.agents.llm_common import LLMRole
 from sap.agents.llm_judge import LLMJudge
 from sap.llm import ModelConfig
 from sap.prompts import prompt
-from sap.store.driver import LEASE_SECONDS, RunDriver, fingerprint, fingerprint_parts, worker_name
+from sap.store.driver import LEASE_SECONDS, FingerprintMismatch, RunDriver, fingerprint, fingerprint_parts, worker_name
 from sap.store.runs import RunStore
 
 CACHE_PREFIX = "cache:"
@@ -23,11 +23,12 @@ CACHE_PREFIX = "cache:"
 def cache_run_config(n: int, seed: int, cache: LoadedCache, templates: list[Template], max_restarts: int = 20,
                      query_model: ModelConfig | None = None, judge_model: ModelConfig | None = None,
                      max_rewrites: int = 2) -> dict[str, Any]:
-    """The settings a cache run is created with and fingerprinted by: the templates, the cache's size (a changed
-    cache is a changed run), the query rewrites a text rejection allows and, with an LLM writer or judge, its
+    """The settings a cache run is created with and fingerprinted by: the templates, the cache's size and content
+    hash (a changed cache is a changed run, even at the same size), the query rewrites a text rejection allows and, with an LLM writer or judge, its
     model and prompt hash."""
     config: dict[str, Any] = {"target": n, "seed": seed, "mode": "cache", "cache": cache.name,
-                              "cache_entries": len(cache.index), "max_restarts": max_restarts,
+                              "cache_entries": len(cache.index), "cache_content": cache.content_hash,
+                              "max_restarts": max_restarts,
                               "max_rewrites": max_rewrites,
                               "templates": [t.model_dump(mode="json") for t in templates],
                               "max_slots": 5 * n + 20}
@@ -60,7 +61,7 @@ class CacheRunDriver(RunDriver):
         run = store.run(run_id)
         self.config, self.seed = run.config, run.seed
         self.client = self._client(max_cost)
-        cache = CacheStore(store).load(self.config["cache"])
+        cache = self.cache = CacheStore(store).load(self.config["cache"])
         self.toolset = cache.toolset()
         writer: QueryWriter = RuleQueryWriter()
         if self.config.get("query_model"):
@@ -76,6 +77,16 @@ class CacheRunDriver(RunDriver):
                                          writer=writer, judge=judge, max_rewrites=self.config.get("max_rewrites", 2),
                                          max_restarts=self.config["max_restarts"], run_seed=run.seed, meta=meta)
         self.graph = cache_synthesis_graph(self.ctx, checkpointer=checkpointer)
+
+    def check_fingerprint(self) -> None:
+        """Refuse to continue, as FSM runs do, and also if the cache's entries changed since the run started."""
+        super().check_fingerprint()
+        now = {"cache_entries": len(self.cache.index), "cache_content": self.cache.content_hash}
+        changes = [f"{key}: {self.config[key]!r} -> {value!r}" for key, value in now.items()
+                   if key in self.config and self.config[key] != value]
+        if changes:
+            raise FingerprintMismatch(f"run {self.run_id} cannot be resumed: cache {self.cache.name!r} changed since "
+                                      f"the run started ({'; '.join(changes)})")
 
     def _outcome(self, index: int) -> dict[str, Any]:
         """Run slot `index` to its end, from its checkpoint if it has one."""
