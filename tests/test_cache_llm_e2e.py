@@ -63,8 +63,8 @@ def test_llm_writer_run_validates_counts_usage_and_fixes_a_wrong_echo(collected,
         requests = server.requests
     assert code == 0
     records = [json.loads(line) for line in open(out)]
-    assert len(records) == 4 and all(r["meta"]["query_writer"] == "llm" and r["meta"]["judge"] == "llm"
-                                     for r in records)
+    assert len(records) == 4 and all(r["meta"]["query_writer"] == r["meta"]["judge_agent"] == "llm"
+                                     and r["meta"]["judge"]["decision"] == "accept" for r in records)
     for r in records:  # the echo kept is the calls' stated (self_create) arguments, step by step
         calls = [c["function"] for m in r["messages"] if m.get("tool_calls") for c in m["tool_calls"]]
         stated = [{"function": c["name"], "arguments": {p: v for p, v in json.loads(c["arguments"]).items()

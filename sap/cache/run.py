@@ -71,7 +71,7 @@ class CacheRunDriver(RunDriver):
         if self.config.get("judge_model"):
             judge = LLMJudge(LLMRole(self.client, ModelConfig.model_validate(self.config["judge_model"]), "judge"))
         meta = {"cache": cache.name, "query_writer": "llm" if self.config.get("query_model") else "rule",
-                "judge": "llm" if self.config.get("judge_model") else "rule"}
+                "judge_agent": "llm" if self.config.get("judge_model") else "rule"}
         self.ctx = CacheSynthesisContext(toolset=self.toolset, index=cache.index,
                                          templates=[Template.model_validate(t) for t in self.config["templates"]],
                                          writer=writer, judge=judge, max_rewrites=self.config.get("max_rewrites", 2),
