@@ -24,12 +24,11 @@ def cache_run_config(n: int, seed: int, cache: LoadedCache, templates: list[Temp
                      query_model: ModelConfig | None = None, judge_model: ModelConfig | None = None,
                      max_rewrites: int = 2) -> dict[str, Any]:
     """The settings a cache run is created with and fingerprinted by: the templates, the cache's size and content
-    hash (a changed cache is a changed run, even at the same size), the query rewrites a text rejection allows and, with an LLM writer or judge, its
-    model and prompt hash."""
+    hash (a changed cache is a changed run, even at the same size), the query rewrites a text rejection allows
+    and, with an LLM writer or judge, its model and prompt hash."""
     config: dict[str, Any] = {"target": n, "seed": seed, "mode": "cache", "cache": cache.name,
                               "cache_entries": len(cache.index), "cache_content": cache.content_hash,
-                              "max_restarts": max_restarts,
-                              "max_rewrites": max_rewrites,
+                              "max_restarts": max_restarts, "max_rewrites": max_rewrites,
                               "templates": [t.model_dump(mode="json") for t in templates],
                               "max_slots": 5 * n + 20}
     if query_model is not None:
