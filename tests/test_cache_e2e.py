@@ -83,11 +83,11 @@ def test_interrupted_cache_run_resumes_to_the_uninterrupted_bytes(collected, mon
     calls = {"n": 0}
     write = RuleQueryWriter.write
 
-    def flaky(self, sample, specs, rng):
+    def flaky(self, sample, specs, rng, feedback=()):
         calls["n"] += 1
         if calls["n"] == 8:  # once: the resumed run writes on
             raise KeyboardInterrupt
-        return write(self, sample, specs, rng)
+        return write(self, sample, specs, rng, feedback)
 
     monkeypatch.setattr(RuleQueryWriter, "write", flaky)
     capsys.readouterr()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from sap.cache import CacheIndex, Recorder
-from sap.cache.keys import canonical_json
+from sap.cache.keys import args_key, canonical_json, value_key
 from sap.cache.store import CacheStore
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec
 from sap.store import RunStore
@@ -34,7 +34,31 @@ def test_first_recorded_response_is_kept_and_keys_are_canonical():
     first, new = index.add("f", {"a": 1, "b": [2, {"c": 3, "d": 4}]}, "first")
     again, new2 = index.add("f", {"b": [2, {"d": 4, "c": 3}], "a": 1}, "second")
     assert new and not new2 and first == again and index.get("f", {"b": [2, {"c": 3, "d": 4}], "a": 1}).response == "first"
-    assert index.get_key("f", canonical_json({"a": 1, "b": [2, {"c": 3, "d": 4}]})).id == first
+    assert index.get_key("f", args_key({"a": 1, "b": [2, {"c": 3, "d": 4}]})).id == first
+
+
+def test_argument_keys_are_equal_exactly_when_the_canonical_json_is():
+    values = ["1", 1, 1.0, True, False, 0, None, "null", -0.0, 0.0, [1], [1.0], ["1"], {"x": 1}, {"x": True},
+              {"a": [1, {"c": 3, "d": 4}], "b": None}, {"b": None, "a": [1, {"d": 4, "c": 3}]}, "", [], {}]
+    for a in values:
+        for b in values:
+            same = canonical_json(a) == canonical_json(b)
+            assert (value_key(a) == value_key(b)) == same, (a, b)
+            assert (args_key({"p": a, "q": "x"}) == args_key({"q": "x", "p": b})) == same, (a, b)
+            hash(args_key({"p": a}))  # usable as a dict key, lists and dicts included
+    assert args_key({"a": 1, "b": "2"}) != args_key({"a": "1", "b": 2}) != args_key({"b": 1, "a": "2"})
+    assert args_key({}) == args_key({}) != args_key({"a": None})
+
+
+def test_lookups_find_entries_by_equal_arguments_in_any_key_order():
+    index = CacheIndex()
+    a, _ = index.add("f", {"x": [1, {"k": "v", "j": 2}], "y": "s", "z": 1.5}, "A")
+    b, _ = index.add("f", {"x": 1}, "B")
+    c, _ = index.add("f", {"x": True}, "C")
+    assert index.get("f", {"z": 1.5, "y": "s", "x": [1, {"j": 2, "k": "v"}]}).id == a
+    assert index.get("f", {"x": [{"k": "v", "j": 2}, 1], "y": "s", "z": 1.5}) is None  # list order counts
+    assert (index.get("f", {"x": 1}).id, index.get("f", {"x": True}).id) == (b, c)
+    assert index.get("f", {"x": 1.0}) is None and index.get("g", {"x": 1}) is None
 
 
 def test_recorder_wraps_a_live_callable_and_store_round_trips(tmp_path):

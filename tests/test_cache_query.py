@@ -47,8 +47,8 @@ def _sample():
 class WrongEchoWriter(RuleQueryWriter):
     """The rule query, with an echo that misreads the number of nights."""
 
-    def write(self, sample, specs, rng):
-        draft = super().write(sample, specs, rng)
+    def write(self, sample, specs, rng, feedback=()):
+        draft = super().write(sample, specs, rng, feedback)
         draft.echo[0].arguments["nights"] = "3"
         return draft
 

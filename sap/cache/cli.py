@@ -104,12 +104,13 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
     store = _cache_store(args)
     cache = _load_cache(store, args.cache)
     templates = load_templates(args.templates, {t.name: t for t in cache.specs})
-    model = None
-    if args.model:
-        model = ModelConfig(model=args.model, api_base=args.api_base,
-                            **{k: v for k, v in (("temperature", args.temperature), ("max_tokens", args.max_tokens))
-                               if v is not None})
-    config = cache_run_config(args.n, args.seed, cache, templates, args.max_restarts, model)
+    if args.max_rewrites < 0:
+        raise UsageError(f"--max-rewrites must be at least 0, got {args.max_rewrites}")
+    shared = {k: v for k, v in (("temperature", args.temperature), ("max_tokens", args.max_tokens)) if v is not None}
+    model = ModelConfig(model=args.model, api_base=args.api_base, **shared) if args.model else None
+    judge = ModelConfig(model=args.judge_model, api_base=args.api_base, **shared) if args.judge_model else None
+    config = cache_run_config(args.n, args.seed, cache, templates, args.max_restarts, model, judge,
+                              args.max_rewrites)
     run_id = None
     if not args.new_run:
         run_id, why = find_resumable(store.store, cache.toolset(), config)
@@ -174,7 +175,10 @@ def add_cache_commands(sub: Any) -> None:
     p.add_argument("--max-restarts", type=int, default=20, help="chain restarts before a template is abandoned")
     p.add_argument("--new-run", action="store_true")
     p.add_argument("--model", help="LiteLLM model of the LLM query writer (default: the rule writer)")
-    p.add_argument("--api-base")
+    p.add_argument("--judge-model", help="LiteLLM model of the LLM judge (default: the rule judge)")
+    p.add_argument("--max-rewrites", type=int, default=2,
+                   help="query rewrites, with the judge's findings, after a text rejection")
+    p.add_argument("--api-base", help="endpoint of the LLM query writer and judge")
     p.add_argument("--temperature", type=float)
     p.add_argument("--max-tokens", type=int)
     _run_args(p)

@@ -1,11 +1,11 @@
-"""The in-memory cache: entries by id, an O(1) index (function, canonical arguments) -> entry, and the reverse
-index function -> param -> value -> ids."""
+"""The in-memory cache: entries by id, an O(1) index (function, argument key) -> entry, and the reverse index
+function -> param -> value -> ids."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Hashable
 
-from sap.cache.keys import canonical_json, value_key
+from sap.cache.keys import args_key, value_key
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class CacheIndex:
 
     def __init__(self) -> None:
         self.entries: dict[int, Entry] = {}
-        self.by_key: dict[tuple[str, str], Entry] = {}
+        self.by_key: dict[tuple[str, Hashable], Entry] = {}
         self.by_function: dict[str, list[int]] = {}
         self.reverse: dict[str, dict[str, dict[Hashable, set[int]]]] = {}
         self._next_id = 1
@@ -34,7 +34,7 @@ class CacheIndex:
     def add(self, function: str, args: dict[str, Any], response: Any, entry_id: int | None = None) -> tuple[int, bool]:
         """Store a response unless the same call is cached already (the first response recorded is kept);
         (its id, whether it is new)."""
-        key = (function, canonical_json(args))
+        key = (function, args_key(args))
         known = self.by_key.get(key)
         if known is not None:
             return known.id, False
@@ -51,11 +51,11 @@ class CacheIndex:
 
     def get(self, function: str, args: dict[str, Any]) -> Entry | None:
         """The cached entry of this call, or None."""
-        return self.by_key.get((function, canonical_json(args)))
+        return self.by_key.get((function, args_key(args)))
 
-    def get_key(self, function: str, canonical_args: str) -> Entry | None:
-        """The cached entry for arguments already in canonical JSON, or None."""
-        return self.by_key.get((function, canonical_args))
+    def get_key(self, function: str, key: Hashable) -> Entry | None:
+        """The cached entry for arguments already turned into their `args_key`, or None."""
+        return self.by_key.get((function, key))
 
     def ids_with(self, function: str, param: str, value: Any) -> set[int]:
         """Ids of the cached calls of `function` whose `param` equals `value` (an empty set if none; do not modify)."""

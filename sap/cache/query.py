@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -35,8 +35,10 @@ class QueryDraft(BaseModel):
 class QueryWriter(Protocol):
     """Writes the user query of a sampled chain (rule or LLM)."""
 
-    def write(self, sample: Sample, specs: dict[str, ToolSpec], rng: random.Random) -> QueryDraft:
-        """The query and the echo of every argument it states."""
+    def write(self, sample: Sample, specs: dict[str, ToolSpec], rng: random.Random,
+              feedback: Sequence[str] = ()) -> QueryDraft:
+        """The query and the echo of every argument it states; `feedback` lists what the judge found wrong with the
+        previous query of this sample (empty for the first)."""
 
 
 def echo_problems(sample: Sample, draft: QueryDraft) -> list[str]:
@@ -64,9 +66,11 @@ def echo_problems(sample: Sample, draft: QueryDraft) -> list[str]:
 
 class RuleQueryWriter:
     """Template queries: each step's task phrase with its stated values verbatim and its upstream values by
-    reference; the echo is the stated arguments."""
+    reference; the echo is the stated arguments. A rewrite after judge feedback draws its wording anew (the
+    feedback itself names nothing a template could change)."""
 
-    def write(self, sample: Sample, specs: dict[str, ToolSpec], rng: random.Random) -> QueryDraft:
+    def write(self, sample: Sample, specs: dict[str, ToolSpec], rng: random.Random,
+              feedback: Sequence[str] = ()) -> QueryDraft:
         position = {s.step: k for k, s in enumerate(sample.steps)}
         parts = []
         for k, step in enumerate(sample.steps):
@@ -98,15 +102,21 @@ def chain_text(sample: Sample, specs: dict[str, ToolSpec]) -> str:
 
 
 class LLMQueryWriter:
-    """The model writes the query and the echo; a draft failing `echo_problems` is fed back to it."""
+    """The model writes the query and the echo; a draft failing `echo_problems` is fed back to it, and so is the
+    judge's rejection of its previous query."""
 
     def __init__(self, llm: LLMRole) -> None:
         self.llm = llm
 
-    def write(self, sample: Sample, specs: dict[str, ToolSpec], rng: random.Random) -> QueryDraft:
+    def write(self, sample: Sample, specs: dict[str, ToolSpec], rng: random.Random,
+              feedback: Sequence[str] = ()) -> QueryDraft:
         def check(draft: QueryDraft) -> None:
             problems = echo_problems(sample, draft)
             if problems:
                 raise ValueError("; ".join(problems))
 
-        return self.llm.ask("cache_query", QueryDraft, check=check, chain=chain_text(sample, specs))
+        chain = chain_text(sample, specs)
+        if feedback:
+            chain += "\n\nA reviewer rejected your previous request for this chain; write it again, fixing: " + \
+                "; ".join(feedback)
+        return self.llm.ask("cache_query", QueryDraft, check=check, chain=chain)

@@ -9,26 +9,34 @@ from sap.cache.query import LLMQueryWriter, QueryWriter, RuleQueryWriter
 from sap.cache.store import CacheStore, LoadedCache
 from sap.cache.templates import Template
 from sap.graphs.cache_synthesis import CacheSynthesisContext, cache_synthesis_graph
+from sap.agents.judge import Judge, RuleJudge
 from sap.agents.llm_common import LLMRole
+from sap.agents.llm_judge import LLMJudge
 from sap.llm import ModelConfig
 from sap.prompts import prompt
-from sap.store.driver import LEASE_SECONDS, RunDriver, fingerprint, fingerprint_parts, worker_name
+from sap.store.driver import LEASE_SECONDS, FingerprintMismatch, RunDriver, fingerprint, fingerprint_parts, worker_name
 from sap.store.runs import RunStore
 
 CACHE_PREFIX = "cache:"
 
 
 def cache_run_config(n: int, seed: int, cache: LoadedCache, templates: list[Template], max_restarts: int = 20,
-                     query_model: ModelConfig | None = None) -> dict[str, Any]:
-    """The settings a cache run is created with and fingerprinted by: the templates, the cache's size (a changed
-    cache is a changed run) and, with an LLM writer, its model and prompt hash."""
+                     query_model: ModelConfig | None = None, judge_model: ModelConfig | None = None,
+                     max_rewrites: int = 2) -> dict[str, Any]:
+    """The settings a cache run is created with and fingerprinted by: the templates, the cache's size and content
+    hash (a changed cache is a changed run, even at the same size), the query rewrites a text rejection allows
+    and, with an LLM writer or judge, its model and prompt hash."""
     config: dict[str, Any] = {"target": n, "seed": seed, "mode": "cache", "cache": cache.name,
-                              "cache_entries": len(cache.index), "max_restarts": max_restarts,
+                              "cache_entries": len(cache.index), "cache_content": cache.content_hash,
+                              "max_restarts": max_restarts, "max_rewrites": max_rewrites,
                               "templates": [t.model_dump(mode="json") for t in templates],
                               "max_slots": 5 * n + 20}
     if query_model is not None:
         config["query_model"] = query_model.public()
         config["query_prompt"] = prompt("cache_query").sha
+    if judge_model is not None:
+        config["judge_model"] = judge_model.public()
+        config["judge_prompt"] = prompt("judge").sha
     return config
 
 
@@ -52,18 +60,32 @@ class CacheRunDriver(RunDriver):
         run = store.run(run_id)
         self.config, self.seed = run.config, run.seed
         self.client = self._client(max_cost)
-        cache = CacheStore(store).load(self.config["cache"])
+        cache = self.cache = CacheStore(store).load(self.config["cache"])
         self.toolset = cache.toolset()
         writer: QueryWriter = RuleQueryWriter()
         if self.config.get("query_model"):
             writer = LLMQueryWriter(LLMRole(self.client, ModelConfig.model_validate(self.config["query_model"]),
                                             "query_writer"))
-        meta = {"cache": cache.name, "query_writer": "llm" if self.config.get("query_model") else "rule"}
+        judge: Judge = RuleJudge()
+        if self.config.get("judge_model"):
+            judge = LLMJudge(LLMRole(self.client, ModelConfig.model_validate(self.config["judge_model"]), "judge"))
+        meta = {"cache": cache.name, "query_writer": "llm" if self.config.get("query_model") else "rule",
+                "judge_agent": "llm" if self.config.get("judge_model") else "rule"}
         self.ctx = CacheSynthesisContext(toolset=self.toolset, index=cache.index,
                                          templates=[Template.model_validate(t) for t in self.config["templates"]],
-                                         writer=writer, max_restarts=self.config["max_restarts"], run_seed=run.seed,
-                                         meta=meta)
+                                         writer=writer, judge=judge, max_rewrites=self.config.get("max_rewrites", 2),
+                                         max_restarts=self.config["max_restarts"], run_seed=run.seed, meta=meta)
         self.graph = cache_synthesis_graph(self.ctx, checkpointer=checkpointer)
+
+    def check_fingerprint(self) -> None:
+        """Refuse to continue, as FSM runs do, and also if the cache's entries changed since the run started."""
+        super().check_fingerprint()
+        now = {"cache_entries": len(self.cache.index), "cache_content": self.cache.content_hash}
+        changes = [f"{key}: {self.config[key]!r} -> {value!r}" for key, value in now.items()
+                   if key in self.config and self.config[key] != value]
+        if changes:
+            raise FingerprintMismatch(f"run {self.run_id} cannot be resumed: cache {self.cache.name!r} changed since "
+                                      f"the run started ({'; '.join(changes)})")
 
     def _outcome(self, index: int) -> dict[str, Any]:
         """Run slot `index` to its end, from its checkpoint if it has one."""

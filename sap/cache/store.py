@@ -1,6 +1,7 @@
 """Caches in the run database: the tables (beside the run store's) and loading a cache into its in-memory index."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -9,7 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from sap.cache.executor import CacheExecutor
 from sap.cache.index import CacheIndex, Entry
-from sap.cache.keys import args_digest
+from sap.cache.keys import args_digest, canonical_json
 from sap.cache.rules import ToolRules
 from sap.model import Toolset, ToolSpec
 from sap.store.runs import RunStore
@@ -39,14 +40,35 @@ class CacheEntryRow(Base):
     response: Mapped[Any] = mapped_column(JSON)
 
 
+class CacheContentRow(Base):
+    """A cache's entry count and content hash: the running hash of its entries in insertion order, kept up to date
+    by every add, so a run start reads one row instead of hashing every response."""
+
+    __tablename__ = "sap_cache_content"
+    cache: Mapped[str] = mapped_column(String(200), primary_key=True)
+    entries: Mapped[int] = mapped_column(Integer)
+    content_hash: Mapped[str] = mapped_column(String(64))
+
+
+def entry_hash(digest: str, response: Any) -> str:
+    """The hash of one entry: its key digest (function and arguments) and its canonical response."""
+    return hashlib.sha256(f"{digest}\n{canonical_json(response)}".encode()).hexdigest()
+
+
+def chain_hash(previous: str, entry: str) -> str:
+    """The content hash after one more entry (the empty cache's is "")."""
+    return hashlib.sha256(f"{previous}:{entry}".encode()).hexdigest()
+
+
 @dataclass
 class LoadedCache:
-    """A cache read into memory: its functions, their rules and the index."""
+    """A cache read into memory: its functions, their rules, the index and the content hash of its entries."""
 
     name: str
     specs: list[ToolSpec]
     rules: dict[str, ToolRules]
     index: CacheIndex = field(default_factory=CacheIndex)
+    content_hash: str = ""
 
     def executor(self) -> CacheExecutor:
         """A cache executor over this cache."""
@@ -63,7 +85,8 @@ class CacheStore:
 
     def __init__(self, store: RunStore) -> None:
         self.store = store
-        Base.metadata.create_all(store.engine, tables=[CacheToolRow.__table__, CacheEntryRow.__table__])
+        Base.metadata.create_all(store.engine, tables=[CacheToolRow.__table__, CacheEntryRow.__table__,
+                                                       CacheContentRow.__table__])
 
     def save_tools(self, cache: str, specs: Iterable[ToolSpec], rules: dict[str, ToolRules] | None = None) -> None:
         """Store (or replace) the specs and rules of a cache's functions."""
@@ -89,7 +112,16 @@ class CacheStore:
                 known.update(s.execute(select(CacheEntryRow.digest).where(
                     CacheEntryRow.cache == cache, CacheEntryRow.digest.in_(digests[start:start + 500]))).scalars())
             new = [row for d, row in rows.items() if d not in known]
+            content = s.get(CacheContentRow, cache, with_for_update=True)
+            if content is None and not s.scalar(select(func.count()).select_from(CacheEntryRow)
+                                                .where(CacheEntryRow.cache == cache)):
+                content = CacheContentRow(cache=cache, entries=0, content_hash="")
+                s.add(content)
             s.add_all(new)
+            if content is not None:  # else a cache stored before content hashes: hashed in full at its next load
+                for row in new:
+                    content.content_hash = chain_hash(content.content_hash, entry_hash(row.digest, row.response))
+                content.entries += len(new)
         return len(new)
 
     def caches(self) -> dict[str, int]:
@@ -115,7 +147,24 @@ class CacheStore:
                              .order_by(CacheEntryRow.id))
             for entry_id, function, args, response in rows:
                 loaded.index.add(function, args, response, entry_id=entry_id)
+            content = s.get(CacheContentRow, cache)
+            stored = (content.entries, content.content_hash) if content is not None else None
+        if stored is not None and stored[0] == len(loaded.index):
+            loaded.content_hash = stored[1]
+        else:  # a cache stored before content hashes, or rows written past sap: hashed in full, once
+            loaded.content_hash = self._rehash(cache)
+            with self.store.session.begin() as s:
+                s.merge(CacheContentRow(cache=cache, entries=len(loaded.index), content_hash=loaded.content_hash))
         return loaded
+
+    def _rehash(self, cache: str) -> str:
+        """The content hash of every stored entry of `cache`, in insertion order."""
+        content = ""
+        with self.store.session() as s:
+            for digest, response in s.execute(select(CacheEntryRow.digest, CacheEntryRow.response)
+                                              .where(CacheEntryRow.cache == cache).order_by(CacheEntryRow.id)):
+                content = chain_hash(content, entry_hash(digest, response))
+        return content
 
     def save_index(self, cache: str, entries: Iterable[Entry]) -> int:
         """Store entries of an in-memory index; how many were new."""

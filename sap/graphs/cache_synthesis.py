@@ -1,14 +1,17 @@
 """The cache-mode synthesis graph: sample a template chain from the cache -> write the query with its echo ->
-check (echo, replay of every step through the cache executor, code check) -> persist. One thread per slot, like
-the FSM graph, so runs are checkpointed and resumable with the same driver."""
+check (echo, replay of every step through the cache executor, code check) -> judge (-> write_query with the
+findings on a text rejection) -> persist. One thread per slot, like the FSM graph, so runs are checkpointed and
+resumable with the same driver."""
 from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
 
+from sap.agents.judge import Judge, RuleJudge, Verdict
 from sap.agents.messenger import humanize
 from sap.cache.index import CacheIndex
 from sap.cache.query import QueryDraft, QueryWriter, RuleQueryWriter, echo_problems
@@ -28,6 +31,8 @@ class CacheState(TypedDict, total=False):
     template: str
     sample: dict[str, Any] | None
     draft: dict[str, Any] | None
+    query_rounds: int  # queries written so far (the first, then one per text rejection)
+    verdict: dict[str, Any] | None  # the judge's last verdict
     trajectory: dict[str, Any] | None
     status: str  # running / accepted / dropped
     drop_reason: str | None
@@ -42,6 +47,8 @@ class CacheSynthesisContext:
     index: CacheIndex
     templates: list[Template]
     writer: QueryWriter = field(default_factory=RuleQueryWriter)
+    judge: Judge = field(default_factory=RuleJudge)
+    max_rewrites: int = 2  # query rewrites after a reject_text verdict
     max_restarts: int = 20
     run_seed: int = 0
     meta: dict[str, Any] = field(default_factory=dict)  # copied into every record's meta (cache name, writer)
@@ -86,9 +93,12 @@ def cache_synthesis_graph(ctx: CacheSynthesisContext, checkpointer: Any = None):
         return {"template": template.name, "sample": asdict(drawn), "status": "running"}
 
     def write_query(state: CacheState) -> dict[str, Any]:
-        draft = ctx.writer.write(sample_from_state(state["sample"]), specs,
-                                 random.Random(f"{state['seed']}:cache:query"))
-        return {"draft": draft.model_dump(mode="json")}
+        rounds = state.get("query_rounds", 0)
+        rng = random.Random(f"{state['seed']}:cache:query" + (f":{rounds}" if rounds else ""))
+        verdict = Verdict.model_validate(state["verdict"]) if rounds and state.get("verdict") else None
+        feedback = [f"{f.criterion}: {f.detail}" for f in verdict.reasons] if verdict is not None else []
+        draft = ctx.writer.write(sample_from_state(state["sample"]), specs, rng, feedback=feedback)
+        return {"draft": draft.model_dump(mode="json"), "query_rounds": rounds + 1}
 
     def check(state: CacheState) -> dict[str, Any]:
         drawn, draft = sample_from_state(state["sample"]), QueryDraft.model_validate(state["draft"])
@@ -106,24 +116,39 @@ def cache_synthesis_graph(ctx: CacheSynthesisContext, checkpointer: Any = None):
         problems = code_check(traj)
         if problems:
             return {"status": "dropped", "drop_reason": "code check: " + "; ".join(problems)}
-        return {"status": "accepted", "trajectory": traj.model_dump(mode="json")}
+        return {"trajectory": traj.model_dump(mode="json")}
+
+    def judge(state: CacheState) -> Command[Literal["write_query", "persist"]]:
+        verdict = ctx.judge.judge(Trajectory.model_validate(state["trajectory"]), specs)
+        update: dict[str, Any] = {"verdict": verdict.model_dump(mode="json")}
+        if verdict.accepted:
+            return Command(goto="persist", update={**update, "status": "accepted"})
+        if verdict.decision == "reject_text" and state.get("query_rounds", 1) <= ctx.max_rewrites:
+            return Command(goto="write_query", update=update)
+        first = verdict.reasons[0]
+        reason = f"judge {verdict.decision}: {first.criterion}: {first.detail}"
+        return Command(goto="persist", update={**update, "status": "dropped", "drop_reason": reason})
 
     def persist(state: CacheState) -> dict[str, Any]:
         if state.get("status") != "accepted":
             return {"record": None}
         traj = Trajectory.model_validate(state["trajectory"])
+        traj.judge = state.get("verdict")
         meta = {"index": state["index"], "run_seed": ctx.run_seed, "mode": "cache", "template": state["template"],
                 "restarts": state["sample"]["restarts"], "echo": state["draft"]["echo"], "truncated": False,
+                "query_rounds": state.get("query_rounds", 1),
                 **ctx.meta}
         return {"record": to_record(traj, ctx.toolset, meta)}
 
     builder = StateGraph(CacheState)
-    for name, fn in (("sample", sample), ("write_query", write_query), ("check", check), ("persist", persist)):
+    for name, fn in (("sample", sample), ("write_query", write_query), ("check", check), ("judge", judge),
+                     ("persist", persist)):
         builder.add_node(name, fn)
     builder.add_edge(START, "sample")
     builder.add_conditional_edges("sample", lambda s: "persist" if s.get("status") == "dropped" else "write_query",
                                   ["persist", "write_query"])
     builder.add_edge("write_query", "check")
-    builder.add_edge("check", "persist")
+    builder.add_conditional_edges("check", lambda s: "persist" if s.get("status") == "dropped" else "judge",
+                                  ["persist", "judge"])
     builder.add_edge("persist", END)
     return builder.compile(checkpointer=checkpointer)

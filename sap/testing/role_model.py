@@ -1,12 +1,14 @@
 """RoleModel: a deterministic stand-in for a competent LLM behind ScriptedLLMServer, answering sap's own role
 prompts validly (keeps the planner's drafts, states every must-mention value, accepts in the judge, drafts a
-phase FSM from the tool list, keeps code's repair suggestion, re-plans by a search over the listed transitions)."""
+phase FSM from the tool list, keeps code's repair suggestion, re-plans by a search over the listed transitions,
+writes cache-mode queries stating every listed value verbatim and echoes exactly those)."""
 from __future__ import annotations
 
 import json
 import re
 from typing import Any
 
+from sap.agents.messenger import describe_value
 from sap.prompts import prompt
 
 _OPEN_NEW = re.compile(r"^- (\w+) \(NEW, code's draft: (.*)\)$")
@@ -19,12 +21,14 @@ _AHEAD = re.compile(r"^(?:Also state these values in this turn.*?: |also state, 
 _TOOL = re.compile(r"^- (\w+) \((\w+)(; needs login)?\): ")
 _ARG = re.compile(r"^\s+(\w+): first turn (\w+|not possible); later (\w+)(?: \(from results of (.*)\))?")
 _OPTION = re.compile(r"^\[(\d+)\] (\S+) -> (\S+): ")
+_CHAIN_STEP = re.compile(r"^step \d+: (\w+): (.*); state verbatim: (\{.*\}); do not state \(comes from an earlier "
+                         r"result\): (\{.*\})$")
 
 
 def _which(system: str) -> str:
     """The sap prompt whose system text starts the request's system message."""
     for name in ("planner_bind", "planner_narrative", "messenger_turn", "messenger_global", "messenger_clarify",
-                 "judge", "fsm_draft", "repair", "replan"):
+                 "judge", "fsm_draft", "repair", "replan", "cache_query"):
         if system.startswith(prompt(name).system):
             return name
     raise ValueError(f"not a sap role prompt: {system[:60]!r}")
@@ -155,6 +159,19 @@ def _replan(user: str) -> dict[str, Any]:
     return {"transitions": []}
 
 
+def _cache_query(user: str) -> dict[str, Any]:
+    """One sentence per chain step: its task, its values to state (verbatim), the earlier results it uses."""
+    sentences, echo = [], []
+    for line in user.splitlines():
+        if m := _CHAIN_STEP.match(line.strip()):
+            stated, taken = json.loads(m.group(3)), json.loads(m.group(4))
+            details = [f"{p.replace('_', ' ')} {describe_value(v)}" for p, v in stated.items()]
+            details += [f"the {p.replace('_', ' ')} from that result" for p in taken]
+            sentences.append(f"Please {m.group(2)}" + (f" ({'; '.join(details)})." if details else "."))
+            echo.append({"function": m.group(1), "arguments": stated})
+    return {"query": " Then ".join(sentences), "echo": echo}
+
+
 def role_model(request: dict[str, Any]) -> str:
     """A ScriptedLLMServer responder: the JSON answer a competent model would give to this sap prompt."""
     messages = request["messages"]
@@ -177,6 +194,8 @@ def role_model(request: dict[str, Any]) -> str:
         answer = _repair(user)
     elif name == "replan":
         answer = _replan(user)
+    elif name == "cache_query":
+        answer = _cache_query(user)
     else:
         answer = {"findings": []}
     return json.dumps(answer)
