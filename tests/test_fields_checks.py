@@ -146,6 +146,16 @@ def test_declared_aliases_and_path_patterns_fill_a_parameter_as_qualified_matche
     assert candidates("folder", schema, listing) == []
 
 
+def test_an_aliased_element_fills_an_array_parameter_as_a_one_item_list():
+    product = {"product_id": "P1", "variants": {"11": {"item_id": "11", "price": 3}, "12": {"item_id": "12"}}}
+    schema = {"type": "array", "items": {"type": "string"}}
+    plain = candidates("new_item_ids", schema, product)
+    assert {c.score for c in plain} == {1}  # `item_id` only as a suffix of the singular `new_item_id`
+    aliased = candidates("new_item_ids", schema, product, ("$.variants.*.item_id",))
+    assert [(c.path, c.value, c.score) for c in aliased if c.score == 2] == [
+        ('$.variants["11"].item_id', ["11"], 2), ('$.variants["12"].item_id', ["12"], 2)]
+
+
 # ----- code_check -----------------------------------------------------------------------------------------
 
 C0 = {"user": {"name": "Ann Lee"}, "currency": "EUR"}

@@ -47,6 +47,9 @@ def test_c0_is_a_seeded_user_with_their_own_records():
     (uid, user), = a["users"].items()
     assert set(a["orders"]) == set(user["orders"])
     assert {o["status"] for o in a["orders"].values()} >= {"pending", "delivered"}
+    for seed in range(20):  # three orders a tool can still act on: an action consumes its order
+        orders = RETAIL.sample_config(seed)["orders"].values()
+        assert sum(o["status"] in ("pending", "delivered") for o in orders) >= 3
     assert len({next(iter(RETAIL.sample_config(s)["users"])) for s in range(10)}) > 5
     c0 = AIRLINE.sample_config(0)
     (user,) = c0["users"].values()

@@ -190,17 +190,20 @@ def index_of(doc: Any) -> FieldIndex:
 
 def candidates(param: str, schema: dict[str, Any], doc: Any, aliases: tuple[str, ...] = ()) -> list[Candidate]:
     """Values in `doc` that can fill `param`, and (scored as qualified names) the fields `aliases` name, the other
-    field names or `$` path patterns a tool declares for it; array parameters also take a single matching element
-    as a one-item list."""
+    field names or `$` path patterns a tool declares for it; array parameters also take a single matching or
+    aliased element as a one-item list."""
     out: list[Candidate] = []
     index = index_of(doc)
     for f in index.lookup(param):
         score = match_score(param, f.names)
         if score and type_ok(f.value, schema):
             out.append(Candidate(f.path, f.value, score, f.siblings))
+    item_schema = schema.get("items", {}) if schema.get("type") == "array" else None
     for _, f in sorted((o for alias in aliases for o in index.named(alias)), key=lambda o: o[0]):
         if type_ok(f.value, schema) and all(c.path != f.path for c in out):
             out.append(Candidate(f.path, f.value, 2, f.siblings))
+        elif item_schema is not None and not isinstance(f.value, list) and type_ok(f.value, item_schema):
+            out.append(Candidate(f.path, [f.value], 2, f.siblings))  # one aliased element as a one-item list
     if schema.get("type") == "array":
         item_schema, item = schema.get("items", {}), singular(param)
         for f in index.lookup(item):

@@ -19,8 +19,19 @@ DOMAINS = ("retail", "airline")
 TOOLSET_NAMES = tuple(f"tau2/{d}" for d in DOMAINS)
 # per domain: the collection of the sampled user's own records, and the user field listing their ids
 OWNED = {"retail": ("orders", "orders"), "airline": ("reservations", "reservations")}
-# record statuses a sampled user must own one of each (so that both pending-order and delivered-order tools apply)
+# record statuses a sampled user must own one of each (so that both pending-order and delivered-order tools apply),
+# and how many records in those statuses they must own in all: an action consumes its record (a cancelled or
+# returned order takes no further action), and a trajectory takes several actions
 WANTED_STATUSES = {"retail": frozenset({"pending", "delivered"}), "airline": frozenset()}
+MIN_ACTIONABLE = {"retail": 3, "airline": 1}
+# per domain, tool and parameter: the other fields whose values can fill it (`ToolSpec.value_fields`). An item
+# swapped in an order must be a variant of the same product: the variants a product lookup lists (their ids
+# are also the variant map's keys), not the other items of the order, which the name `item_id` also matches.
+VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
+    "retail": {tool: {"new_item_ids": ["$.variants.*.item_id"]}
+               for tool in ("exchange_delivered_order_items", "modify_pending_order_items")},
+    "airline": {},
+}
 DESCRIPTIONS = {
     "retail": "tau2-bench retail customer service: identify the customer, look up users, orders and products, "
               "cancel or modify pending orders, return or exchange delivered items, update addresses.",
@@ -76,13 +87,14 @@ def _collapse_any_of(schema: dict[str, Any]) -> dict[str, Any]:
     return {**specific[0], **rest}
 
 
-def tool_spec(tool: Any, tool_type: str) -> ToolSpec:
-    """A sap ToolSpec from a tau2 `Tool`: its OpenAI schema with `$defs` inlined; read-only unless a write tool."""
+def tool_spec(tool: Any, tool_type: str, value_fields: dict[str, list[str]] | None = None) -> ToolSpec:
+    """A sap ToolSpec from a tau2 `Tool`: its OpenAI schema with `$defs` inlined; read-only unless a write tool;
+    `value_fields` as the toolset declares them."""
     fn = tool.openai_schema["function"]
     params = _inline_refs(fn["parameters"], fn["parameters"].get("$defs", {}))
     params.setdefault("required", [])
     return ToolSpec(name=fn["name"], description=fn["description"], parameters=params, read_only=tool_type != "write",
-                    owner=f"tau2.{tool_type}")
+                    owner=f"tau2.{tool_type}", value_fields=value_fields or {})
 
 
 @functools.cache
@@ -103,8 +115,8 @@ def _domain(domain: str) -> tuple[Any, str]:
 
 def sample_config(domain: str, seed: int) -> dict[str, Any]:
     """c0 for one trajectory: a user chosen by seed among those owning records (retail: a pending and a delivered
-    order at least), with all their own records (retail orders, airline reservations), in tau2's database shape:
-    {collection: {id: record}}."""
+    order, and three such orders in all), with all their own records (retail orders, airline reservations), in
+    tau2's database shape: {collection: {id: record}}."""
     db = _domain(domain)[0]
     collection, field = OWNED[domain]
     users = _sampled_users(domain)
@@ -116,14 +128,18 @@ def sample_config(domain: str, seed: int) -> dict[str, Any]:
 
 @functools.cache
 def _sampled_users(domain: str) -> list[str]:
-    """Ids of the users c0 may be drawn for: owning records, with one in each wanted status, sorted."""
+    """Ids of the users c0 may be drawn for, sorted: owning one record in each wanted status and at least
+    `MIN_ACTIONABLE` records in those statuses (any status when none is wanted)."""
     db = _domain(domain)[0]
     collection, field = OWNED[domain]
     records = db.records(collection)
 
+    wanted = WANTED_STATUSES[domain]
+
     def fits(user: Any) -> bool:
-        owned = [records[i] for i in getattr(user, field) if i in records]
-        return bool(owned) and WANTED_STATUSES[domain] <= {getattr(r, "status", None) for r in owned}
+        statuses = [getattr(records[i], "status", None) for i in getattr(user, field) if i in records]
+        actionable = [s for s in statuses if s in wanted] if wanted else statuses
+        return wanted <= set(statuses) and len(actionable) >= MIN_ACTIONABLE[domain]
 
     return sorted(uid for uid, user in db.records("users").items() if fits(user))
 
@@ -137,7 +153,8 @@ def load_tau2_toolset(name: str) -> Toolset:
         raise LookupError(f"unknown tau2 domain {domain!r}; available: {', '.join(TOOLSET_NAMES)}")
     spec, policy = _domain(domain)
     env = spec.get_environment(db=spec.db_class.model_construct())  # tool docs only: no data needed
-    tools = [tool_spec(t, env.tools.tool_type(t.name).value) for t in env.get_tools()]
+    tools = [tool_spec(t, env.tools.tool_type(t.name).value, VALUE_FIELDS[domain].get(t.name))
+             for t in env.get_tools()]
     return Toolset(name=f"tau2/{domain}", description=DESCRIPTIONS[domain], tools=tools,
                    executor_factory=lambda: Tau2Executor(spec),
                    sample_config=functools.partial(sample_config, domain),
