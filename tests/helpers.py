@@ -1,8 +1,9 @@
-"""Small builders shared by the executor, planner, checks and retry tests."""
+"""Small builders shared by the tests: calls and plan requests, and a collected travel cache."""
 from __future__ import annotations
 
 import itertools
 import random
+from pathlib import Path
 from typing import Any
 
 from sap.agents.planner import HistoryCall, PlanRequest, StatedValue
@@ -38,3 +39,15 @@ def request(tool: ToolSpec, tags: dict[str, Tag] | None = None, *, turn: int = 1
     return PlanRequest(spec=tool, tags=dict(tags or {}), turn=turn, index=index, history=list(history or []),
                        stated=list(stated or []), c0=c0 if c0 is not None else {}, rng=random.Random(seed),
                        last_error=last_error, failed_args=list(failed_args or []), upcoming=list(upcoming or []))
+
+
+def travel_cache(root: Path, seeds: int) -> tuple[Path, Path, Path]:
+    """`root`, templates derived from the travel toolset, and a database holding the travel cache collected by
+    running them on `seeds` initial configurations."""
+    from sap.cli import main
+
+    templates, db = root / "t.yaml", root / "c.db"
+    assert main(["templates", "derive", "--toolset", "travel", "-o", str(templates)]) == 0
+    assert main(["cache", "collect", "--toolset", "travel", "--templates", str(templates), "--seeds", str(seeds),
+                 "--db", f"sqlite:///{db}"]) == 0
+    return root, templates, db

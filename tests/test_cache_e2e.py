@@ -9,18 +9,14 @@ import pytest
 
 from sap.cache.query import RuleQueryWriter
 from sap.cli import main
+from tests.helpers import travel_cache
 from sap.executors.python_object import PythonObjectExecutor
 
 
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
     """A templates file and a database holding the travel cache."""
-    root = tmp_path_factory.mktemp("cache")
-    templates, db = root / "t.yaml", root / "c.db"
-    assert main(["templates", "derive", "--toolset", "travel", "-o", str(templates)]) == 0
-    assert main(["cache", "collect", "--toolset", "travel", "--templates", str(templates), "--seeds", "2",
-                 "--db", f"sqlite:///{db}"]) == 0
-    return root, templates, db
+    return travel_cache(tmp_path_factory.mktemp("cache"), seeds=2)
 
 
 def _live_off(monkeypatch):

@@ -3,7 +3,6 @@ rewrite that fixes it is accepted), a ground-truth rejection discards the sample
 from __future__ import annotations
 
 import json
-import random
 
 from sap.agents.llm_common import LLMRole
 from sap.cache.query import LLMQueryWriter, RuleQueryWriter

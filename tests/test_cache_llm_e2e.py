@@ -9,6 +9,7 @@ import pytest
 
 from sap.cache.templates import load_templates
 from sap.cli import main
+from tests.helpers import travel_cache
 from sap.store import RunStore
 from sap.testing.role_model import role_model
 from sap.testing.scripted_llm import ScriptedLLMServer
@@ -18,12 +19,7 @@ from sap.toolsets import load_toolset
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
     """Templates and a database holding a small travel cache."""
-    root = tmp_path_factory.mktemp("cachellm")
-    templates, db = root / "t.yaml", root / "c.db"
-    assert main(["templates", "derive", "--toolset", "travel", "-o", str(templates)]) == 0
-    assert main(["cache", "collect", "--toolset", "travel", "--templates", str(templates), "--seeds", "1",
-                 "--db", f"sqlite:///{db}"]) == 0
-    return root, templates, db
+    return travel_cache(tmp_path_factory.mktemp("cachellm"), seeds=1)
 
 
 def _is_query(request: dict) -> bool:

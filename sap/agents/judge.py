@@ -82,6 +82,16 @@ class Verdict(BaseModel):
         """The names of the criteria that failed."""
         return {f.criterion for f in self.reasons}
 
+    def next_step(self, rounds: int, max_rewrites: int) -> tuple[Literal["accept", "rewrite", "drop"], str | None]:
+        """What a graph does with this verdict after `rounds` texts: accept; rewrite the text while a text problem
+        has rewrites left; else drop, with the reason."""
+        if self.accepted:
+            return "accept", None
+        if self.decision == "reject_text" and rounds <= max_rewrites:
+            return "rewrite", None
+        first = self.reasons[0]
+        return "drop", f"judge {self.decision}: {first.criterion}: {first.detail}"
+
     @classmethod
     def from_findings(cls, findings: list[Finding]) -> "Verdict":
         """Any ground-truth finding rejects as truth; else any text finding rejects as text; else accept."""

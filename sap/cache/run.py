@@ -87,12 +87,6 @@ class CacheRunDriver(RunDriver):
             raise FingerprintMismatch(f"run {self.run_id} cannot be resumed: cache {self.cache.name!r} changed since "
                                       f"the run started ({'; '.join(changes)})")
 
-    def _outcome(self, index: int) -> dict[str, Any]:
-        """Run slot `index` to its end, from its checkpoint if it has one."""
-        cfg = {"configurable": {"thread_id": f"{self.run_id}:{index}"}}
-        snap = self.graph.get_state(cfg)
-        if snap.values and not snap.next and not snap.tasks and "record" in snap.values:
-            return snap.values
-        if snap.values:
-            return self.graph.invoke(None, cfg, durability="sync")
-        return self.graph.invoke({"index": index, "seed": derive_seed(self.seed, index)}, cfg, durability="sync")
+    def _slot_input(self, index: int) -> dict[str, Any]:
+        """The cache graph's input for a new slot: its index and seed."""
+        return {"index": index, "seed": derive_seed(self.seed, index)}

@@ -121,12 +121,11 @@ def cache_synthesis_graph(ctx: CacheSynthesisContext, checkpointer: Any = None):
     def judge(state: CacheState) -> Command[Literal["write_query", "persist"]]:
         verdict = ctx.judge.judge(Trajectory.model_validate(state["trajectory"]), specs)
         update: dict[str, Any] = {"verdict": verdict.model_dump(mode="json")}
-        if verdict.accepted:
+        step, reason = verdict.next_step(state.get("query_rounds", 1), ctx.max_rewrites)
+        if step == "accept":
             return Command(goto="persist", update={**update, "status": "accepted"})
-        if verdict.decision == "reject_text" and state.get("query_rounds", 1) <= ctx.max_rewrites:
+        if step == "rewrite":
             return Command(goto="write_query", update=update)
-        first = verdict.reasons[0]
-        reason = f"judge {verdict.decision}: {first.criterion}: {first.detail}"
         return Command(goto="persist", update={**update, "status": "dropped", "drop_reason": reason})
 
     def persist(state: CacheState) -> dict[str, Any]:

@@ -360,13 +360,12 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
     def judge(state: SynthState) -> Command[Literal["write_messages", "rewrite", "persist"]]:
         verdict = ctx.judge.judge(trajectory_from_state(state, ctx), specs)
         update: dict[str, Any] = {"verdict": verdict.model_dump(mode="json")}
-        if verdict.accepted:
+        step, reason = verdict.next_step(state.get("message_rounds", 1), ctx.max_rewrites)
+        if step == "accept":
             status = "truncated" if state["status"] == "truncated" else "accepted"
             return Command(goto="rewrite", update={**update, "status": status})
-        if verdict.decision == "reject_text" and state.get("message_rounds", 1) <= ctx.max_rewrites:
+        if step == "rewrite":
             return Command(goto="write_messages", update=update)
-        first = verdict.reasons[0]
-        reason = f"judge {verdict.decision}: {first.criterion}: {first.detail}"
         return Command(goto="persist", update={**update, "status": "dropped", "drop_reason": reason})
 
     def rewrite_variant(state: SynthState) -> dict[str, Any]:

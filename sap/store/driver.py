@@ -199,9 +199,12 @@ class RunDriver:
             return snap.values  # finished before the process stopped, outcome not yet stored
         if snap.values:
             return self.graph.invoke(None, cfg, durability="sync")
+        return self.graph.invoke(self._slot_input(index), cfg, durability="sync")
+
+    def _slot_input(self, index: int) -> dict[str, Any]:
+        """The graph's input for a slot that has no checkpoint yet."""
         histogram = self.store.histogram_before(self.run_id, index)
-        return self.graph.invoke(slot_input(self.ctx.run_seed, index, histogram, self.config.get("mix")), cfg,
-                                 durability="sync")
+        return slot_input(self.ctx.run_seed, index, histogram, self.config.get("mix"))
 
     def run(self, on_record: Callable[[dict[str, Any]], None] | None = None,
             on_slot: Callable[[int, str], None] | None = None, concurrency: int = 1) -> RunProgress:
