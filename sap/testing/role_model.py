@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
 from sap.agents.messenger import describe_value
 from sap.prompts import prompt
@@ -23,15 +23,6 @@ _ARG = re.compile(r"^\s+(\w+): first turn (\w+|not possible); later (\w+)(?: \(f
 _OPTION = re.compile(r"^\[(\d+)\] (\S+) -> (\S+): ")
 _CHAIN_STEP = re.compile(r"^step \d+: (\w+): (.*); state verbatim: (\{.*\}); do not state \(comes from an earlier "
                          r"result\): (\{.*\})$")
-
-
-def _which(system: str) -> str:
-    """The sap prompt whose system text starts the request's system message."""
-    for name in ("planner_bind", "planner_narrative", "messenger_turn", "messenger_global", "messenger_clarify",
-                 "judge", "fsm_draft", "repair", "replan", "cache_query"):
-        if system.startswith(prompt(name).system):
-            return name
-    raise ValueError(f"not a sap role prompt: {system[:60]!r}")
 
 
 def _planner(user: str) -> dict[str, Any]:
@@ -172,30 +163,30 @@ def _cache_query(user: str) -> dict[str, Any]:
     return {"query": " Then ".join(sentences), "echo": echo}
 
 
+# each sap prompt the model answers, with its answer to the request's user text
+_ANSWERS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "planner_bind": _planner,
+    "planner_narrative": lambda _: {"narrative": "A customer wants to get a few errands done, one after another."},
+    "messenger_turn": _messenger_turn,
+    "messenger_global": _messenger_global,
+    "messenger_clarify": _messenger_clarify,
+    "judge": lambda _: {"findings": []},
+    "fsm_draft": _fsm_draft,
+    "repair": _repair,
+    "replan": _replan,
+    "cache_query": _cache_query,
+}
+
+
+def _which(system: str) -> str:
+    """The sap prompt whose system text starts the request's system message."""
+    for name in _ANSWERS:
+        if system.startswith(prompt(name).system):
+            return name
+    raise ValueError(f"not a sap role prompt: {system[:60]!r}")
+
+
 def role_model(request: dict[str, Any]) -> str:
     """A ScriptedLLMServer responder: the JSON answer a competent model would give to this sap prompt."""
     messages = request["messages"]
-    name = _which(messages[0]["content"])
-    user = messages[1]["content"]
-    answer: dict[str, Any]
-    if name == "planner_bind":
-        answer = _planner(user)
-    elif name == "planner_narrative":
-        answer = {"narrative": "A customer wants to get a few errands done, one after another."}
-    elif name == "messenger_turn":
-        answer = _messenger_turn(user)
-    elif name == "messenger_global":
-        answer = _messenger_global(user)
-    elif name == "messenger_clarify":
-        answer = _messenger_clarify(user)
-    elif name == "fsm_draft":
-        answer = _fsm_draft(user)
-    elif name == "repair":
-        answer = _repair(user)
-    elif name == "replan":
-        answer = _replan(user)
-    elif name == "cache_query":
-        answer = _cache_query(user)
-    else:
-        answer = {"findings": []}
-    return json.dumps(answer)
+    return json.dumps(_ANSWERS[_which(messages[0]["content"])](messages[1]["content"]))
