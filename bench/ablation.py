@@ -1,59 +1,62 @@
-"""Ablations of SAP's appendix B.3 on one domain, side by side: full, no FSM, no tags, no retry.
+"""SAP's pipeline ablations (Table 6) on one domain, side by side, through the named switches of `sap synthesize`.
 
-For each variant: pass rate (accepted records per slot tried), P_f rate and the tag distribution over
-200 accepted trajectories (or as many as the slot budget allows). Prints one line per variant, then
-all figures as one JSON line.
+For each variant, over `-n` accepted trajectories (the slot budget is 4n):
+- pass: accepted records per slot tried (a truncated record counts: it keeps at least min_keep_turns turns);
+- whole: records that ran every turn of their path (accepted, not truncated) per slot tried, the paper's Succ;
+- the source columns of Tables 5/6 (P_i, P_o, P_c with P_u inside, P_f) and the SAP 3.4 mean chain length.
+The paper's figures are printed where the paper gives them for that variant. Last line: one JSON object.
 """
 from __future__ import annotations
 
 import argparse
 import json
 
-from sap.agents.fsm_builder import FlatFSMBuilder
 from sap.api import synthesize
 from sap.provenance.stats import dataset_stats
-from sap.toolsets import load_toolset
 
-VARIANTS = {
-    "full": {},
-    "no_fsm": {"fsm_builder": FlatFSMBuilder()},
-    "no_tags": {"use_tags": False},
-    "no_retry": {"max_attempts": 1, "max_replans": 0, "max_repairs": 0},
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "full": (),
+    "no_tags": ("no_tags",),
+    "no_retry": ("no_retry",),
+    "no_fsm": ("no_fsm",),
+    "no_fsm_no_tags": ("no_fsm", "no_tags"),
 }
+# figures SAP's Table 6 gives (as quoted in issue 22): Succ of the full pipeline and of FSM+noTag, P_f of noFSM+Tag
+PAPER = {"full": {"whole": 0.89}, "no_tags": {"whole": 0.92, "P_o": 0.0}, "no_fsm": {"P_f": 0.1575}}
 
 
-def measure(toolset_name: str, n: int, seed: int, variant: str) -> dict:
+def measure(toolset: str, n: int, seed: int, variant: str) -> dict:
     """Synthesize `n` records under one variant and summarize them."""
-    summary = synthesize(load_toolset(toolset_name), n, seed=seed, max_slots=4 * n, **VARIANTS[variant])
-    stats = dataset_stats(summary.records) if summary.records else {}
-    return {
-        "variant": variant,
-        "accepted": summary.accepted,
-        "slots": summary.attempted,
-        "pass_rate": round(summary.accepted / summary.attempted, 3),
-        "truncated_share": round(summary.truncated / max(summary.accepted, 1), 3),
-        "fallback_rate": round(stats.get("fallback_rate", 0.0), 3),
-        "mean_turns": round(stats.get("mean_turns", 0.0), 2),
-        "mean_chain_length": round(stats.get("mean_chain_length", 0.0), 3),
-        "tag_distribution": {k: round(v, 3) for k, v in stats.get("tag_distribution", {}).items()},
-        "top_drop_reasons": dict(summary.dropped.most_common(3)),
-    }
+    run = synthesize(toolset, n, seed=seed, max_slots=4 * n, ablations=VARIANTS[variant])
+    stats = dataset_stats(run.records)
+    return {"variant": variant, "accepted": run.accepted, "slots": run.attempted,
+            "pass_rate": round(run.accepted / run.attempted, 3),
+            "whole": round((run.accepted - run.truncated) / run.attempted, 3),
+            **{k: round(v, 4) for k, v in stats["source_columns"].items()},
+            "mean_chain_length": round(stats["mean_chain_length"], 3), "mean_turns": round(stats["mean_turns"], 2),
+            "top_drop_reasons": dict(run.dropped.most_common(3)), "paper": PAPER.get(variant, {})}
+
+
+def _cell(value: float, paper: float | None) -> str:
+    """A share beside the paper's, when it gives one."""
+    return f"{value:6.1%}" + (f" ({paper:.1%})" if paper is not None else " " * 9)
 
 
 def main() -> None:
-    """Run every variant and print their figures."""
-    parser = argparse.ArgumentParser(description=__doc__)
+    """Run every variant and print the table, then all figures as one JSON line."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--toolset", default="store")
     parser.add_argument("-n", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     rows = [measure(args.toolset, args.n, args.seed, v) for v in VARIANTS]
+    print(f"{args.toolset}, n={args.n} per variant; sap's figure, the paper's in parentheses where it gives one")
+    print(f"{'variant':<15} {'pass':>7} {'whole (Succ)':>17} {'P_i':>7} {'P_o':>16} {'P_c':>7} {'P_f':>16} {'mean L':>7}")
     for r in rows:
-        tags = ", ".join(f"{k} {v:.0%}" for k, v in r["tag_distribution"].items())
-        print(f"{r['variant']:<9} pass {r['pass_rate']:.0%} ({r['accepted']}/{r['slots']}), truncated "
-              f"{r['truncated_share']:.0%}, P_f {r['fallback_rate']:.1%}, turns {r['mean_turns']}, "
-              f"mean L {r['mean_chain_length']}; tags: {tags}")
-    print(json.dumps({"bench": "ablation", "toolset": args.toolset, "n": args.n, "variants": rows}))
+        p = r["paper"]
+        print(f"{r['variant']:<15} {r['pass_rate']:7.1%} {_cell(r['whole'], p.get('whole'))} {r['P_i']:7.1%} "
+              f"{_cell(r['P_o'], p.get('P_o'))} {r['P_c']:7.1%} {_cell(r['P_f'], p.get('P_f'))} {r['mean_chain_length']:7.2f}")
+    print(json.dumps({"bench": "ablation", "toolset": args.toolset, "n": args.n, "seed": args.seed, "variants": rows}))
 
 
 if __name__ == "__main__":

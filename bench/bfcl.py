@@ -14,9 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from sap.api import parse_mix, synthesize
+from sap.api import synthesize
 from sap.export.bfcl import to_bfcl, write_bfcl
 from sap.provenance.external import file_stats
+from sap.runs.slots import parse_mix
 from sap.testing.bfcl_checker import check_entry, drop_one_call
 from sap.toolsets import load_toolset
 from sap.toolsets.bfcl import BFCL_CLASSES, data_dir

@@ -22,8 +22,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from sap.agents.judge import RuleJudge
 from sap.agents.messenger import RuleMessenger
 from sap.agents.planner import RulePlanner
-from sap.api import slot_input
 from sap.graphs.synthesis import SynthesisContext, synthesis_graph
+from sap.runs.slots import slot_input
 from sap.store.checkpoint import checkpointer_for
 from sap.toolsets import load_toolset
 
@@ -81,12 +81,12 @@ def measure(toolset_name: str, name: str, n: int, delay: float, pg_url: str | No
     ctx = SynthesisContext(toolset=toolset, **agents)
     ctx.fsm()
     with backend(name, pg_url) as saver:
-        graph = synthesis_graph(ctx, checkpointer=saver)
+        graph = synthesis_graph(saver)
         start = time.perf_counter()
         for index in range(n):
             cfg = {"configurable": {"thread_id": f"bench:{index}"}}
             extra = {"durability": "sync"} if saver is not None else {}  # durability needs a checkpointer
-            graph.invoke(slot_input(0, index, {}, None), cfg, **extra)
+            graph.invoke(slot_input(0, index, {}, None), cfg, context=ctx, **extra)
         return n / (time.perf_counter() - start)
 
 

@@ -27,9 +27,9 @@ from typing import Any, Callable, ContextManager, Iterator
 from sap.agents.config import build_agents_config
 from sap.graphs import synthesis
 from sap.llm import client, usage
+from sap.runs.driver import RunDriver, run_config, start_run
 from sap.store import runs
 from sap.store.checkpoint import checkpointer_for
-from sap.store.driver import RunDriver, run_config, start_run
 from sap.store.runs import RunStore
 from sap.toolsets import load_toolset
 
@@ -89,7 +89,6 @@ def cpu_split(toolset: str, api_base: str, concurrency: int, seed: int) -> dict[
     where sap hands work to LiteLLM, the checkpointer and the run store). `litellm` includes the openai SDK and
     the HTTP client that LiteLLM drives."""
     import yappi  # a dev dependency, needed only here
-
     from langgraph.checkpoint import sqlite as sqlite_saver
 
     @contextlib.contextmanager

@@ -1,14 +1,29 @@
-"""Offline synthesis throughput per built-in toolset on one core, with the per-node time split.
+"""Offline synthesis throughput per built-in toolset on one core, with the per-node time split; with
+`--latency`, stored runs on a simulated LLM at concurrency 1 and 8 and with 4 workers on PostgreSQL, before
+(the sap of git revision `--before`) and after (this tree), side by side.
 
-Prints one line per toolset, then all figures as one JSON line. Target: >= 20 trajectories/s.
+Prints one line per toolset (or per setting), then all figures as one JSON line. Target: >= 20 trajectories/s.
 The FSM is built (probed) once before timing; its cost is reported separately.
+
+With --latency every role is sap.testing's RoleModel behind a scripted server answering after that many seconds
+(bench/llm_calls.py's model server). Each run is a child process whose PYTHONPATH is the measured tree, so before
+and after run the same bench code on the same model; the rows alternate before/after to spread the machine's load.
+The 4-worker rows need --pg-url (or SAP_TEST_PG_URL): each run gets a database of its own, dropped afterwards.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import secrets
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
+from pathlib import Path
+from typing import Any, Iterator
 
 from sap.api import synthesize
 from sap.graphs.synthesis import SynthesisContext
@@ -38,12 +53,129 @@ def measure(name: str, n: int, seed: int) -> dict:
     }
 
 
+SETTINGS = {"concurrency 1": (1, 1), "concurrency 8": (8, 1), "4 workers (PostgreSQL)": (1, 4)}  # (threads, workers)
+
+
+@contextlib.contextmanager
+def source_tree(revision: str) -> Iterator[Path]:
+    """The `sap` package of git `revision` of this repository, unpacked into a temporary directory."""
+    repo = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "src.tar"
+        subprocess.run(["git", "-C", str(repo), "archive", "-o", str(archive), revision, "sap"], check=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp, filter="data")
+        yield Path(tmp)
+
+
+@contextlib.contextmanager
+def fresh_database(server_url: str) -> Iterator[str]:
+    """A new database on the PostgreSQL server of `server_url`, dropped afterwards."""
+    import psycopg
+
+    name = f"sap_bench_{secrets.token_hex(4)}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield server_url.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def stored_run(job: dict[str, Any]) -> dict[str, Any]:
+    """In the child: one stored run of the store toolset on the model at `api_base`, with `threads` slots in
+    flight in each of `workers` processes (`sap worker`), timed from the first slot to the last."""
+    from llm_calls import run_once  # bench/ is this script's directory, so the child imports its sibling
+
+    if job["workers"] == 1:
+        out = run_once("store", job["api_base"], job["n"], "per_turn", job["threads"], job["seed"])
+        return {"seconds": out["wall_s"], "accepted": out["accepted"], "slots": out["slots"]}
+    from sap.agents.config import build_agents_config
+    from sap.runs.driver import run_config, start_run
+    from sap.store.checkpoint import checkpointer_for
+    from sap.store.runs import RunStore
+    from sap.toolsets import load_toolset
+
+    agents = build_agents_config(agents="llm", message_mode="per_turn", model_overrides={
+        "model": "openai/rolemodel-workers", "api_base": job["api_base"], "concurrency": 8, "timeout": 30})
+    store = RunStore(job["db"])
+    run_id = start_run(store, load_toolset("store"), run_config(job["n"], job["seed"], None, {}, agents=agents))
+    with checkpointer_for(job["db"]):  # the checkpoint tables exist before the workers start
+        pass
+    start = time.perf_counter()
+    workers = [subprocess.Popen([sys.executable, "-m", "sap.cli", "worker", run_id, "--db", job["db"]],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+               for _ in range(job["workers"])]
+    errors = [w.communicate()[1] for w in workers]
+    if any(w.returncode for w in workers):
+        raise SystemExit(f"a worker failed: {errors}")
+    seconds = time.perf_counter() - start
+    counts = store.counts(run_id)
+    return {"seconds": seconds, "accepted": counts.get("accepted", 0), "slots": sum(counts.values())}
+
+
+def timed_in(root: Path, job: dict[str, Any]) -> dict[str, Any]:
+    """Run `stored_run(job)` in a child process importing `sap` from `root`; its figures."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, __file__, "--child", json.dumps(job)], env=env, capture_output=True,
+                          text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"bench child under {root} failed:\n{done.stderr}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def latency_rows(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Trajectories per second per setting, before and after, on the simulated model."""
+    from llm_calls import model_server
+
+    pg_url = args.pg_url or os.environ.get("SAP_TEST_PG_URL")
+    settings = {k: v for k, v in SETTINGS.items() if v[1] == 1 or pg_url}
+    rows: dict[str, dict[str, Any]] = {name: {} for name in settings}
+    after = Path(__file__).resolve().parent.parent
+    with source_tree(args.before) as before, model_server(args.latency) as api_base:
+        for name, (threads, workers) in settings.items():
+            n = args.n if threads * workers > 1 else max(4, args.n // 8)  # sequential runs need fewer slots
+            for _ in range(args.repeats):
+                for label, root in (("before", before), ("after", after)):
+                    with fresh_database(pg_url) if workers > 1 else contextlib.nullcontext() as db:
+                        out = timed_in(root, {"api_base": api_base, "n": n, "threads": threads,
+                                              "workers": workers, "seed": args.seed, "db": db})
+                    runs = rows[name].setdefault(label, [])
+                    runs.append(round(out["accepted"] / out["seconds"], 3))
+    return {name: {label: {"trajectories_per_s": max(runs), "runs": runs} for label, runs in row.items()}
+            for name, row in rows.items()}
+
+
+def latency_main(args: argparse.Namespace) -> None:
+    """Print before and after side by side per setting, then one JSON line."""
+    rows = latency_rows(args)
+    for name, row in rows.items():
+        before, after = row["before"]["trajectories_per_s"], row["after"]["trajectories_per_s"]
+        row["after_over_before"] = round(after / before, 3)
+        print(f"{name:<24} before {before:6.3f} traj/s   after {after:6.3f} traj/s   "
+              f"after/before {after / before:.2f}  (runs: before {row['before']['runs']}, after {row['after']['runs']})")
+    print(json.dumps({"bench": "throughput_latency", "latency_s": args.latency, "n": args.n, "before": args.before,
+                      "settings": rows}))
+
+
 def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("-n", type=int, default=100)
+    parser.add_argument("-n", type=int, default=100, help="accepted trajectories (with --latency: per parallel run)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--latency", type=float, help="simulated LLM latency in seconds: stored runs, before/after")
+    parser.add_argument("--before", default="main", help="git revision whose sap is 'before' (with --latency)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per setting and tree; the best counts")
+    parser.add_argument("--pg-url", help="PostgreSQL server for the 4-worker rows (default: $SAP_TEST_PG_URL)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        print(json.dumps(stored_run(json.loads(args.child))))
+        return
+    if args.latency is not None:
+        latency_main(args)
+        return
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     rows = [measure(name, args.n, args.seed) for name in builtin_names()]

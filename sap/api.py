@@ -1,110 +1,183 @@
-"""The Python entry points: synthesize records for a toolset, one graph thread per trajectory slot."""
+"""The Python entry points: synthesize, resume and list durable runs, through the same RunDriver as `sap synthesize`."""
 from __future__ import annotations
 
-import hashlib
-import random
+import re
+import shutil
+import tempfile
+import weakref
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
-from sap.graphs.synthesis import SynthesisContext, synthesis_graph
+from sap.agents.config import AgentsConfig, build_agents_config
+from sap.errors import UsageError
 from sap.model import Toolset
-from sap.toolsets import load_toolset
+from sap.runs.settings import DEFAULT_LIMITS, RunSettings, live_context
+from sap.store.runs import RunStore, existing_store
 
+# the toolsets and the pipeline (LangGraph, LiteLLM) loads inside the functions that run it: `sap runs` lists runs without it
 
-def derive_seed(run_seed: int, index: int) -> int:
-    """The trajectory seed of slot `index`: stable across runs, machines and Python versions."""
-    return int.from_bytes(hashlib.sha256(f"sap:{run_seed}:{index}".encode()).digest()[:8], "big")
+OnRecord = Callable[[dict[str, Any]], None]
 
 
 @dataclass
-class SynthesisSummary:
-    """What a run produced: the accepted records and why the other slots were dropped."""
+class Run:
+    """A run as it ended in this call: its id and database, its accepted records in slot order, and why the other
+    slots were dropped. Iterating it gives the records; `on_record` got each one as it was accepted."""
 
+    run_id: str
+    db: str
+    status: str
+    target: int
     records: list[dict[str, Any]] = field(default_factory=list)
     attempted: int = 0
     truncated: int = 0
     dropped: Counter = field(default_factory=Counter)
-    rejections: list[dict[str, Any]] = field(default_factory=list)  # every dropped slot: index, reason, verdict
+    rejections: list[dict[str, Any]] = field(default_factory=list)  # every dropped slot: index, reason, verdict, kind
+    cost_usd: float = 0.0
 
     @property
     def accepted(self) -> int:
         """Number of accepted records."""
         return len(self.records)
 
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """The accepted records in slot order."""
+        return iter(self.records)
 
-def reason_kind(reason: str) -> str:
-    """A drop reason without its per-trajectory details, for the summary."""
-    if reason.startswith("code check"):
-        return "code check failed"
-    if reason.startswith("judge"):
-        return reason.split(":")[0] + ": " + reason.split(":")[1].strip()
-    if "failed" in reason and "times" in reason:
-        return f"{reason.split(' failed')[0]} kept failing before 2 turns"
-    return reason
+    def __len__(self) -> int:
+        """Number of accepted records."""
+        return len(self.records)
 
-
-KINDS = ("base", "miss_param", "miss_func")
+    def resume_command(self) -> str:
+        """The command line that continues this run."""
+        return f"sap resume {self.run_id} --db {self.db}"
 
 
-def parse_mix(text: str) -> dict[str, float]:
-    """`base=0.6,miss_param=0.2,miss_func=0.2` -> shares; raises ValueError naming a bad part."""
-    mix: dict[str, float] = {}
-    for part in text.split(","):
-        name, _, share = part.partition("=")
-        name = name.strip()
-        if name not in KINDS:
-            raise ValueError(f"--mix: unknown kind {name!r}; kinds are {', '.join(KINDS)}")
-        try:
-            mix[name] = float(share)
-        except ValueError:
-            raise ValueError(f"--mix: share of {name} is not a number: {share!r}") from None
-        if mix[name] < 0:
-            raise ValueError(f"--mix: share of {name} is negative")
-    if sum(mix.values()) <= 0:
-        raise ValueError("--mix: shares add up to zero")
-    return mix
+def agents_settings(model: str | None = None, models: dict[str, str] | None = None, api_base: str | None = None,
+                    api_key_env: str | None = None, agents_config: str | Path | AgentsConfig | None = None
+                    ) -> AgentsConfig:
+    """The agents of a run: a TOML file (or an AgentsConfig), then one model for every role, then per-role models."""
+    if isinstance(agents_config, AgentsConfig):
+        return agents_config
+    return build_agents_config(agents_config, model_overrides={"model": model, "api_base": api_base,
+                                                               "api_key_env": api_key_env}, role_models=models)
 
 
-def slot_kind(mix: dict[str, float], run_seed: int, index: int) -> str:
-    """The kind slot `index` asks for, drawn from the mix with a seed of its own."""
-    kinds = [k for k in KINDS if mix.get(k, 0) > 0]
-    return random.Random(f"sap-kind:{run_seed}:{index}").choices(kinds, weights=[mix[k] for k in kinds])[0]
+def find_run(store: RunStore, toolset: Toolset, settings: RunSettings, new_run: bool = False) -> str | None:
+    """The run with these settings in `store` that the same call continues (None: start one, or `new_run`);
+    UsageError naming the run and the changed settings if an unfinished run of this toolset has other settings."""
+    from sap.runs.driver import find_resumable
+
+    if new_run:
+        return None
+    run_id, why = find_resumable(store, toolset, settings.run_config())
+    if why:
+        other = re.search(r"run-\w+", why)
+        raise UsageError(f"{why}; resume it with its own settings (sap resume {other[0] if other else ''} "
+                         f"--db {store.url}) or start a new run (--new-run, new_run=True)")
+    return run_id
 
 
-def slot_input(run_seed: int, index: int, histogram: Counter, mix: dict[str, float] | None) -> dict[str, Any]:
-    """The synthesis graph's input for slot `index`: its seed, the run's tool histogram so far, its kind."""
-    return {"index": index, "seed": derive_seed(run_seed, index), "tool_histogram": dict(histogram),
-            "kind": slot_kind(mix, run_seed, index) if mix else "base"}
+def work(store: RunStore, run_id: str, toolset: Toolset | None, *, concurrency: int = 1,
+         max_cost: float | None = None, on_record: OnRecord | None = None, live: dict[str, Any] | None = None,
+         driver_cls: type | None = None) -> Run:
+    """Work on a stored run until it is complete, exhausted or at its cost cap (with RunDriver, or `driver_cls`, e.g.
+    the cache mode's); what it holds then."""
+    from sap.runs.driver import RunDriver
+    from sap.store.checkpoint import checkpointer_for
+
+    driver_cls = driver_cls or RunDriver
+    with checkpointer_for(store.url) as saver:
+        driver = driver_cls(store, run_id, toolset, saver, max_cost=max_cost, **({"live": live} if live else {}))
+        done = driver.run(on_record=on_record, concurrency=concurrency)
+    return run_state(store, run_id, done.status)
 
 
-def synthesize(toolset: Toolset | str, n: int, seed: int = 0, *, max_slots: int | None = None,
-               mix: dict[str, float] | None = None,
-               on_record: Callable[[dict[str, Any]], None] | None = None,
-               on_slot: Callable[[int, str], None] | None = None, **context: Any) -> SynthesisSummary:
-    """Synthesize `n` accepted trajectories for `toolset`; slots run in index order with seeds from (seed, index)."""
-    if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
+def run_state(store: RunStore, run_id: str, status: str | None = None) -> Run:
+    """What run `run_id` holds: records, rejections and counts (`status` as the driver ended, else as stored)."""
+    run = store.run(run_id)
+    counts = store.counts(run_id)
+    records, rejections = store.records(run_id), store.rejections(run_id)
+    return Run(run_id, store.url, status or store.shown_status(run), run.target, records,
+               attempted=sum(counts.values()) - counts.get("running", 0) - counts.get("pending", 0),
+               truncated=sum(bool(r["meta"].get("truncated")) for r in records),
+               dropped=Counter(r["kind"] for r in rejections), rejections=rejections,
+               cost_usd=store.usage(run_id).spent_usd())
+
+
+def synthesize(toolset: Toolset | str, n: int, *, seed: int = 0, model: str | None = None,
+               models: dict[str, str] | None = None, api_base: str | None = None, api_key_env: str | None = None,
+               agents_config: str | Path | AgentsConfig | None = None, db: str | None = None, concurrency: int = 1,
+               max_cost: float | None = None, mix: dict[str, float] | None = None, max_slots: int | None = None,
+               new_run: bool = False, on_record: OnRecord | None = None, ablations: Iterable[str] = (),
+               **limits: Any) -> Run:
+    """Synthesize `n` accepted trajectories for `toolset` as a durable run: on `db` (a run database URL; the same
+    call again continues it) or, with db=None, on a temporary SQLite database removed with the returned Run.
+
+    `model` makes every role an LLM role (`models={"judge": ...}` per role; `api_base` for a self-hosted server;
+    `api_key_env` names the key's variable); `ablations` switch parts of the pipeline off by name ("no_tags",
+    "no_retry", "no_repair", "no_fsm"; see `sap.runs.settings.ABLATIONS`), recorded in the run's fingerprint;
+    `limits` are SynthesisContext limits (min_turns, max_turns, emphasis_size, ...) or, on a temporary database
+    only, agent objects (planner=..., judge=...)."""
+    from sap.runs.driver import start_run
+    from sap.toolsets import load_toolset
+
+    stored, live = live_context(limits)
+    settings = RunSettings(n=n, seed=seed, mix=mix, max_slots=max_slots, limits={**DEFAULT_LIMITS, **stored},
+                           agents=agents_settings(model, models, api_base, api_key_env, agents_config),
+                           concurrency=concurrency, max_cost=max_cost, ablations=tuple(ablations))
+    settings.check()
+    if db is not None and live:
+        raise UsageError(f"{sorted(live)[0]}: agent objects are not stored with a run, so they need db=None; "
+                         "name models instead (model=..., models={role: ...})")
     ts = load_toolset(toolset) if isinstance(toolset, str) else toolset
-    ctx = SynthesisContext(toolset=ts, run_seed=seed, **context)
-    graph = synthesis_graph(ctx)
-    summary = SynthesisSummary()
-    limit = max_slots if max_slots is not None else 5 * n + 20
-    index = 0
-    histogram: Counter = Counter()  # H: tool calls in the accepted records so far (long-tail emphasis)
-    while summary.accepted < n and index < limit:
-        out = graph.invoke(slot_input(seed, index, histogram, mix))
-        summary.attempted += 1
-        if out.get("record") is not None:
-            summary.records.append(out["record"])
-            histogram.update(p["name"] for p in out["record"]["provenance"])
-            summary.truncated += out["status"] == "truncated"
-            if on_record is not None:
-                on_record(out["record"])
-        else:
-            summary.dropped[reason_kind(out.get("drop_reason") or "unknown")] += 1
-            summary.rejections.append({"index": index, "reason": out.get("drop_reason"), "verdict": out.get("verdict")})
-        if on_slot is not None:
-            on_slot(index, out["status"])
-        index += 1
-    return summary
+    temporary = tempfile.mkdtemp(prefix="sap-run-") if db is None else None
+    store = RunStore(db or f"sqlite:///{Path(temporary, 'run.db')}")
+    try:
+        run_id = find_run(store, ts, settings, new_run) or start_run(store, ts, settings.run_config(), live)
+        run = work(store, run_id, ts, concurrency=concurrency, max_cost=max_cost, on_record=on_record, live=live)
+    except BaseException:
+        if temporary:
+            shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    if temporary:
+        store.engine.dispose()
+        weakref.finalize(run, shutil.rmtree, temporary, ignore_errors=True)
+    return run
+
+
+def resume(run_id: str, *, db: str, toolset: Toolset | str | None = None, concurrency: int = 1,
+           max_cost: float | None = None, on_record: OnRecord | None = None) -> Run:
+    """Continue a stored run from its checkpoints until its target is met (`toolset`: the domain module of a run
+    over one, if it moved)."""
+    from sap.runs.cache import CacheRunDriver
+    from sap.toolsets import data_toolset_name, load_toolset
+
+    store = existing_store(db)
+    run = store.run(run_id)
+    if run.config.get("mode") == "cache":  # a cache run: its cache and templates are in the database
+        return work(store, run_id, None, concurrency=concurrency, max_cost=max_cost, on_record=on_record,
+                    driver_cls=CacheRunDriver)
+    ts = toolset if isinstance(toolset, Toolset) else \
+        load_toolset(data_toolset_name(run.toolset, toolset, f"run {run_id}'s toolset"))
+    return work(store, run_id, ts, concurrency=concurrency, max_cost=max_cost, on_record=on_record)
+
+
+def list_runs(db: str) -> list[dict[str, Any]]:
+    """Every run in `db`, oldest first: id, status (a running run no live worker holds is `interrupted`), toolset,
+    counts, cost, creation time, output file and the command that continues it."""
+    store = existing_store(db)
+    rows = []
+    for run in store.runs():
+        counts, output = store.counts(run.id), store.output(run.id)
+        status = store.shown_status(run)
+        rows.append({"id": run.id, "status": status, "toolset": run.toolset, "accepted": counts.get("accepted", 0),
+                     "target": run.target, "rejected": counts.get("rejected", 0), "failed": counts.get("failed", 0),
+                     "cost_usd": round(store.usage(run.id).spent_usd(), 6),
+                     "created": run.created.isoformat(timespec="seconds"),
+                     "output": output.path if output else None,
+                     "resume": f"sap resume {run.id} --db {db}" if status in ("interrupted", "budget") else None})
+    return rows

@@ -3,12 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    from sap.executors.base import Executor
 
 
 class ToolSpec(BaseModel):
@@ -53,7 +50,7 @@ class Toolset:
     name: str
     description: str
     tools: list[ToolSpec]
-    executor_factory: Callable[[], "Executor"]
+    executor_factory: Callable[[], Executor]
     sample_config: Callable[[int], dict[str, Any]]
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -75,6 +72,20 @@ class Tag(str, Enum):
     fallback = "fallback"  # P_f: declared source unusable at run time
 
 
+class Selector(BaseModel):
+    """How a reference singles out its value among several of the same kind: by a field value no sibling shares,
+    by position in its listing, by naming it, and/or as the most recent of several results or statements."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    noun: str = "entry"  # what the elements are, in words ("order", "file name")
+    field: str | None = None  # a field of the element whose value no sibling shares
+    value: Any = None  # that field's value
+    position: int | None = None  # 1-based place of the element (or statement) among its siblings
+    named: bool = False  # the user names the value itself (a listing the user has not seen yet)
+    latest: bool = False  # the most recent of several results of the same tool (or statements of the value)
+
+
 class ArgProvenance(BaseModel):
     """The declared and verified source of one argument value."""
 
@@ -83,6 +94,7 @@ class ArgProvenance(BaseModel):
     call: int | None = None  # call index within the producing turn (P_o)
     path: str | None = None  # JSON path inside the result (P_o) or inside c0 (P_i)
     fallback_from: Tag | None = None  # the tag that could not be honoured (P_f)
+    selector: Selector | None = None  # how the reference singles out its value when it is one among several
 
     def effective_tag(self) -> Tag:
         """The tag of the source actually used: for a fallback, what its located source amounts to."""
@@ -96,12 +108,13 @@ class ArgProvenance(BaseModel):
 
     def source(self) -> dict[str, Any] | None:
         """The locating part as exported: turn/call/path for P_o, path for P_i, anchor turn for P_u."""
+        chosen = {"selector": self.selector.model_dump(mode="json", exclude_defaults=True)} if self.selector else {}
         if self.tag == Tag.prev_output:
-            return {"turn": self.turn, "call": self.call, "path": self.path}
+            return {"turn": self.turn, "call": self.call, "path": self.path, **chosen}
         if self.tag == Tag.initial_state:
             return {"path": self.path}
         if self.tag == Tag.prev_user_msg:
-            return {"turn": self.turn}
+            return {"turn": self.turn, **chosen}
         return None
 
 
@@ -202,6 +215,7 @@ class FSM(BaseModel):
     finals: list[str]
     transitions: list[Transition]
     producers: dict[str, dict[str, list[str]]] = Field(default_factory=dict)  # tool -> arg -> tools whose results feed it
+    writes: list[str] = Field(default_factory=list)  # action tools: a call of one that leaves the state as it was is a no-op
 
     def out_edges(self, state: str) -> list[int]:
         """Indices of the transitions leaving `state`."""
@@ -213,3 +227,32 @@ class FSM(BaseModel):
             if s.id == state_id:
                 return s
         raise KeyError(state_id)
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """Outcome of one call: ok with a JSON value, or an error text."""
+
+    ok: bool
+    value: Any = None
+    error: str | None = None
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """A stateful tool environment that can be reset, rolled back and compared."""
+
+    def reset(self, c0: dict[str, Any]) -> None:
+        """Load the initial configuration c0, discarding all state."""
+
+    def execute(self, call: ToolCall) -> ExecResult:
+        """Run one call; never raises for tool failures, and a failed call leaves the state as it was."""
+
+    def snapshot(self) -> Any:
+        """An opaque copy of the current state."""
+
+    def restore(self, snap: Any) -> None:
+        """Return to a state taken by `snapshot`."""
+
+    def state(self) -> dict[str, Any]:
+        """A comparable JSON view of the current state."""

@@ -13,6 +13,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from sap.errors import MissingExtra
 from sap.provenance.external import file_stats
 
 INSTALL_HINT = "matplotlib is not installed; run pip install 'sap-synth[report]'"
@@ -21,7 +22,7 @@ TAG_COLOURS = {"initial_state": "#4c72b0", "prev_output": "#dd8452", "self_creat
                "prev_user_msg": "#8172b3", "fallback": "#c44e52", "unknown": "#8c8c8c"}
 
 
-class ReportUnavailable(Exception):
+class ReportUnavailable(MissingExtra):
     """The report needs matplotlib, which is not installed."""
 
 

@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from sap.executors.base import end_state_hash
 from sap.export.records import record_to_trajectory
+from sap.jsonutil import read_records
 from sap.model import Toolset
-from sap.provenance.checks import code_check
-from sap.toolsets import load_toolset
+from sap.provenance.policy import policy_check, policy_of
+from sap.toolsets import toolset_for_data
 
 
 @dataclass(frozen=True)
@@ -25,21 +27,9 @@ class Problem:
         return f"record {self.record} (line {self.line}): {self.detail}"
 
 
-def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, record) for each non-empty line of a JSONL file; bad JSON raises ValueError naming the line."""
-    with open(path, encoding="utf-8") as fh:
-        for no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield no, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{no}: not a JSON record: {exc.msg}") from exc
-
-
 def validate_record(record: dict[str, Any], toolset: Toolset, line: int = 0) -> list[Problem]:
     """Replay one record from its initial_config: every result must match, the end state must hash to the recorded
-    `meta.end_state_hash` (when the record has one), and the code check must pass."""
+    `meta.end_state_hash` (when the record has one), and the code check (with the toolset's policy) must pass."""
     rid = str(record.get("id", f"#{line}"))
     traj = record_to_trajectory(record)
     ex = toolset.executor_factory()
@@ -62,37 +52,35 @@ def validate_record(record: dict[str, Any], toolset: Toolset, line: int = 0) -> 
     finally:
         if hasattr(ex, "close"):
             ex.close()
-    problems += [Problem(rid, line, f"provenance: {p}") for p in code_check(traj)]
+    problems += [Problem(rid, line, f"provenance: {p}") for p in policy_check(traj, policy_of(toolset))]
     return problems
 
 
-def _toolset(name: str, cache_db: str | None) -> Toolset:
-    """A toolset by name; `cache:NAME` is that cache in `cache_db` (sqlite:///sap.db by default), replayed on the
-    cache executor."""
-    if not name.startswith("cache:"):
-        return load_toolset(name)
-    from sap.cache.store import CacheStore
-    from sap.store import RunStore
+def _open_cache(cache_db: str | None) -> Callable[[str], Toolset]:
+    """Opens a cache by name from `cache_db` (sqlite:///sap.db by default; never created here), to replay
+    cache-mode records on."""
+    def open_cache(name: str) -> Toolset:
+        from sap.cache.store import CacheStore
+        from sap.store.runs import existing_store
 
-    try:
-        return CacheStore(RunStore(cache_db or "sqlite:///sap.db")).load(name[len("cache:"):]).toolset()
-    except KeyError as exc:
-        raise ValueError(exc.args[0]) from None
+        try:
+            return CacheStore(existing_store(cache_db or "sqlite:///sap.db")).load(name).toolset()
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
+
+    return open_cache
 
 
 def validate_file(path: str | Path, toolset_name: str | None = None,
                   cache_db: str | None = None) -> tuple[int, list[Problem]]:
-    """(records checked, problems) for a JSONL file; the toolset comes from each record's meta unless given, and
-    cache-mode records replay on their cache in `cache_db`."""
-    cache: dict[str, Toolset] = {}
+    """(records checked, problems) for a JSONL file; the toolset is `toolset_name` if given, else each record's
+    meta.toolset (a built-in name, never a module path: data never names code), and cache-mode records replay on
+    their cache in `cache_db`."""
+    loaded: dict[str, Toolset] = {}
     count, problems = 0, []
     for line, record in read_records(path):
-        name = toolset_name or record.get("meta", {}).get("toolset")
-        if not name:
-            problems.append(Problem(str(record.get("id", f"#{line}")), line, "no toolset in meta; pass --toolset"))
-            continue
-        if name not in cache:
-            cache[name] = _toolset(name, cache_db)
-        problems += validate_record(record, cache[name], line)
+        toolset = toolset_for_data((record.get("meta") or {}).get("toolset"), toolset_name, f"{path}:{line}", loaded,
+                                   _open_cache(cache_db))
+        problems += validate_record(record, toolset, line)
         count += 1
     return count, problems

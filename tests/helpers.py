@@ -1,4 +1,4 @@
-"""Small builders shared by the tests: calls and plan requests, and a collected travel cache."""
+"""Small builders shared by the tests: calls and plan requests, a collected travel cache, hotel tool specs."""
 from __future__ import annotations
 
 import itertools
@@ -51,3 +51,19 @@ def travel_cache(root: Path, seeds: int) -> tuple[Path, Path, Path]:
     assert main(["cache", "collect", "--toolset", "travel", "--templates", str(templates), "--seeds", str(seeds),
                  "--db", f"sqlite:///{db}"]) == 0
     return root, templates, db
+
+
+# two hotel tools and a template chaining them (cache query writer and role schema tests)
+HOTEL_SPECS = [ToolSpec(name="search_hotels", description="Find hotels in a city for some nights.", parameters={
+                   "type": "object", "properties": {"city": {"type": "string"}, "nights": {"type": "integer"}},
+             "required": ["city", "nights"]}),
+               ToolSpec(name="get_hotel", description="Get a hotel's rooms.", parameters={
+                   "type": "object", "properties": {"hotel_id": {"type": "string"}}, "required": ["hotel_id"]})]
+HOTEL_TEMPLATES = """
+templates:
+  - name: search-get
+    steps:
+      - function: search_hotels
+      - function: get_hotel
+        bind: {hotel_id: {step: 0, path: "$.hotels[*].id"}}
+"""

@@ -9,7 +9,8 @@ from sap.api import synthesize
 from sap.cli import main
 from sap.export.bfcl import BfclExportError, call_string, to_bfcl
 from sap.export.records import record_to_trajectory
-from sap.model import ToolCall
+from sap.fsm.build import RuleFSMBuilder
+from sap.model import Tag, ToolCall
 from sap.toolsets import UnknownToolset, load_toolset
 from sap.toolsets import bfcl as bfcl_mod
 from sap.toolsets.bfcl import BFCL_CLASSES, INSTALL_HINT, bfcl_names, parse_bfcl_name
@@ -236,3 +237,30 @@ def test_file_system_names_come_from_listings_and_the_start_directory_and_math_c
     assert any(tag == "prev_output" and path.startswith("$.current_directory_content[") for tag, path in fs)
     assert any(tag == "initial_state" and path.endswith("~") for tag, path in fs)
     assert any(tag == "prev_output" and path == "$.result" for tag, path in sources["bfcl/MathAPI"])
+
+
+@needs_bfcl
+def test_vehicle_results_feed_later_calls_through_the_declared_links():
+    """VehicleControlAPI's results name what other tools take: the tire shop is a navigation destination, a
+    city's zipcode an end of a distance estimate, a liter conversion the fuel to add."""
+    toolset = load_toolset("bfcl/VehicleControlAPI")
+    assert "Rivermist" in toolset.tool("get_zipcode_based_on_city").properties["city"]["enum"]  # from the == chain
+    fsm = RuleFSMBuilder().build(toolset)
+    assert "find_nearest_tire_shop" in fsm.producers["set_navigation"]["destination"]
+    assert "liter_to_gallon" in fsm.producers["fillFuelTank"]["fuelAmount"]
+    assert "estimate_distance" in fsm.producers["estimate_drive_feasibility_by_mileage"]["distance"]
+    assert any(t.provenance_tag.get("set_navigation", {}).get("destination") == Tag.prev_output
+               for t in fsm.transitions)
+    assert {"set_navigation", "fillFuelTank", "lockDoors"} <= set(fsm.writes)
+    assert "find_nearest_tire_shop" not in fsm.writes
+
+
+@needs_bfcl
+def test_a_c0_without_bookings_does_not_hide_the_booking_fields_of_another():
+    """The probe keeps results per sampled c0: TravelAPI's flight searches are fed by the booking history even
+    though the first sampled traveller has no booking."""
+    toolset = load_toolset("bfcl/TravelAPI")
+    assert not toolset.sample_config(0)["TravelAPI"]["booking_record"]
+    fsm = RuleFSMBuilder().build(toolset)
+    assert "get_booking_history" in fsm.producers["get_flight_cost"]["travel_from"]
+    assert toolset.tool("book_flight").properties["travel_class"]["enum"] == ["economy", "business", "first"]

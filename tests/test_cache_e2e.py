@@ -75,23 +75,25 @@ def test_interrupted_cache_run_resumes_to_the_uninterrupted_bytes(collected, mon
         return main(["cache", "synthesize", "--cache", "travel", "--templates", str(templates), "-n", "15",
                      "-o", str(root / f"{name}.jsonl"), "--db", f"sqlite:///{root / name}.db", "--seed", "3"])
 
-    assert run("a") == 0
-    calls = {"n": 0}
+    calls = {"n": 0, "stop_at": None}
     write = RuleQueryWriter.write
 
-    def flaky(self, sample, specs, rng, feedback=()):
+    def counted(self, sample, specs, rng, feedback=()):
         calls["n"] += 1
-        if calls["n"] == 8:  # once: the resumed run writes on
+        if calls["n"] == calls["stop_at"]:  # once: the resumed run writes on
             raise KeyboardInterrupt
         return write(self, sample, specs, rng, feedback)
 
-    monkeypatch.setattr(RuleQueryWriter, "write", flaky)
+    monkeypatch.setattr(RuleQueryWriter, "write", counted)
+    assert run("a") == 0
+    uninterrupted, calls["n"], calls["stop_at"] = calls["n"], 0, 8
     capsys.readouterr()
     assert run("b") == 130
     run_id = capsys.readouterr().out.split()[1]
     assert main(["resume", run_id, "-o", str(root / "b.jsonl"), "--db", f"sqlite:///{root / 'b.db'}"]) == 0
     assert (root / "b.jsonl").read_bytes() == (root / "a.jsonl").read_bytes()
-    assert calls["n"] == 8 + 15 - 7  # slots done before the interruption were not written again
+    # only the interrupted call is made again: slots finished before the interruption were not written again
+    assert calls["n"] == uninterrupted + 1
 
 
 def test_derived_templates_bind_real_dependencies(collected):

@@ -6,10 +6,10 @@ import json
 
 from sqlalchemy import delete
 
-from sap.cache.run import cache_run_config, start_cache_run
 from sap.cache.store import CacheContentRow, CacheEntryRow, CacheStore
 from sap.cache.templates import parse_templates
 from sap.cli import main
+from sap.runs.cache import cache_run_config, start_cache_run
 from sap.store import RunStore
 from tests.test_cache_query import SPECS, TEMPLATES
 

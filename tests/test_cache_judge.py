@@ -33,16 +33,16 @@ class ToolNamingWriter(RuleQueryWriter):
         return draft
 
 
-def _graph(writer, templates: str = TEMPLATES, max_rewrites: int = 2):
+def _run(writer, templates: str = TEMPLATES, max_rewrites: int = 2):
     cache = _cache()
     ctx = CacheSynthesisContext(toolset=cache.toolset(), index=cache.index, writer=writer, max_rewrites=max_rewrites,
                                 templates=parse_templates(templates, {s.name: s for s in SPECS}))
-    return cache_synthesis_graph(ctx)
+    return cache_synthesis_graph().invoke({"index": 0, "seed": 5}, context=ctx)
 
 
 def test_text_rejection_is_rewritten_with_the_findings_and_accepted():
     writer = ToolNamingWriter()
-    out = _graph(writer).invoke({"index": 0, "seed": 5})
+    out = _run(writer)
     assert out["status"] == "accepted" and out["record"] is not None
     assert writer.feedback[0] == [] and NAMES_TOOL in writer.feedback[1] and len(writer.feedback) == 2
     assert out["record"]["meta"]["query_rounds"] == 2
@@ -52,7 +52,7 @@ def test_text_rejection_is_rewritten_with_the_findings_and_accepted():
 
 def test_text_rejection_that_rewrites_never_fix_is_dropped_after_the_bounded_rounds():
     writer = ToolNamingWriter(stubborn=True)
-    out = _graph(writer, max_rewrites=1).invoke({"index": 0, "seed": 5})
+    out = _run(writer, max_rewrites=1)
     assert out["record"] is None and len(writer.feedback) == 2  # the first query and one rewrite
     assert out["drop_reason"] == f"judge reject_text: {NAMES_TOOL}"
     assert out["verdict"]["decision"] == "reject_text"
@@ -66,21 +66,21 @@ templates:
       - function: search_hotels
 """
     writer = ToolNamingWriter()
-    out = _graph(writer, lookup_only).invoke({"index": 0, "seed": 5})
+    out = _run(writer, lookup_only)
     assert out["record"] is None and len(writer.feedback) == 1
     assert out["drop_reason"] == ("judge reject_truth: state_evolves: no call changes anything and no call consumes "
                                   "an earlier result")
 
 
 def test_llm_writer_gets_the_judges_findings_and_its_rewrite_is_accepted():
-    echo = [{"function": "search_hotels", "arguments": {"city": "Oslo", "nights": 3}},
-            {"function": "get_hotel", "arguments": {}}]
+    echo = {"step_0": {"function": "search_hotels", "arguments": {"city": "Oslo", "nights": 3}},
+            "step_1": {"function": "get_hotel", "arguments": {}}}
     naming = {"query": "Run search_hotels for hotels in Oslo for 3 nights, then get the rooms of the first hotel.",
               "echo": echo}
     fixed = {"query": "Find hotels in Oslo for 3 nights, then get the rooms of the first hotel.", "echo": echo}
     with ScriptedLLMServer([Reply(json.dumps(naming)), Reply(json.dumps(fixed))]) as server:
         cfg = ModelConfig(model="openai/scripted", api_base=server.api_base, timeout=5, backoff_base=0.01)
-        out = _graph(LLMQueryWriter(LLMRole(LLMClient(), cfg, "query_writer"))).invoke({"index": 0, "seed": 5})
+        out = _run(LLMQueryWriter(LLMRole(LLMClient(), cfg, "query_writer")))
         requests = server.requests
     assert len(requests) == 2 and "rejected your previous request" not in requests[0]["messages"][-1]["content"]
     assert NAMES_TOOL in requests[1]["messages"][-1]["content"]

@@ -27,11 +27,11 @@ def _is_query(request: dict) -> bool:
 
 
 def _misread(answer: str) -> str:
-    """The answer with its first echoed value misread (a number as text, text with a typo)."""
+    """The answer with its first echoed value misread (a number off by one, text with a typo)."""
     doc = json.loads(answer)
-    args = next(e["arguments"] for e in doc["echo"] if e["arguments"])
+    args = next(e["arguments"] for e in doc["echo"].values() if e["arguments"])
     name = next(iter(args))
-    args[name] = str(args[name]) if not isinstance(args[name], str) else args[name] + "x"
+    args[name] = args[name] + 1 if isinstance(args[name], int) else args[name] + "x"
     return json.dumps(doc)
 
 

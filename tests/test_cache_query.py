@@ -13,23 +13,10 @@ from sap.cache.store import LoadedCache
 from sap.cache.templates import parse_templates
 from sap.graphs.cache_synthesis import CacheSynthesisContext, cache_synthesis_graph
 from sap.llm import LLMClient, ModelConfig
-from sap.model import ToolSpec
 from sap.testing.scripted_llm import Reply, ScriptedLLMServer
 
-SPECS = [ToolSpec(name="search_hotels", description="Find hotels in a city for some nights.", parameters={
-             "type": "object", "properties": {"city": {"type": "string"}, "nights": {"type": "integer"}},
-             "required": ["city", "nights"]}),
-         ToolSpec(name="get_hotel", description="Get a hotel's rooms.", parameters={
-             "type": "object", "properties": {"hotel_id": {"type": "string"}}, "required": ["hotel_id"]})]
-TEMPLATES = """
-templates:
-  - name: search-get
-    steps:
-      - function: search_hotels
-      - function: get_hotel
-        bind: {hotel_id: {step: 0, path: "$.hotels[*].id"}}
-"""
-
+from helpers import HOTEL_SPECS as SPECS
+from helpers import HOTEL_TEMPLATES as TEMPLATES
 
 def _cache() -> LoadedCache:
     cache = LoadedCache("hotels", SPECS, {}, CacheIndex())
@@ -70,17 +57,17 @@ def test_wrong_echo_is_rejected_naming_step_parameter_and_values():
                                               "step 0 (search_hotels) nights 3 is not stated in the query"]
 
 
-def _graph(writer):
+def _run(writer):
     cache = _cache()
     ctx = CacheSynthesisContext(toolset=cache.toolset(), index=cache.index,
                                 templates=parse_templates(TEMPLATES, {s.name: s for s in SPECS}), writer=writer)
-    return cache_synthesis_graph(ctx)
+    return cache_synthesis_graph().invoke({"index": 0, "seed": 5}, context=ctx)
 
 
 def test_graph_drops_a_sample_whose_echo_differs_and_accepts_the_rule_writer():
-    bad = _graph(WrongEchoWriter()).invoke({"index": 0, "seed": 5})
+    bad = _run(WrongEchoWriter())
     assert bad["record"] is None and bad["drop_reason"].startswith("echo mismatch: echo step 0 (search_hotels) nights")
-    good = _graph(RuleQueryWriter()).invoke({"index": 0, "seed": 5})["record"]
+    good = _run(RuleQueryWriter())["record"]
     args = good["provenance"][1]["args"]["hotel_id"]
     assert args == {"tag": "prev_output", "source": {"turn": 0, "call": 0, "path": "$.hotels[0].id"},
                     "fallback_from": None}
@@ -91,15 +78,15 @@ def test_graph_drops_a_sample_whose_echo_differs_and_accepts_the_rule_writer():
 def test_llm_writer_gets_echo_problems_fed_back():
     sample = _sample()
     wrong = {"query": "Hotels in Oslo for 3 nights, then the rooms of the first one.",
-             "echo": [{"function": "search_hotels", "arguments": {"city": "Oslo", "nights": "3"}},
-                      {"function": "get_hotel", "arguments": {}}]}
-    right = {**wrong, "echo": [{"function": "search_hotels", "arguments": {"city": "Oslo", "nights": 3}},
-                               {"function": "get_hotel", "arguments": {}}]}
+             "echo": {"step_0": {"function": "search_hotels", "arguments": {"city": "Oslo", "nights": 4}},
+                      "step_1": {"function": "get_hotel", "arguments": {}}}}
+    right = {**wrong, "echo": {"step_0": {"function": "search_hotels", "arguments": {"city": "Oslo", "nights": 3}},
+                               "step_1": {"function": "get_hotel", "arguments": {}}}}
     with ScriptedLLMServer([Reply(json.dumps(wrong)), Reply(json.dumps(right))]) as server:
         cfg = ModelConfig(model="openai/scripted", api_base=server.api_base, timeout=5, backoff_base=0.01)
         draft = LLMQueryWriter(LLMRole(LLMClient(), cfg, "query_writer")).write(
             sample, {s.name: s for s in SPECS}, random.Random(0))
         requests = server.requests
     assert draft.echo[0].arguments == {"city": "Oslo", "nights": 3}
-    assert len(requests) == 2 and 'nights: "3", sampled 3' in requests[1]["messages"][-1]["content"]
+    assert len(requests) == 2 and 'nights: 4, sampled 3' in requests[1]["messages"][-1]["content"]
     assert "state verbatim: {\"city\":\"Oslo\",\"nights\":3}" in requests[0]["messages"][-1]["content"]

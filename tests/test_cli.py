@@ -162,6 +162,9 @@ def test_a_user_domain_module_synthesizes_and_validates(tmp_path, capsys):
     tags = {a["tag"] for r in records for p in r["provenance"] for a in p["args"].values()}
     assert "prev_output" in tags  # increment's counter_name is bound from list_counters' result
     assert _run(capsys, "validate", str(out), "--toolset", str(module))[0] == 0
+    code, _, err = _run(capsys, "validate", str(out))  # meta.toolset is the module's NAME, never its path
+    assert code == 2 and err == (f"sap validate: error: {out}:1: meta.toolset 'counter' is not a built-in toolset; "
+                                 f"for the data of a domain module, pass the module's path: --toolset PATH\n")
 
 
 def test_mix_produces_each_kind_and_every_record_validates(tmp_path, capsys):
@@ -188,3 +191,16 @@ def test_bad_mix_is_refused(tmp_path, capsys):
     code, _, err = _run(capsys, "synthesize", "--toolset", "store", "-n", "2", "-o", str(tmp_path / "x.jsonl"),
                         "--mix", "base=1,miss_everything=2")
     assert code == 2 and "miss_everything" in err
+
+
+def test_read_only_commands_create_no_database(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert _run(capsys, "runs") == (0, "", "no run database at sap.db (--db sqlite:///sap.db)\n")
+    assert _run(capsys, "runs", "--json")[:2] == (0, "[]\n")
+    code, _, err = _run(capsys, "export", "run-abc", "-o", "out.jsonl")
+    assert (code, err) == (2, "sap export: error: run-abc: no such file, and no run database at sap.db "
+                              "(--db sqlite:///sap.db)\n")
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "c1", "meta": {"toolset": "cache:notes"}}) + "\n")
+    code, _, err = _run(capsys, "validate", "c.jsonl", "--db", "sqlite:///other.db")
+    assert (code, err) == (2, "sap validate: error: no run database at other.db (--db sqlite:///other.db)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl"]

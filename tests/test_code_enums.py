@@ -26,6 +26,22 @@ def unchecked(mode: str, label: str) -> dict:
     return {"speed": modes.get(mode)}
 
 
+def zipcode(city: str, mode: str) -> dict:
+    if mode == "debug":  # one special value is no closed set
+        return {}
+    if city == "Rivermist":
+        return {"zipcode": "83214"}
+    elif city == "Stonebrook":
+        return {"zipcode": "74532"}
+    elif city == "Maplecrest":
+        return {"zipcode": "56108"}
+    return {"zipcode": "00000"}
+
+
+def test_an_equality_chain_of_three_or_more_literals_is_a_closed_set():
+    assert checked_values(zipcode) == {"city": ["Rivermist", "Stonebrook", "Maplecrest"]}
+
+
 def test_keys_of_the_checked_table_and_of_a_comprehension_over_it():
     assert checked_values(convert) == {"unit_in": ["km", "m", "cm"], "unit_out": ["km", "m", "cm"]}
 

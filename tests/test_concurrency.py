@@ -6,9 +6,9 @@ import subprocess
 import sys
 import time
 
+from sap.runs.driver import RunDriver, run_config, start_run
 from sap.store import RunStore
 from sap.store.checkpoint import checkpointer_for
-from sap.store.driver import RunDriver, run_config, start_run
 from sap.testing.role_model import role_model
 from sap.testing.scripted_llm import ScriptedLLMServer
 from sap.toolsets import load_toolset

@@ -48,7 +48,7 @@ def bank_record() -> dict:
         for call in turn.calls:
             call.result = executor.execute(call).value
     traj = Trajectory(id="bank-1", toolset="bank", seed=0, c0=c0, turns=turns)
-    return to_record(traj, toolset, {"toolset": DOMAIN})
+    return to_record(traj, toolset, {})  # meta.toolset "bank": the module's path comes from the caller
 
 
 FIND = ToolCalls((("find_customer", {"name": "Ada Lovelace"}),))
@@ -81,7 +81,7 @@ def config(server: ScriptedLLMServer) -> ModelConfig:
 
 
 def test_known_rollouts_give_known_rewards_and_error_counts(data: Path):
-    (task,) = load_tasks(data)
+    (task,) = load_tasks(data, toolset=DOMAIN)
     with ScriptedLLMServer(SCRIPT) as server:
         result = evaluate([task], config(server), k=4)
         requests = server.requests
@@ -91,24 +91,27 @@ def test_known_rollouts_give_known_rewards_and_error_counts(data: Path):
     assert (perfect.reward.score, perfect.progress, perfect.turns_correct, perfect.gold_calls_matched) == (1, 1, 2, 3)
     assert sum(perfect.errors.values()) == 0
 
-    # turn 0: find ok, account_details is a wrong function; orch k=1 of N=2 with e=1, turn 1 complete
+    # turn 0: find ok, account_details is a wrong function (2 exact calls over 3 slots); orch: only find is done,
+    # since transfer's from_account comes from list_accounts, which never ran: k=1 of N=3 with e=1
     assert wrong_function.reward.atomic.score == pytest.approx(2 / 3)
-    assert wrong_function.reward.orch.score == pytest.approx(2 / 4)
-    assert wrong_function.reward.score == pytest.approx((2 / 3 + 1 / 2) / 2)
+    assert wrong_function.reward.orch.score == pytest.approx(1 / 4)
+    assert wrong_function.reward.score == pytest.approx((2 / 3 + 1 / 4) / 2)
     assert wrong_function.progress == 1.0  # both turns end in the right state: the wrong call only read
     assert (wrong_function.turns_correct, wrong_function.gold_calls_matched) == (1, 2)
     assert {k: v for k, v in wrong_function.errors.items() if v} == {"wrong_function": 1, "missing_calls": 1}
 
-    # transfer from a2: 2 of 3 arguments right, the state after turn 1 is wrong
-    assert wrong_dependent.reward.atomic.score == pytest.approx((1 + 1 + 2 / 3) / 3)
-    assert wrong_dependent.reward.orch.score == 1.0
+    # transfer from a2: 2 of 3 arguments right (level 0.1 + 0.1 + 2/3 * 0.8), its edge carries the wrong value,
+    # the state after turn 1 is wrong
+    assert wrong_dependent.reward.atomic.score == pytest.approx((1 + 1 + 0.2 + 2 / 3 * 0.8) / 3)
+    assert wrong_dependent.reward.orch.score == pytest.approx(2 / 3)
     assert wrong_dependent.progress == 0.5
     assert wrong_dependent.reward.atomic.group_hits == {"query": (3, 3), "dependent": (1, 2), "other": (0, 0)}
     assert {k: v for k, v in wrong_dependent.errors.items() if v} == {
         "wrong_parameters": 1, "dependent_param_errors": 1, "missing_calls": 1}
 
-    # amount 500 fails on the executor; the model answers instead of retrying
-    assert stopped.reward.atomic.score == pytest.approx((1 + 1 + 2 / 3) / 3)
+    # amount 500 fails on the executor (level 0.1 + 0.1 + 2/3 * 0.6, and no step done); the model answers
+    assert stopped.reward.atomic.score == pytest.approx((1 + 1 + 0.2 + 2 / 3 * 0.6) / 3)
+    assert stopped.reward.orch.score == pytest.approx(2 / 3)
     assert stopped.progress == 0.5
     assert stopped.reward.atomic.group_hits == {"query": (2, 3), "dependent": (2, 2), "other": (0, 0)}
     assert {k: v for k, v in stopped.errors.items() if v} == {
@@ -139,7 +142,7 @@ def test_known_rollouts_give_known_rewards_and_error_counts(data: Path):
 
 
 def test_bad_tool_calls_get_errors_and_a_turn_is_cut_at_the_step_cap(data: Path):
-    (task,) = load_tasks(data)
+    (task,) = load_tasks(data, toolset=DOMAIN)
     script = [ToolCalls((("find_customer", "{not json"),)), ToolCalls((("drop_tables", {}),)), FIND,
               TRANSFER, Reply("Done.")]
     with ScriptedLLMServer(script) as server:
@@ -151,14 +154,15 @@ def test_bad_tool_calls_get_errors_and_a_turn_is_cut_at_the_step_cap(data: Path)
     assert rollout.turns[0].calls[1].error == "unknown tool 'drop_tables'"
     assert (rollout.turns[0].answered, rollout.turns[0].steps) == (False, 3)
     assert score.reward.atomic.score == pytest.approx((0 + 0 + 1 + 1) / 4)
-    assert score.reward.orch.score == pytest.approx(2 / 5)
+    # turn 0: the valid find_customer is matched, the two failed attempts are extra; transfer's source never ran
+    assert score.reward.orch.score == pytest.approx(1 / 5)
     assert score.progress == pytest.approx((1 / 3 + 1) / 2)  # turn 0: right (read-only) state, 1 of 3 calls ok
     assert {k: v for k, v in score.errors.items() if v} == {
         "wrong_function": 1, "wrong_parameters": 1, "query_param_errors": 1, "missing_calls": 1, "step_cap": 1}
 
 
 def test_a_model_failure_ends_the_rollout_and_the_rest_counts_as_undone(data: Path):
-    (task,) = load_tasks(data)
+    (task,) = load_tasks(data, toolset=DOMAIN)
     with ScriptedLLMServer([FIND]) as server:  # then the exhausted script answers 400
         result = evaluate([task], config(server), k=1)
     (rollout,), (score,) = result.rollouts, result.scores
@@ -171,8 +175,8 @@ def test_a_model_failure_ends_the_rollout_and_the_rest_counts_as_undone(data: Pa
 def test_a_missing_key_stops_the_run_with_a_usage_error(data: Path, capsys, monkeypatch):
     monkeypatch.delenv("SAP_TEST_NO_SUCH_KEY", raising=False)
     with ScriptedLLMServer([]) as server:
-        code = main(["eval", "--model", "openai/scripted", "--api-base", server.api_base, "--data", str(data),
-                     "--api-key-env", "SAP_TEST_NO_SUCH_KEY", "-k", "3"])
+        code = main(["eval", "--assistant-model", "openai/scripted", "--api-base", server.api_base, "--data", str(data),
+                     "--toolset", DOMAIN, "--api-key-env", "SAP_TEST_NO_SUCH_KEY", "-k", "3"])
         assert server.requests == []
     assert code == 2
     assert "environment variable SAP_TEST_NO_SUCH_KEY is not set" in capsys.readouterr().err
@@ -180,7 +184,8 @@ def test_a_missing_key_stops_the_run_with_a_usage_error(data: Path, capsys, monk
 
 def test_sap_eval_cli_exits_1_naming_the_error_when_no_rollout_gets_through(data: Path, capsys):
     with ScriptedLLMServer([]) as server:
-        code = main(["eval", "--model", "openai/scripted", "--api-base", server.api_base, "--data", str(data)])
+        code = main(["eval", "--assistant-model", "openai/scripted", "--api-base", server.api_base, "--data", str(data),
+                     "--toolset", DOMAIN])
     out = capsys.readouterr().out
     assert code == 1
     assert "1 tasks x 1 samples = 1 rollouts of openai/scripted (1 ended by model errors)" in out
@@ -191,9 +196,9 @@ def test_sap_eval_cli_writes_per_task_rewards(data: Path, tmp_path: Path):
     out = tmp_path / "rewards.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with ScriptedLLMServer(SCRIPT) as server:
-        proc = subprocess.run([sys.executable, "-m", "sap.cli", "eval", "--model", "openai/scripted", "--api-base",
-                               server.api_base, "--data", str(data), "-k", "4", "--concurrency", "1", "-o", str(out),
-                               "--json"], capture_output=True, text=True, env=env, timeout=120)
+        proc = subprocess.run([sys.executable, "-m", "sap.cli", "eval", "--assistant-model", "openai/scripted", "--api-base",
+                               server.api_base, "--data", str(data), "--toolset", DOMAIN, "-k", "4", "--concurrency",
+                               "1", "-o", str(out), "--json"], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["turn_accuracy"] == 5 / 8 and summary["errors"]["stopped_after_error"] == 1
@@ -207,16 +212,18 @@ def _broken_record() -> dict:
     return record
 
 
-@pytest.mark.parametrize("record, message", [
-    ({"messages": [{"role": "user", "content": "hi"}]}, "{path}: OpenAI-messages records carry no executable"),
-    ({**bank_record(), "meta": {}}, "{path}:1: record has no meta.toolset; pass --toolset"),
-    (_broken_record(), "{path}:1: not a usable sap record: KeyError: 't0c0'"),
-    ({"hello": 1}, "{path}:1: unknown record format"),
+@pytest.mark.parametrize("record, toolset, message", [
+    ({"messages": [{"role": "user", "content": "hi"}]}, [], "{path}: OpenAI-messages records carry no executable"),
+    ({**bank_record(), "meta": {}}, [], "{path}:1: record has no meta.toolset; pass --toolset"),
+    (bank_record(), [], ("{path}:1: meta.toolset 'bank' is not a built-in toolset; for the data of a domain "
+                         "module, pass the module's path: --toolset PATH")),
+    (_broken_record(), ["--toolset", DOMAIN], "{path}:1: not a usable sap record: KeyError: 't0c0'"),
+    ({"hello": 1}, [], "{path}:1: unknown record format"),
 ])
-def test_sap_eval_cli_names_bad_input(tmp_path: Path, record: dict, message: str, capsys):
+def test_sap_eval_cli_names_bad_input(tmp_path: Path, record: dict, toolset: list[str], message: str, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(record) + "\n")
-    assert main(["eval", "--model", "openai/x", "--data", str(bad)]) == 2
+    assert main(["eval", "--assistant-model", "openai/x", "--data", str(bad), *toolset]) == 2
     err = capsys.readouterr().err
     assert err.startswith("sap eval: error: " + message.format(path=bad)), err
 
@@ -261,7 +268,7 @@ def test_bfcl_record_with_an_unknown_class_is_named_with_its_file(tmp_path: Path
     pytest.importorskip("bfcl_eval")
     data = _bfcl_files(tmp_path, {"id": "multi_turn_base_7", "initial_config": {}, "involved_classes": [
         "GorillaFileSystem", "WeatherAPI"], "question": [[{"role": "user", "content": "hi"}]]}, [["ls()"]])
-    assert main(["eval", "--model", "openai/x", "--data", str(data)]) == 2
+    assert main(["eval", "--assistant-model", "openai/x", "--data", str(data)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"sap eval: error: {data}: BFCL record multi_turn_base_7: involved_classes "
                           f"['GorillaFileSystem', 'WeatherAPI']: bad BFCL toolset 'bfcl/GorillaFileSystem+WeatherAPI': "
@@ -269,7 +276,7 @@ def test_bfcl_record_with_an_unknown_class_is_named_with_its_file(tmp_path: Path
 
 
 def test_every_bfcl_v4_multi_turn_ground_truth_call_replays_on_its_tasks_executor():
-    """Before the eval loader ran on BfclExecutor, 36 of these calls failed: mpmath numbers from `logarithm`
+    """Every call replays except BFCL's own soft failures. Before the eval loader ran on BfclExecutor, 36 of these calls failed: mpmath numbers from `logarithm`
     and the Ellipsis closing the long-context watchlist were not JSON."""
     pytest.importorskip("bfcl_eval")
     from sap.eval.rollout import replay_gold
@@ -288,7 +295,12 @@ def test_every_bfcl_v4_multi_turn_ground_truth_call_replays_on_its_tasks_executo
                     logarithms.append(result.value["result"])
                 if g.name == "get_watchlist" and category == "long_context":
                     watchlists.append(result.value)
-    assert failed == [] and calls > 4000
+    # BFCL's own ground truth holds soft failures (a non-US passport to verify, an authentication that fails), which
+    # fail as declared (BFCL_FAILURE_SHAPES); no call fails otherwise
+    from sap.executors.bfcl import BFCL_FAILURE_SHAPES
+    soft = tuple(f"{shape.field} is False" for shape in BFCL_FAILURE_SHAPES)
+    assert [f for f in failed if not any(s in f[2] for s in soft)] == [] and calls > 4000
+    assert 0 < len(failed) < 40
     assert len(logarithms) >= 16 and all(isinstance(v, float) for v in logarithms)
     assert len(watchlists) >= 20 and all(isinstance(w, list) and len(w) > 100 and "..." not in w for w in watchlists)
 
@@ -323,7 +335,7 @@ def test_replaying_synthesized_records_scores_one_on_everything(tmp_path: Path):
 def test_each_task_is_handed_over_when_its_samples_are_done_even_if_the_run_then_fails(data: Path):
     import dataclasses
 
-    (task,) = load_tasks(data)
+    (task,) = load_tasks(data, toolset=DOMAIN)
 
     def broken_executor():
         raise RuntimeError("executor backend is down")
@@ -334,17 +346,18 @@ def test_each_task_is_handed_over_when_its_samples_are_done_even_if_the_run_then
         with pytest.raises(RuntimeError, match="executor backend is down"):
             evaluate([task, broken], config(server), k=2, on_task=rows.append)
     assert rows == [{"task_id": "bank-1", "rewards": [1.0, 1.0], "mean": 1.0,
-                     "graduated": [1.0, pytest.approx((2 / 3 + 1 / 2) / 2)]}]
+                     "graduated": [1.0, pytest.approx((2 / 3 + 1 / 4) / 2)]}]
 
 
 def test_verl_ground_truth_from_an_eval_task_scores_the_records_own_calls_as_one(data: Path):
     from sap.rewards.verl import compute_score, ground_truth_json
 
-    (task,) = load_tasks(data)
+    (task,) = load_tasks(data, toolset=DOMAIN)
     ground_truth = ground_truth_json([turn.gold for turn in task.turns])
     record = json.loads(data.read_text())
     solution = "\n".join(f"<tool_call>{json.dumps({'name': tc['function']['name'], 'arguments': tc['function']['arguments']})}"
                          f"</tool_call>" for m in record["messages"] for tc in m.get("tool_calls") or [])
-    assert compute_score("sap", solution, ground_truth) == {"score": 1.0, "r_atomic": 1.0, "r_orch": 1.0}
+    assert compute_score("sap", solution, ground_truth) == {"score": 1.0, "graduated": 1.0, "r_atomic": 1.0,
+                                                                "r_orch": 1.0}
     assert json.loads(ground_truth)["turns"][1][0]["tags"] == {
         "from_account": "prev_output", "to_account": "self_create", "amount": "self_create"}

@@ -41,17 +41,18 @@ BFCL_ANSWER = {
         ["find(name='old_log.txt')", "wc(file_name='summary.md', mode='l')"],
     ],
 }
-# (turn, argument, inferred tag, L)
+# (turn, argument, inferred tag, L): SAP 3.4 gives L = 0 to every tag but prev_output and prev_user_msg
 BFCL_EXPECTED = [
     (0, "folder", "self_create", 0), (0, "dir_name", "self_create", 0),
-    (1, "source", "self_create", 0), (1, "destination", "self_create", 1),   # 'drafts' was first said at turn 0
+    (1, "source", "self_create", 0), (1, "destination", "self_create", 0),   # 'drafts' said at turn 0: reuse, not L
     (2, "folder", "prev_user_msg", 2), (2, "a", "unknown", 0),               # a boolean cannot be traced
-    (3, "file_name", "self_create", 2), (3, "lines", "self_create", 0),
-    (3, "source", "self_create", 2), (3, "destination", "self_create", 0),
+    (3, "file_name", "self_create", 0), (3, "lines", "self_create", 0),
+    (3, "source", "self_create", 0), (3, "destination", "self_create", 0),
     (4, "file_name", "initial_state", 0),                                      # only in the file system
-    (5, "name", "initial_state", 1),                                           # same value, first used at turn 4
+    (5, "name", "initial_state", 0),                                           # same value as turn 4's: still L = 0
     (5, "file_name", "unknown", 0), (5, "mode", "unknown", 0),                 # in no message, not in the config
 ]
+BFCL_REUSE = [0, 0, 0, 1, 2, 0, 2, 0, 2, 0, 0, 1, 0, 0]  # turns since an equal value was first used or said
 
 
 def _write_jsonl(path, records):
@@ -79,20 +80,24 @@ def test_parse_call_reads_names_and_literals_without_eval():
 def test_bfcl_origins_and_chain_lengths_are_exact(tmp_path):
     fmt, records = load_any(_bfcl_files(tmp_path))
     assert fmt == "bfcl"
-    nodes = infer_nodes(bfcl_dialogue(records[0]))
+    nodes = infer_nodes(bfcl_dialogue(records[0], replay=False))
     assert [(n.turn, n.name, n.tag, n.chain_length) for n in nodes] == BFCL_EXPECTED
+    assert [n.reuse_length for n in nodes] == BFCL_REUSE
 
 
 def test_bfcl_dataset_figures(tmp_path):
     fmt, records = load_any(_bfcl_files(tmp_path))
-    stats = external_stats(fmt, records)
+    stats = external_stats(fmt, records, replay=False)
     assert stats["records"] == 1 and stats["arguments"] == 14
     assert stats["tag_distribution"] == {"initial_state": 2 / 14, "prev_output": 0.0, "self_create": 8 / 14,
                                          "prev_user_msg": 1 / 14, "unknown": 3 / 14}
     assert "fallback" not in stats["tag_distribution"] and stats["fallback_rate"] is None
-    assert stats["mean_chain_length"] == 8 / 14 and stats["max_chain_length"] == 2
-    assert stats["dependent_share"] == 5 / 14
-    assert stats["chain_length_counts"] == {"0": 9, "1": 2, "2": 3}
+    assert stats["mean_chain_length"] == 2 / 14 and stats["max_chain_length"] == 2
+    assert stats["dependent_share"] == 1 / 14
+    assert stats["chain_length_counts"] == {"0": 13, "2": 1}
+    assert stats["value_reuse"] == {"mean_chain_length": 8 / 14, "max_chain_length": 2, "dependent_share": 5 / 14}
+    # Tables 5/6 columns: P_u inside P_c, the inferred "unknown" bucket beside them, no P_f in outside data
+    assert stats["source_columns"] == {"P_i": 2 / 14, "P_o": 0.0, "P_c": 9 / 14, "P_f": None, "unknown": 3 / 14}
     assert stats["mean_turns"] == 6 and stats["mean_calls"] == 10
     assert stats["tool_counts"]["GorillaFileSystem.cp"] == 1 and stats["tool_counts"]["cd"] == 2
     # BFCL question files carry no tool docs and no parallel calls: these figures are unknown, not zero
@@ -179,7 +184,7 @@ def test_openai_dataset_figures(tmp_path):
     path = _write_jsonl(tmp_path / "other.jsonl", [OPENAI_RECORD])
     fmt, records = load_any(path)
     assert fmt == "openai"
-    stats = external_stats(fmt, records)
+    stats = external_stats(fmt, records, replay=False)
     assert stats["records"] == 1 and stats["arguments"] == 6 and stats["mean_turns"] == 3 and stats["mean_calls"] == 5
     assert stats["tag_distribution"]["prev_output"] == 0.5 and stats["tag_distribution"]["unknown"] == 0.0
     assert stats["max_chain_length"] == 2 and stats["dependent_share"] == 4 / 6
@@ -238,3 +243,15 @@ def test_parallel_share_kind_counts_and_spread_on_sap_records():
     assert stats["frequency_spread"] == 2.5
     assert stats["uncalled_tools"] == 2 and stats["tool_coverage"] == 0.5
     assert stats["fallback_rate"] == 0.0 and "fallback" in stats["tag_distribution"]
+
+
+def test_bfcl_ground_truth_replayed_gives_prev_output_and_the_chain_split(tmp_path):
+    fmt, records = load_any(_bfcl_files(tmp_path))
+    text_only = external_stats(fmt, records, replay=False)
+    replayed = external_stats(fmt, records)
+    assert text_only["tag_distribution"]["prev_output"] == 0.0
+    assert replayed["tag_distribution"]["prev_output"] > 0
+    chains = replayed["chains"]
+    assert chains["output_derived"]["arguments"] == round(replayed["tag_distribution"]["prev_output"] * 14)
+    assert chains["user_derived"]["arguments"] == round(replayed["tag_distribution"]["prev_user_msg"] * 14)
+    assert chains["announced"]["arguments"] <= chains["user_derived"]["arguments"]

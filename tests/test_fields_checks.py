@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import call
-from sap.model import ArgProvenance, Tag, Trajectory, Turn
+from sap.model import ArgProvenance, Selector, Tag, Trajectory, Turn
 from sap.provenance.checks import code_check, mentions
 from sap.provenance.fields import candidates, child_path, iter_fields, match_score, singular, type_ok
 from sap.provenance.jsonpath import PathError, resolve
@@ -165,21 +165,23 @@ def good_trajectory():
     """search (self_create city) -> book (prev_output hotel_id, initial_state name) -> pay (prev_user_msg city)."""
     search = call("search_hotels", {"city": "Oslo"}, result={"hotels": [{"id": "H1"}, {"id": "H2"}]}, call_id="a")
     book = call("book_hotel", {"hotel_id": "H2", "guest_name": "Ann Lee", "hotel_ids": ["H1"]}, result={"booking": "B7"},
-                prov={"hotel_id": ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.hotels[1].id"),
+                prov={"hotel_id": ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.hotels[1].id",
+                                                selector=Selector(noun="hotel", position=2)),
                       "guest_name": ArgProvenance(tag=Tag.initial_state, path="$.user.name"),
-                      "hotel_ids": ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.hotels[0].id")},
+                      "hotel_ids": ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.hotels[0].id",
+                                                 selector=Selector(noun="hotel", position=1))},
                 call_id="b")
-    pay = call("pay", {"booking": "B7", "city": "Oslo", "note": "fast please"}, result={"paid": True},
-               prov={"booking": ArgProvenance(tag=Tag.fallback, fallback_from=Tag.initial_state, turn=1, call=0,
-                                              path="$.booking"),
+    pay = call("pay", {"booking": "B7", "city": "Oslo", "note": "fast please", "currency": "EUR"}, result={"paid": True},
+               prov={"booking": ArgProvenance(tag=Tag.prev_output, turn=1, call=0, path="$.booking"),
+                     "currency": ArgProvenance(tag=Tag.fallback, fallback_from=Tag.prev_output, path="$.currency"),
                      "city": ArgProvenance(tag=Tag.prev_user_msg, turn=0),
                      "note": ArgProvenance(tag=Tag.fallback, fallback_from=Tag.prev_output)},
                call_id="c")
     turns = [
         Turn(index=0, state="s1", transition=0, user_message='Find hotels (city "Oslo").', calls=[search]),
-        Turn(index=1, state="s2", transition=1, user_message='Book the second one for guest name "Ann Lee".',
+        Turn(index=1, state="s2", transition=1, user_message='Book the second hotel for guest name "Ann Lee", keeping the first in mind.',
              calls=[book]),
-        Turn(index=2, state="s3", transition=2, user_message="Pay it in the city I said, note: Fast  please.",
+        Turn(index=2, state="s3", transition=2, user_message="Pay it in the city I said, in EUR, note: Fast  please.",
              calls=[pay]),
     ]
     return Trajectory(id="t", toolset="demo", seed=1, c0=C0, turns=turns)
@@ -233,8 +235,11 @@ def test_prev_output_path_missing_in_result_is_flagged():
 
 def test_self_create_value_not_in_user_message_is_flagged():
     t = good_trajectory()
-    _only_problem(_with(t, 0, 0, args_exec={"city": "Osaka"}), "turn 0 call 0 (search_hotels) arg city",
-                  "'Osaka' not stated")
+    problems = code_check(_with(t, 0, 0, args_exec={"city": "Osaka"}))
+    assert "turn 0 call 0 (search_hotels) arg city: new value 'Osaka' not stated" in problems[0]
+    # the user now stated two cities, and the later "city I said" does not say which
+    assert problems[1:] == ["turn 2 call 0 (pay) arg city: ambiguous reference: 'Oslo' is one among several and "
+                            'nothing says which ({"latest": true, "noun": "city"})']
 
 
 def test_initial_state_value_must_match_c0_and_be_stated():
@@ -242,7 +247,7 @@ def test_initial_state_value_must_match_c0_and_be_stated():
     args = {**t.turns[1].calls[0].args_exec, "guest_name": "Bob Ray"}
     _only_problem(_with(t, 1, 0, args_exec=args), "differs from c0")
     t2 = good_trajectory()
-    t2.turns[1].user_message = "Book the second one."
+    t2.turns[1].user_message = "Book the second one, and the first."
     _only_problem(t2, "config value 'Ann Lee' not stated")
 
 
@@ -282,9 +287,16 @@ def test_fallback_without_fallback_from_is_flagged():
 def test_fallback_located_source_is_checked_like_its_kind():
     t = good_trajectory()
     prov = dict(t.turns[2].calls[0].args_prov)
-    prov["booking"] = ArgProvenance(tag=Tag.fallback, fallback_from=Tag.initial_state, turn=0, call=0,
-                                    path="$.hotels[0].id")
-    _only_problem(_with(t, 2, 0, args_prov=prov), "arg booking", "differs")
+    prov["currency"] = ArgProvenance(tag=Tag.fallback, fallback_from=Tag.prev_output, path="$.user.name")
+    _only_problem(_with(t, 2, 0, args_prov=prov), "arg currency", "differs")
+
+
+def test_fallback_from_an_earlier_output_or_message_is_flagged():
+    t = good_trajectory()
+    for located in (ArgProvenance(tag=Tag.fallback, fallback_from=Tag.initial_state, turn=1, call=0, path="$.booking"),
+                    ArgProvenance(tag=Tag.fallback, fallback_from=Tag.initial_state, turn=0)):
+        prov = {**t.turns[2].calls[0].args_prov, "booking": located}
+        _only_problem(_with(t, 2, 0, args_prov=prov), "arg booking", "P_f recovers only from c0 or a new value")
 
 
 def test_arguments_without_provenance_and_failed_calls_are_flagged():

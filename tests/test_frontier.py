@@ -81,7 +81,7 @@ class Oracle:
 
 
 def _frontier(server: ScriptedLLMServer, data: Path, out: Path, db: str, steps: int, pool_config: Path) -> list[str]:
-    return ["frontier", "--model", MODEL, "--api-base", server.api_base, "--data", str(data), "-o", str(out),
+    return ["frontier", "--assistant-model", MODEL, "--api-base", server.api_base, "--data", str(data), "-o", str(out),
             "--db", db, "--steps", str(steps), "--batch", "6", "-k", "2", "--epoch-steps", "2", "--per-seed", "1",
             "--synthesis-workers", "0", "--concurrency", "4", "--pool-config", str(pool_config), "--json"]
 
@@ -203,16 +203,16 @@ def test_bad_input_is_named(tmp_path: Path, seeds: list[dict], setup, capsys):
     bad_config = tmp_path / "bad.json"
     bad_config.write_text(json.dumps({"window": 0}))
     db = f"sqlite:///{tmp_path / 'b.db'}"
-    assert main(["frontier", "--model", MODEL, "--data", str(data), "-o", str(tmp_path / "o"), "--db", db,
+    assert main(["frontier", "--assistant-model", MODEL, "--data", str(data), "-o", str(tmp_path / "o"), "--db", db,
                  "--pool-config", str(bad_config)]) == 2
     assert f"--pool-config {bad_config}: field window:" in capsys.readouterr().err
     twice = tmp_path / "twice.jsonl"
     twice.write_text(2 * (json.dumps(seeds[0]) + "\n"))
-    assert main(["frontier", "--model", MODEL, "--data", str(twice), "-o", str(tmp_path / "o"), "--db", db]) == 2
+    assert main(["frontier", "--assistant-model", MODEL, "--data", str(twice), "-o", str(tmp_path / "o"), "--db", db]) == 2
     assert f"{twice}:2: seed id {seeds[0]['id']!r} repeats line 1" in capsys.readouterr().err
     bfcl = tmp_path / "bfcl.jsonl"
     bfcl.write_text(json.dumps({"id": "multi_turn_base_0", "question": [[{"role": "user", "content": "hi"}]]}) + "\n")
-    assert main(["frontier", "--model", MODEL, "--data", str(bfcl), "-o", str(tmp_path / "o"), "--db", db]) == 2
+    assert main(["frontier", "--assistant-model", MODEL, "--data", str(bfcl), "-o", str(tmp_path / "o"), "--db", db]) == 2
     assert f"{bfcl}:1: a bfcl record; the seeds must be sap records" in capsys.readouterr().err
     assert not (tmp_path / "o").exists() and not (tmp_path / "b.db").exists()  # checked before anything is made
 

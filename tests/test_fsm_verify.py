@@ -5,12 +5,18 @@ import json
 import pickle
 
 import pytest
+from helpers import spec
 from langgraph.checkpoint.memory import InMemorySaver
 
-from helpers import spec
-from sap.agents.fsm_builder import RuleFSMBuilder
-from sap.fsm.verify import RULES, FSMVerificationError, Violation, length_range, verify_fsm
-from sap.graphs.fsm_graph import build_verified_fsm, fsm_graph
+from sap.fsm.build import RuleFSMBuilder
+from sap.fsm.verify import (
+    RULES,
+    FSMVerificationError,
+    Violation,
+    length_range,
+    verify_fsm,
+)
+from sap.graphs.fsm_graph import FSMDraftContext, build_verified_fsm, fsm_graph
 from sap.model import FSM, FSMState, StateType, Tag, Toolset, Transition
 from sap.toolsets import load_toolset
 
@@ -291,9 +297,10 @@ def test_many_rounds_fit_in_the_recursion_limit():
 
 
 def test_subgraph_state_is_plain_json_and_checkpoints():
-    graph = fsm_graph(ScriptedBuilder(DEAD_END, good_fsm()), TINY, (3, 8), checkpointer=InMemorySaver())
+    graph = fsm_graph(checkpointer=InMemorySaver())
+    ctx = FSMDraftContext(ScriptedBuilder(DEAD_END, good_fsm()), TINY, (3, 8))
     config = {"configurable": {"thread_id": "t"}}
-    final = graph.invoke({"rounds": 0}, config)
+    final = graph.invoke({"rounds": 0}, {**config, **ctx.run_config()}, context=ctx)
     assert final["rounds"] == 2 and final["violations"] == [] and final["feedback"] is None
     saved = graph.get_state(config).values
     assert json.loads(json.dumps(saved)) == saved
@@ -303,6 +310,6 @@ def test_subgraph_state_is_plain_json_and_checkpoints():
 
 def test_bad_subgraph_arguments():
     with pytest.raises(ValueError):
-        fsm_graph(ScriptedBuilder(good_fsm()), TINY, (3, 8), max_rounds=0)
+        FSMDraftContext(ScriptedBuilder(good_fsm()), TINY, (3, 8), max_rounds=0)
     with pytest.raises(ValueError):
-        fsm_graph(ScriptedBuilder(good_fsm()), TINY, (8, 3))
+        FSMDraftContext(ScriptedBuilder(good_fsm()), TINY, (8, 3))

@@ -9,11 +9,11 @@ import pytest
 from pydantic import ValidationError
 
 from sap.agents.judge import CRITERIA, Finding, RuleJudge, Verdict
-from sap.agents.messenger import describe_value
 from sap.api import synthesize
 from sap.export.records import record_to_trajectory
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Trajectory, Turn
 from sap.provenance.checks import mentions
+from sap.text import describe_value
 from sap.toolsets import load_toolset
 
 TOOLSETS = ("filesystem", "store", "travel")

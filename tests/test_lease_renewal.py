@@ -15,9 +15,9 @@ from typing import Any, Iterator
 import pytest
 from sqlalchemy.exc import OperationalError
 
+from sap.runs.driver import RunDriver, RunProgress, run_config, start_run
 from sap.store import RunConflict, RunStore
 from sap.store.checkpoint import checkpointer_for
-from sap.store.driver import RunDriver, RunProgress, run_config, start_run
 from sap.store.runs import _now
 from sap.store.schema import SlotRow
 from sap.toolsets import load_toolset
@@ -190,7 +190,7 @@ KILLED_WORKER = """
 import sys, time
 from sap.store import RunStore
 from sap.store.checkpoint import checkpointer_for
-from sap.store.driver import RunDriver
+from sap.runs.driver import RunDriver
 from sap.toolsets import load_toolset
 
 url, run_id, lease = sys.argv[1], sys.argv[2], float(sys.argv[3])

@@ -58,7 +58,7 @@ def test_planner_asks_only_for_open_arguments_and_uses_the_answer(store):
     values = {p: (f"llm-{p}" if p == name else draft.args_exec[p]) for p in draft.args_exec
               if draft.args_prov[p].effective_tag() == Tag.self_create}
     with ScriptedLLMServer(responder=role_model) as server:
-        server.push(Reply(json.dumps({"values": values, "choices": {}})))
+        server.push(Reply(json.dumps(values)))
         binding = LLMPlanner(_role(server, "planner")).bind(_request(store, spec.name))
     assert binding.args_exec[name] == f"llm-{name}"
     assert binding.args_prov[name].tag == Tag.self_create
@@ -70,11 +70,11 @@ def test_planner_feeds_a_mistyped_value_back_naming_the_field(store):
     spec = _tool_with_string_arg(store)
     name = next(p for p in spec.required if spec.properties[p].get("type") == "string")
     with ScriptedLLMServer(responder=role_model) as server:
-        server.push(Reply(json.dumps({"values": {name: 12345}, "choices": {}})))
+        server.push(Reply(json.dumps({name: 12345})))
         binding = LLMPlanner(_role(server, "planner")).bind(_request(store, spec.name))
     assert len(server.requests) == 2
     fed_back = server.requests[1]["messages"][-1]["content"]
-    assert f"values.{name}" in fed_back and "does not fit" in fed_back
+    assert f"{name}: 12345 is not of type 'string'" in fed_back
     assert isinstance(binding.args_exec[name], str)
 
 
@@ -102,10 +102,10 @@ def _turn(store) -> tuple[Turn, dict]:
 def test_messenger_feeds_back_a_missing_verbatim_value(store):
     turn, specs = _turn(store)
     with ScriptedLLMServer(responder=role_model) as server:
-        server.push(Reply(json.dumps({"fragments": ["please do the thing"], "assistant_message": "ok"})))
+        server.push(Reply(json.dumps({"fragments": {"call_0": "please do the thing"}, "assistant_message": "ok"})))
         out = LLMMessenger(_role(server, "messenger")).write([turn], specs, random.Random(0))
     assert len(server.requests) == 2
-    assert "word for word" in server.requests[1]["messages"][-1]["content"]
+    assert "fragments.call_0: 'please do the thing' does not match" in server.requests[1]["messages"][-1]["content"]
     for value in turn.calls[0].args_exec.values():
         assert value in out[0].user_message
 

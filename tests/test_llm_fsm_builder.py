@@ -1,6 +1,6 @@
-"""The LLM FSM builder through real HTTP to a scripted OpenAI-compatible server: a valid draft is verified, code
-repairs unknown tools and missing tags, invalid drafts are fed back, and at the drafting cap the rule FSM stands
-in (recorded) only when the fallback is on."""
+"""The LLM FSM builder through real HTTP to a scripted OpenAI-compatible server: a valid draft is verified, the
+schema refuses unknown tools, code fills missing tags, invalid drafts are fed back, and at the drafting cap the rule
+FSM stands in (recorded) only when the fallback is on."""
 from __future__ import annotations
 
 import json
@@ -9,12 +9,12 @@ import pytest
 
 import sap.graphs.synthesis as synthesis
 from sap.agents.config import build_agents, build_agents_config
-from sap.agents.fsm_builder import RuleFSMBuilder
 from sap.agents.llm_common import LLMRole
-from sap.agents.llm_fsm_builder import LLMFSMBuilder, verified_fsm
+from sap.agents.llm_fsm_builder import LLMFSMBuilder
 from sap.api import synthesize
+from sap.fsm.build import RuleFSMBuilder
 from sap.fsm.verify import FSMVerificationError, verify_fsm
-from sap.graphs.fsm_graph import build_verified_fsm, fsm_dump
+from sap.graphs.fsm_graph import build_verified_fsm, fsm_dump, verified_fsm
 from sap.llm import LLMClient, ModelConfig
 from sap.testing.role_model import role_model
 from sap.testing.scripted_llm import Malformed, Reply, ScriptedLLMServer
@@ -22,8 +22,9 @@ from sap.toolsets import load_toolset
 
 LENGTHS = (3, 8)
 # schema-valid but V_spec-failing: the only final state is one turn away and nothing loops
-SHORT = {"states": [{"id": "start", "type": "INITIAL"}, {"id": "end", "type": "COMPLETED"}], "initial": "start",
-         "finals": ["end"], "transitions": [{"from": "start", "to": "end", "action": ["pwd"]}]}
+SHORT = {"states": [{"id": "start", "type": "INITIAL", "description": ""},
+                    {"id": "end", "type": "COMPLETED", "description": ""}], "initial": "start",
+         "finals": ["end"], "transitions": [{"from": "start", "to": "end", "action": ["pwd"], "tags": {}}]}
 
 
 def _builder(server: ScriptedLLMServer, model: str = "openai/scripted", **kw) -> LLMFSMBuilder:
@@ -53,26 +54,27 @@ def test_a_valid_draft_becomes_the_verified_fsm(filesystem):
     assert "- ls (read):" in server.requests[0]["messages"][1]["content"]
 
 
-def test_code_drops_unknown_tools_and_fills_missing_tags_before_verification(filesystem):
+def test_the_schema_refuses_unknown_tools_and_code_fills_missing_tags_before_verification(filesystem):
     def sloppy(request: dict) -> str:
         draft = json.loads(role_model(request))
         for t in draft["transitions"]:
             t["tags"] = {}
-        draft["transitions"][0]["action"].append("teleport")
-        draft["transitions"].append({"from": "start", "to": "end", "action": ["teleport"]})
+        if len(request["messages"]) == 2:  # the first answer calls a tool the toolset does not have
+            draft["transitions"].append({"from": "start", "to": "end", "action": ["teleport"], "tags": {}})
         return json.dumps(draft)
 
     with ScriptedLLMServer(responder=sloppy) as server:
         fsm, fallback = verified_fsm(_builder(server), filesystem, LENGTHS)
     specs = {t.name: t for t in filesystem.tools}
-    assert fallback is None and len(server.requests) == 1
+    assert fallback is None and len(server.requests) == 2
+    assert "'teleport' is not one of" in server.requests[1]["messages"][-1]["content"]
     assert all("teleport" not in t.action for t in fsm.transitions)
     assert all(set(t.provenance_tag[a]) == set(specs[a].required) for t in fsm.transitions for a in t.action)
     assert any(t.provenance_tag[a] for t in fsm.transitions for a in t.action)
 
 
 def test_an_invalid_draft_is_fed_back_naming_the_field(filesystem):
-    bad = {**SHORT, "transitions": [{"from": "nowhere", "to": "end", "action": ["pwd"]}]}
+    bad = {**SHORT, "transitions": [{"from": "nowhere", "to": "end", "action": ["pwd"], "tags": {}}]}
     with ScriptedLLMServer(responder=role_model) as server:
         server.push(Reply(json.dumps(bad)))
         fsm, fallback = verified_fsm(_builder(server), filesystem, LENGTHS)
@@ -133,8 +135,8 @@ def test_agents_config_sets_the_fallback(tmp_path):
 
 def test_a_stored_run_builds_its_fsm_with_the_llm_and_keeps_the_fallback_note_and_usage(filesystem, monkeypatch,
                                                                                        tmp_path):
+    from sap.runs.driver import RunDriver, run_config, start_run
     from sap.store.checkpoint import checkpointer_for
-    from sap.store.driver import RunDriver, run_config, start_run
     from sap.store.runs import RunStore
 
     monkeypatch.setattr(synthesis, "_FSM_CACHE", {})

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import random
 
-from sap.agents.messenger import RuleMessenger, describe_value, must_mention
+from sap.agents.messenger import RuleMessenger, must_mention
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Turn
 from sap.provenance.checks import mentions
+from sap.text import describe_value
 
 SPEC = ToolSpec(name="book_room", description="Book a hotel room. More text.",
                 parameters={"type": "object", "properties": {}, "required": []})

@@ -25,11 +25,10 @@ def _sap(*argv: str) -> list[str]:
 
 
 def _new_run(url: str, n: int, seed: int = 2) -> str:
+    from sap.runs.driver import run_config, start_run
     from sap.store import RunStore
-    from sap.store.driver import run_config, start_run
-    from sap.toolsets import load_toolset
-
     from sap.store.checkpoint import checkpointer_for
+    from sap.toolsets import load_toolset
 
     run_id = start_run(RunStore(url), load_toolset("store"),
                        run_config(n, seed, None, {"min_turns": 3, "max_turns": 8, "emphasis_size": 3}))
@@ -110,3 +109,40 @@ def test_a_server_that_is_down_is_a_clear_error(capsys):
     code = main(["runs", "--db", "postgresql://postgres@127.0.0.1:1/none"])
     err = capsys.readouterr().err
     assert code == 2 and "cannot use this database" in err
+
+
+def _terminate_backends(admin_url: str, database: str) -> int:
+    """Drop every connection to `database` as a server restart would (pg_terminate_backend); how many."""
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                            "WHERE datname = %s AND pid <> pg_backend_pid()) AS t", (database,)).fetchone()[0]
+
+
+def test_backends_killed_mid_run_change_nothing_in_the_records(pg_db, tmp_path):
+    """Four workers whose every connection (run store and checkpointer) is dropped several times mid-run reconnect
+    and finish, with the records of an undisturbed run."""
+    from sap.store import RunStore
+
+    n = 24
+    reference_url = f"sqlite:///{tmp_path / 'reference.db'}"
+    reference_id = _new_run(reference_url, n)
+    subprocess.run(_sap("worker", reference_id, "--db", reference_url), check=True, capture_output=True, timeout=300)
+    reference = RunStore(reference_url).records(reference_id)
+
+    run_id = _new_run(pg_db, n)
+    store = RunStore(pg_db)
+    workers = [subprocess.Popen(_sap("worker", run_id, "--db", pg_db), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True) for _ in range(4)]
+    rounds = []  # (records accepted before the round, connections dropped)
+    for threshold in (n // 6, n // 3, n // 2):  # once the workers are well into the run
+        while store.counts(run_id).get("accepted", 0) < threshold and any(w.poll() is None for w in workers):
+            time.sleep(0.1)
+        rounds.append((store.counts(run_id).get("accepted", 0), _terminate_backends(PG_URL, pg_db.rsplit("/", 1)[1])))
+    outputs = [w.communicate(timeout=300) for w in workers]
+    assert all(w.returncode == 0 for w in workers), [err for _, err in outputs]
+    mid_run = [dropped for accepted, dropped in rounds if accepted < n and dropped >= 4]
+    assert len(mid_run) == 3, rounds  # every worker's connections really were dropped while slots were worked on
+    assert store.counts(run_id) == {"accepted": n}  # no slot failed or was rejected because of the drops
+    assert json.dumps(store.records(run_id)) == json.dumps(reference)

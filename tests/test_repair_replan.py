@@ -9,11 +9,23 @@ from dataclasses import replace
 import pytest
 
 import sap.graphs.synthesis as synthesis
-from sap.agents.fsm_builder import RuleFSMBuilder
 from sap.agents.llm_common import LLMRole
-from sap.agents.repair import LLMRepairer, RuleRepairer, apply_patch, op_problem, repair_call
-from sap.agents.replanner import LLMReplanner, ReplanRequest, RuleReplanner, allowed_edges, path_problems
+from sap.agents.repair import (
+    LLMRepairer,
+    RuleRepairer,
+    apply_patch,
+    op_problem,
+    repair_call,
+)
+from sap.agents.replanner import (
+    LLMReplanner,
+    ReplanRequest,
+    RuleReplanner,
+    allowed_edges,
+    path_problems,
+)
 from sap.api import synthesize
+from sap.fsm.build import RuleFSMBuilder
 from sap.graphs.fsm_graph import build_verified_fsm
 from sap.graphs.synthesis import SynthesisContext, synthesis_graph
 from sap.llm import LLMClient, ModelConfig
@@ -115,8 +127,8 @@ def test_llm_repair_uses_the_answer_after_invalid_ones_are_fed_back(poor_travel)
     c0, committed, book, error = _booking_case(poor_travel)
     wallet = "$.traveler.wallet_balance"
     with ScriptedLLMServer(responder=role_model) as server:
-        server.push(Reply(json.dumps({"patch": [{"path": "$.traveler.wallet", "value": 5000.0}]})),
-                    Reply(json.dumps({"patch": [{"path": wallet, "value": "plenty"}]})),
+        server.push(Reply(json.dumps({"patch": [{"path": "$.traveler.wallet", "value": 5000.0}], "reason": "r"})),
+                    Reply(json.dumps({"patch": [{"path": wallet, "value": "plenty"}], "reason": "r"})),
                     Reply(json.dumps({"patch": [{"path": wallet, "value": 5000.0}], "reason": "top up"})))
         repaired, log = repair_call(LLMRepairer(_role(server, "repair")), poor_travel, _configs(c0), [], book, error,
                                     committed)
@@ -130,7 +142,7 @@ def test_repair_stops_after_three_rounds(poor_travel):
     c0, committed, book, error = _booking_case(poor_travel)
     useless = [{"path": "$.traveler.currency", "value": v} for v in ("EUR", "GBP", "JPY", "CHF")]
     with ScriptedLLMServer(responder=role_model) as server:
-        server.push(*(Reply(json.dumps({"patch": [op]})) for op in useless))
+        server.push(*(Reply(json.dumps({"patch": [op], "reason": "r"})) for op in useless))
         repaired, log = repair_call(LLMRepairer(_role(server, "repair")), poor_travel, _configs(c0), [], book, error,
                                     committed)
     assert repaired is None and len(server.requests) == 3
@@ -235,7 +247,7 @@ def test_a_patch_made_for_a_turn_that_is_cut_off_is_dropped(poor_travel, monkeyp
               producers={"book_flight": {"flight_id": ["get_flight_details"]},
                          "modify_booking_dates": {"booking_id": ["book_flight"]}})
     ctx = SynthesisContext(toolset=poor_travel, fsm_builder=_Fixed(fsm), min_turns=2, max_turns=2, min_keep_turns=1)
-    out = synthesis_graph(ctx).invoke({"index": 0, "seed": 4})
+    out = synthesis_graph().invoke({"index": 0, "seed": 4}, context=ctx)
     assert [(e["tool"], e["outcome"]) for e in out["repair_log"]] == [("book_flight", "ok")]
     assert [t["index"] for t in out["turns"]] == [0]  # a flight booking has no stay dates to move: turn 1 is cut
     assert out["c0_patch"] == [] and ctx.c0(out) is ctx.initial_config(4)

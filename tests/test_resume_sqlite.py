@@ -71,8 +71,8 @@ def test_changed_settings_are_refused_naming_the_change(tmp_path, capsys):
     db = f"sqlite:///{tmp_path / 's.db'}"
     out = str(tmp_path / "o.jsonl")
     # an unfinished run: created, then interrupted before any slot (simulated by a zero-slot budget run)
+    from sap.runs.driver import run_config, start_run
     from sap.store import RunStore
-    from sap.store.driver import run_config, start_run
     from sap.toolsets import load_toolset
 
     store = RunStore(db)
@@ -132,8 +132,8 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
 
 
 def test_an_interrupted_run_resumes_in_the_same_process(tmp_path, monkeypatch):
-    """Ctrl-C in a notebook or an exception leaves the slot in flight marked as this process's: the same
-    command in the same process takes it over and ends with the uninterrupted bytes."""
+    """Ctrl-C in a notebook puts the slot in flight back to pending (its checkpoint kept): the same command in the
+    same process continues it and ends with the uninterrupted bytes."""
     import sap.graphs.synthesis as synthesis
 
     def cmd(name: str) -> list[str]:
@@ -141,7 +141,7 @@ def test_an_interrupted_run_resumes_in_the_same_process(tmp_path, monkeypatch):
                 "--db", f"sqlite:///{tmp_path / name}.db"]
 
     assert main(cmd("whole")) == 0
-    real = synthesis.code_check
+    real = synthesis.policy_check  # the code check (and a toolset policy's rules) of every trajectory
     seen = {"n": 0}
 
     def interrupted(traj, *args, **kw):
@@ -150,8 +150,9 @@ def test_an_interrupted_run_resumes_in_the_same_process(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real(traj, *args, **kw)
 
-    monkeypatch.setattr(synthesis, "code_check", interrupted)
+    monkeypatch.setattr(synthesis, "policy_check", interrupted)
     assert main(cmd("cut")) == 130
-    assert ("running" in {status for _, status in _slots(tmp_path / "cut.db")})
+    statuses = {status for _, status in _slots(tmp_path / "cut.db")}
+    assert "pending" in statuses and "running" not in statuses
     assert main(cmd("cut")) == 0  # the same command, the same process
     assert (tmp_path / "cut.jsonl").read_bytes() == (tmp_path / "whole.jsonl").read_bytes()

@@ -142,7 +142,7 @@ def run(fsm, turns, seed=7, **context):
     context.setdefault("replay_check", False)  # count only the synthesis attempts, not the verification replay
     ctx = SynthesisContext(toolset=TOOLSET, fsm_builder=FixedFSM(fsm), planner=planner, min_turns=turns,
                            max_turns=turns, **context)
-    out = synthesis_graph(ctx).invoke({"index": 0, "seed": seed})
+    out = synthesis_graph().invoke({"index": 0, "seed": seed}, context=ctx)
     assert not ctx.executors  # the slot's executor was released
     return out, planner
 
@@ -214,6 +214,7 @@ def test_tools_always_failing_at_turn_zero_drop_the_trajectory_after_replans(see
     assert CALLS == {"broken_a": 3, "broken_b": 3}  # login never ran
     assert [e["tool"] for e in out["attempt_log"]] == [first] * 3 + [second] * 3
     assert out["drop_reason"] == f"{second} failed 3 times at turn 0"
+    assert out["drop_kind"] == "a tool kept failing"
     assert out["blacklist"] == [first]
     errors = {e["tool"]: e["error"] for e in out["attempt_log"]}
     assert errors["broken_a"] == "service A is down"

@@ -7,26 +7,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sap.agents.fsm_builder import RuleFSMBuilder
-from sap.agents.judge import RuleJudge
 from sap.agents.llm_common import LLMRole
-from sap.agents.llm_fsm_builder import LLMFSMBuilder
-from sap.agents.llm_judge import LLMJudge
-from sap.agents.llm_messenger import LLMMessenger
-from sap.agents.llm_planner import LLMPlanner
-from sap.agents.messenger import RuleMessenger
-from sap.agents.planner import RulePlanner
-from sap.agents.repair import LLMRepairer, RuleRepairer
-from sap.agents.replanner import LLMReplanner, RuleReplanner
+from sap.agents.roles import ROLE_SPECS, ROLE_TABLE, ROLES, Role, resolve
+from sap.errors import ConfigError
 from sap.llm import LLMClient, ModelConfig
 from sap.prompts import prompt
 
-Role = Literal["planner", "messenger", "judge", "fsm_builder", "repair", "replanner"]
-ROLES: tuple[Role, ...] = ("planner", "messenger", "judge", "fsm_builder", "repair", "replanner")
 Impl = Literal["rule", "llm"]
 
 
-class AgentsConfigError(ValueError):
+class AgentsConfigError(ConfigError):
     """An agents config that cannot be used; the message names the file, the field and the value."""
 
 
@@ -118,19 +108,9 @@ def _check_shared_limits(cfg: AgentsConfig, where: str) -> None:
                                     f"(concurrency, rpm, tpm) {other[1]} vs {limits}; one endpoint has one limiter")
 
 
-ROLE_PROMPTS: dict[str, dict[str, tuple[str, ...]]] = {
-    "planner": {"per_turn": ("planner_bind",), "global": ("planner_bind", "planner_narrative")},
-    "messenger": {"per_turn": ("messenger_turn", "messenger_clarify"), "global": ("messenger_global", "messenger_clarify")},
-    "judge": {"per_turn": ("judge",), "global": ("judge",)},
-    "fsm_builder": {"per_turn": ("fsm_draft",), "global": ("fsm_draft",)},
-    "repair": {"per_turn": ("repair",), "global": ("repair",)},
-    "replanner": {"per_turn": ("replan",), "global": ("replan",)},
-}
-
-
 def prompt_hashes() -> dict[str, str]:
     """The hash of every prompt file any role can use, by prompt name (for run fingerprints)."""
-    names = sorted({n for modes in ROLE_PROMPTS.values() for names in modes.values() for n in names})
+    names = sorted({name for spec in ROLE_TABLE for name in spec.prompt_names()})
     return {name: prompt(name).sha for name in names}
 
 
@@ -141,28 +121,24 @@ def agents_meta(cfg: AgentsConfig) -> dict[str, Any]:
         entry: dict[str, Any] = {"agents": rc.agents}
         if rc.agents == "llm" and rc.model is not None:
             entry["model"] = rc.model.model
-            entry["prompts"] = {name: prompt(name).sha for name in ROLE_PROMPTS[role][cfg.message_mode]}
+            entry["prompts"] = {name: prompt(name).sha for name in ROLE_SPECS[role].prompts[cfg.message_mode]}
         out[role] = entry
     return {"roles": out, "message_mode": cfg.message_mode, "fsm_fallback": cfg.fsm_fallback}
 
 
 def build_agents(cfg: AgentsConfig, client: LLMClient) -> dict[str, Any]:
-    """SynthesisContext keyword arguments for `cfg`: one agent per role, the narrative switch and the meta.
-    `client` is the run's LLMClient (only used by LLM roles)."""
-    def llm(role: Role) -> LLMRole | None:
-        rc = cfg.roles[role]
-        return LLMRole(client, rc.model, role) if rc.agents == "llm" and rc.model is not None else None
-
-    planner, messenger, judge = llm("planner"), llm("messenger"), llm("judge")
-    fsm_builder, repair, replanner = llm("fsm_builder"), llm("repair"), llm("replanner")
-    if cfg.message_mode == "global" and messenger is None:
+    """SynthesisContext keyword arguments for `cfg`: one agent per role of the role table (its LLM class for an LLM
+    role, else its rule class), the narrative switch and the meta. `client` is the run's LLMClient (only used by LLM
+    roles)."""
+    messenger = cfg.roles["messenger"]
+    if cfg.message_mode == "global" and (messenger.agents != "llm" or messenger.model is None):
         raise AgentsConfigError("message_mode 'global' needs an LLM messenger (the rule messenger writes per turn)")
-    return {"planner": LLMPlanner(planner) if planner else RulePlanner(),
-            "messenger": LLMMessenger(messenger, cfg.message_mode) if messenger else RuleMessenger(),
-            "judge": LLMJudge(judge) if judge else RuleJudge(),
-            "fsm_builder": (LLMFSMBuilder(fsm_builder, fallback="rule" if cfg.fsm_fallback == "rule" else None)
-                            if fsm_builder else RuleFSMBuilder()),
-            "repairer": LLMRepairer(repair) if repair else RuleRepairer(),
-            "replanner": LLMReplanner(replanner) if replanner else RuleReplanner(),
-            "narrative": cfg.message_mode == "global",
+    agents: dict[str, Any] = {}
+    for spec in ROLE_TABLE:
+        rc = cfg.roles[spec.name]
+        if rc.agents == "llm" and rc.model is not None:
+            agents[spec.slot] = resolve(spec.llm)(LLMRole(client, rc.model, spec.name), **spec.llm_options(cfg))
+        else:
+            agents[spec.slot] = resolve(spec.rule)()
+    return {**agents, "narrative": cfg.message_mode == "global",
             "agents_meta": agents_meta(cfg) if cfg.uses_llm() else {}}

@@ -13,11 +13,12 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from sap.agents.fsm_builder import READ_VERBS
+from sap.fsm.build import READ_VERBS, named_update
 from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn
-from sap.provenance.checks import mentions, normalize_text
+from sap.provenance.checks import answers_recap, mentions, normalize_text, request_start, stating_text
 from sap.provenance.fields import index_of
 from sap.provenance.jsonpath import PathError, resolve
+
 
 Criterion = Literal["message_matches_calls", "config_consistency", "state_evolves", "reads_as_user",
                     "scenario_structure"]
@@ -132,13 +133,19 @@ def _stem(word: str) -> str:
     return word
 
 
-def content_words(spec: ToolSpec) -> set[str]:
-    """Stems of the content words (4+ letters, no stop words) of a tool's description, else of its name."""
+def task_words(spec: ToolSpec) -> list[str]:
+    """The content words (4+ letters, no stop words) of a tool's description, else of its name, in order: a user
+    message refers to the task when it holds one of them (in any form of the same stem)."""
     text = spec.description or spec.name.replace("_", " ")
-    words = {w for w in _WORD.findall(text.lower()) if len(w) >= 4 and w not in _STOPWORDS}
+    words = [w for w in _WORD.findall(text.lower()) if len(w) >= 4 and w not in _STOPWORDS]
     if not words:
-        words = {w for w in _WORD.findall(spec.name.lower()) if len(w) >= 4}
-    return {_stem(w) for w in words}
+        words = [w for w in _WORD.findall(spec.name.lower()) if len(w) >= 4]
+    return list(dict.fromkeys(words))
+
+
+def content_words(spec: ToolSpec) -> set[str]:
+    """Stems of the task words of a tool."""
+    return {_stem(w) for w in task_words(spec)}
 
 
 def _message_stems(message: str) -> set[str]:
@@ -207,10 +214,12 @@ class RuleJudge:
         and refers to each call's task."""
         out: list[Finding] = []
         for pos, turn in enumerate(traj.turns):
-            message = turn.user_message
-            stated_here = [v for c in turn.calls for n, p in c.args_prov.items() if p.effective_tag() in _STATED
+            message = stating_text(traj, pos)  # a yes to a recap: the request it confirms, with its calls
+            request = [c for t in traj.turns[request_start(traj, pos) if answers_recap(traj, pos) else pos:pos + 1]
+                       for c in t.calls]
+            stated_here = [v for c in request for n, p in c.args_prov.items() if p.effective_tag() in _STATED
                            for v in _strings(c.args_exec.get(n))]
-            task_text = " ".join(specs[c.name].description for c in turn.calls if c.name in specs)
+            task_text = " ".join(specs[c.name].description for c in request if c.name in specs)
             # after a clarification turn with no calls, the task may have been named in that turn
             context = message
             if pos > 0 and not traj.turns[pos - 1].calls:
@@ -218,7 +227,7 @@ class RuleJudge:
             words = _message_stems(context)
             for index, call in enumerate(turn.calls):
                 where = f"call {index} ({call.name})"
-                out += self._values_stated(turn, call, where, stated_here, task_text)
+                out += self._values_stated(turn, message, call, where, stated_here, task_text)
                 spec = specs.get(call.name)
                 if spec is not None and not (content_words(spec) & words):
                     out.append(Finding(criterion="message_matches_calls", turn=turn.index,
@@ -226,21 +235,22 @@ class RuleJudge:
                                               f"({spec.description[:60] or spec.name!r})"))
         return out
 
-    def _values_stated(self, turn: Turn, call: ToolCall, where: str, stated_here: list[str],
+    def _values_stated(self, turn: Turn, message: str, call: ToolCall, where: str, stated_here: list[str],
                        task_text: str) -> list[Finding]:
-        """New and config values appear; history values are not restated (unless stated anew in this turn
-        or part of the task's own wording, such as `pending` in `cancel a pending order`)."""
+        """New and config values appear; history values are not restated (unless stated anew in this turn, part
+        of the task's own wording, such as `pending` in `cancel a pending order`, or named on purpose: an element
+        of a listing the user has not seen yet, which a selector names)."""
         out: list[Finding] = []
         for name, prov in call.args_prov.items():
             value = call.args_exec.get(name)
             tag = prov.effective_tag()
-            if tag in _STATED and not mentions(turn.user_message, value):
+            if tag in _STATED and not mentions(message, value):
                 out.append(Finding(criterion="message_matches_calls", turn=turn.index,
                                    detail=f"{where} arg {name}: {tag.value} value {value!r} is not stated "
                                           f"in the user message"))
-            elif tag in _HISTORY:
+            elif tag in _HISTORY and not (prov.selector is not None and prov.selector.named):
                 for s in _strings(value):
-                    if len(s.strip()) < MIN_RESTATED_CHARS or not _occurs(turn.user_message, s):
+                    if len(s.strip()) < MIN_RESTATED_CHARS or not _occurs(message, s):
                         continue
                     if any(_same(s, x) for x in stated_here) or _occurs(task_text, s):
                         continue
@@ -251,7 +261,8 @@ class RuleJudge:
 
     # 2 -----------------------------------------------------------------------------------------------
     def config_consistency(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> list[Finding]:
-        """Config-bound values equal c0 at their path; new values do not contradict a key c0 fixes."""
+        """Config-bound values equal c0 at their path; new values do not contradict a key c0 fixes, unless they are
+        what an update sets (a new baggage count differs from the current one on purpose)."""
         out: list[Finding] = []
         for turn_no, index, call in traj.calls():
             where = f"call {index} ({call.name})"
@@ -269,7 +280,7 @@ class RuleJudge:
                         out.append(Finding(criterion="config_consistency", turn=turn_no,
                                            detail=f"{where} arg {name}: initial_state value {value!r} differs "
                                                   f"from c0 {found!r} at {prov.path}"))
-                elif tag == Tag.self_create:
+                elif tag == Tag.self_create and not (call.name in specs and named_update(specs[call.name])):
                     fixed = _single_value(traj.c0, name)
                     if fixed is not _NO_VALUE and not _same(fixed, value):
                         out.append(Finding(criterion="config_consistency", turn=turn_no,
@@ -298,7 +309,7 @@ class RuleJudge:
         """User messages contain no raw JSON, no snake_case tool names, no API vocabulary, and have a sane length."""
         out: list[Finding] = []
         tool_names = [n for n in specs if "_" in n]
-        for turn in traj.turns:
+        for pos, turn in enumerate(traj.turns):
             message = turn.user_message or ""
 
             def add(detail: str) -> None:
@@ -313,7 +324,7 @@ class RuleJudge:
             if words := sorted({w.lower() for w in _API_WORDS.findall(message)}):
                 add(f"API vocabulary in the user message: {', '.join(words)}")
             length = len(message.strip())
-            if not MIN_MESSAGE_CHARS <= length <= MAX_MESSAGE_CHARS:
+            if not MIN_MESSAGE_CHARS <= length <= MAX_MESSAGE_CHARS and not answers_recap(traj, pos):
                 add(f"user message length {length} is outside {MIN_MESSAGE_CHARS}..{MAX_MESSAGE_CHARS}")
         return out
 
@@ -332,7 +343,8 @@ class RuleJudge:
         for turn in turns:
             if not turn.assistant_message.strip():
                 add(turn.index, "the turn has no assistant reply")
-        empty = [pos for pos, t in enumerate(turns) if not t.calls]
+        # a turn that ends with the recap of a write the next turn confirms is not a turn without calls' scenario
+        empty = [pos for pos, t in enumerate(turns) if not t.calls and not answers_recap(traj, pos + 1)]
         kind = traj.rewrite_kind
         if kind == "base":
             for pos in empty:

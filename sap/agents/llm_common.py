@@ -7,7 +7,7 @@ from typing import Any, Callable, TypeVar
 
 from pydantic import BaseModel
 
-from sap.llm import LLMClient, ModelConfig
+from sap.llm import LLMClient, ModelConfig, ResponseSchema
 from sap.model import ToolCall
 from sap.prompts import prompt
 
@@ -36,8 +36,9 @@ class LLMRole:
     model: ModelConfig
     role: str
 
-    def ask(self, prompt_name: str, response_model: type[ResponseT],
+    def ask(self, prompt_name: str, response_model: type[ResponseT], response_schema: dict[str, Any],
             check: Callable[[ResponseT], None] | None = None, **values: Any) -> ResponseT:
-        """Render prompt `prompt_name` with `values` and return the model's validated answer."""
+        """Render prompt `prompt_name` with `values` and return the model's answer, validated against this
+        request's exact `response_schema` (sent to the model under the prompt's name) and then by `check`."""
         return self.client.complete(self.role, self.model, prompt(prompt_name).messages(**values), response_model,
-                                    check=check)
+                                    check=check, schema=ResponseSchema(prompt_name, response_schema))

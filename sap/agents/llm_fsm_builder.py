@@ -1,19 +1,18 @@
 """LLM FSM builder: the model drafts the dialogue phases and transitions from the tool docs, the rule builder's
-tool classification, the toolset's documentation (`extra["docs"]`, e.g. a domain policy) and a c0 summary; code
-repairs what it can before V_spec (drops unknown tools, fills missing or impossible tags from the classification), and at the drafting cap the rule FSM stands in, if configured,
+tool classification, the toolset's documentation (`extra["docs"]`, e.g. a domain policy) and a c0 summary; the
+answer schema names the tools, state types and possible tags; code repairs what it can before V_spec (fills missing
+or impossible tags from the classification), and at the drafting cap the rule FSM stands in, if configured,
 with the fallback recorded."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sap.agents.fsm_builder import RuleFSMBuilder, ToolRole, classify, role_tags, stated_params
 from sap.agents.llm_common import STATE_CHARS, LLMRole, compact
+from sap.fsm.build import RuleFSMBuilder, ToolRole, action_tools, classify, role_tags, stated_params
 from sap.fsm.probe import probe
-from sap.fsm.verify import FSMVerificationError
-from sap.graphs.fsm_graph import build_verified_fsm
-from sap.llm import LLMRoleError
+from sap.llm.schema import closed
 from sap.model import FSM, FSMState, StateType, Tag, Toolset, Transition
 from sap.prompts import prompt
 
@@ -49,8 +48,8 @@ class FSMDraft(BaseModel):
     transitions: list[DraftTransition] = Field(min_length=1)
 
 
-def draft_problems(draft: FSMDraft, tools: set[str]) -> list[str]:
-    """What code cannot repair in a draft: state ids that repeat or are missing, and no usable transition."""
+def draft_problems(draft: FSMDraft) -> list[str]:
+    """What code cannot repair in a draft and its schema cannot say: state ids that repeat or are missing."""
     problems = []
     ids: dict[str, int] = {}
     for k, s in enumerate(draft.states):
@@ -63,8 +62,6 @@ def draft_problems(draft: FSMDraft, tools: set[str]) -> list[str]:
     for k, t in enumerate(draft.transitions):
         problems += [f"transitions[{k}].{end}: {sid!r} is not a state id"
                      for end, sid in (("from", t.source), ("to", t.target)) if sid not in ids]
-    if not any(tool in tools for t in draft.transitions for tool in t.action):
-        problems.append(f"transitions: no transition calls a listed tool ({', '.join(sorted(tools))})")
     return problems
 
 
@@ -80,20 +77,18 @@ def _possible(tag: Tag, role: ToolRole, arg: str, initial: bool, stated: frozens
 
 
 def repaired_fsm(draft: FSMDraft, roles: dict[str, ToolRole], stated: frozenset[str]) -> tuple[FSM, list[str]]:
-    """The draft as an FSM: unknown tools dropped, edges no tag can source on the first turn dropped, missing or
-    impossible tags set from the rule classification; uniform probabilities per state; notes on each repair."""
+    """The draft (its tools the toolset's, as its schema says) as an FSM: edges no tag can source on the first turn
+    dropped, missing or impossible tags set from the rule classification; uniform probabilities per state; notes
+    on each repair."""
     notes: list[str] = []
     edges: list[Transition] = []
     for k, t in enumerate(draft.transitions):
-        unknown = [a for a in t.action if a not in roles]
-        if unknown:
-            notes.append(f"transitions[{k}]: dropped unknown tool(s) {unknown}")
-        action = [a for a in t.action if a in roles]
+        action = t.action
         initial = t.source == draft.initial
         rule = {a: role_tags(roles[a], initial, stated) for a in action}
-        if not action or any(r is None for r in rule.values()):
-            notes.append(f"transitions[{k}]: dropped (" + ("no known tool" if not action else
-                         "an argument can only come from an earlier result, on the first turn") + ")")
+        if any(r is None for r in rule.values()):
+            notes.append(f"transitions[{k}]: dropped (an argument can only come from an earlier result, on the "
+                         "first turn)")
             continue
         tags: dict[str, dict[str, Tag]] = {}
         for a in action:
@@ -115,8 +110,31 @@ def repaired_fsm(draft: FSMDraft, roles: dict[str, ToolRole], stated: frozenset[
     producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
     fsm = FSM(states=[FSMState(id=s.id, type=s.type, description=s.description) for s in draft.states],
               initial=draft.initial, finals=list(dict.fromkeys(draft.finals)), transitions=edges,
-              producers={t: ps for t, ps in producers.items() if ps})
+              producers={t: ps for t, ps in producers.items() if ps}, writes=action_tools(roles))
     return fsm, notes
+
+
+def draft_schema(roles: dict[str, ToolRole], stated: frozenset[str]) -> dict[str, Any]:
+    """The exact schema of an FSM draft for this toolset: state types and tool names as enums, and per tool its
+    required arguments as required keys of its tags, each with the tags possible for it on some turn. Which tool
+    a transition tags is optional (code fills missing tags), so the schema is not strict-mode ready."""
+    state_id = {"type": "string", "minLength": 1}
+    tool_tags = {}
+    for name, role in roles.items():
+        possible = {a: [t for t in get_args(DraftTag) if any(_possible(Tag(t), role, a, first, stated)
+                                                                  for first in (True, False))]
+                    for a in role.spec.required}
+        tool_tags[name] = closed({a: {"enum": tags} for a, tags in possible.items() if tags})
+    transition = closed({
+        "from": state_id, "to": state_id,
+        "action": {"type": "array", "items": {"enum": list(roles)}, "minItems": 1, "maxItems": 2},
+        "tags": closed(tool_tags, required=[])})
+    return closed({
+        "states": {"type": "array", "minItems": 2, "items": closed({
+            "id": state_id, "type": {"enum": [t.value for t in StateType]}, "description": {"type": "string"}})},
+        "initial": state_id,
+        "finals": {"type": "array", "items": state_id, "minItems": 1},
+        "transitions": {"type": "array", "items": transition, "minItems": 1}})
 
 
 def tool_lines(roles: dict[str, ToolRole], stated: frozenset[str]) -> str:
@@ -135,7 +153,7 @@ def tool_lines(roles: dict[str, ToolRole], stated: frozenset[str]) -> str:
 
 
 class LLMFSMBuilder:
-    """Drafts the FSM with the model; `fallback="rule"` lets `verified_fsm` use the rule FSM at the cap."""
+    """Drafts the FSM with the model; `fallback="rule"` lets `graphs.fsm_graph.verified_fsm` use the rule FSM at the cap."""
 
     def __init__(self, llm: LLMRole, rule: RuleFSMBuilder | None = None, fallback: Fallback = "rule") -> None:
         self.llm, self.rule, self.fallback = llm, rule or RuleFSMBuilder(), fallback
@@ -161,7 +179,7 @@ class LLMFSMBuilder:
         roles, stated, c0 = self._classify(toolset)
         previous = self._previous.get(toolset.name) if feedback else None
         answer = self.llm.ask(
-            "fsm_draft", FSMDraft, check=lambda d: _raise(draft_problems(d, set(roles))),
+            "fsm_draft", FSMDraft, draft_schema(roles, stated), check=lambda d: _raise(draft_problems(d)),
             toolset=toolset.name, description=toolset.description or "(none)",
             docs=toolset.extra.get("docs") or "(none)", tools=tool_lines(roles, stated),
             state=compact(c0, STATE_CHARS),
@@ -176,20 +194,3 @@ class LLMFSMBuilder:
 def _raise(problems: list[str]) -> None:
     if problems:
         raise ValueError("; ".join(problems))
-
-
-def verified_fsm(builder: Any, toolset: Toolset, path_length: int | tuple[int, int],
-                 max_rounds: int = 3) -> tuple[FSM, dict[str, Any] | None]:
-    """The builder's V_spec-verified FSM and None; for an LLM builder with `fallback="rule"` that has no verified
-    draft at the cap (or no valid answer at all), the rule FSM and a note saying why it stands in."""
-    try:
-        return build_verified_fsm(builder, toolset, path_length, max_rounds), None
-    except (FSMVerificationError, LLMRoleError) as exc:
-        if not isinstance(builder, LLMFSMBuilder) or builder.fallback != "rule" or (
-                isinstance(exc, LLMRoleError) and exc.kind != "invalid"):
-            raise
-        fsm = build_verified_fsm(builder.rule, toolset, path_length, max_rounds)
-        reason = str(exc).splitlines()[0] + (f" first: {exc.violations[0]}" if isinstance(
-            exc, FSMVerificationError) and exc.violations else "")
-        return fsm, {"builder": builder.cache_key(), "used": builder.rule.cache_key(), "reason": reason}
-

@@ -2,12 +2,13 @@
 model's reading of the five criteria, each finding diagnosed as a text or a ground-truth problem."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
 from sap.agents.judge import Criterion, Finding, RuleJudge, Verdict
 from sap.agents.llm_common import STATE_CHARS, LLMRole, call_line, compact
+from sap.llm.schema import closed, nullable
 from sap.model import ToolSpec, Trajectory
 
 
@@ -36,6 +37,16 @@ def conversation_text(traj: Trajectory) -> str:
     return "\n".join(lines)
 
 
+def judge_schema(turns: int) -> dict[str, Any]:
+    """The exact answer schema for judging a conversation of `turns` turns: findings naming a criterion, a turn
+    of the conversation (or null), a detail and a kind."""
+    return closed({"findings": {"type": "array", "items": closed({
+        "criterion": {"enum": list(get_args(Criterion))},
+        "turn": nullable({"type": "integer", "minimum": 0, "maximum": max(turns - 1, 0)}),
+        "detail": {"type": "string", "minLength": 1},
+        "kind": {"enum": ["text", "truth"]}})}})
+
+
 class LLMJudge:
     """Rule findings, then the model's; the verdict follows Verdict.from_findings."""
 
@@ -47,15 +58,7 @@ class LLMJudge:
         verdict = self.rule.judge(traj, specs)
         if not verdict.accepted:
             return verdict
-        turns = len(traj.turns)
-
-        def check(a: JudgeAnswer) -> None:
-            bad = [f"findings[{k}].turn: {f.turn} is not a turn 0..{turns - 1}" for k, f in enumerate(a.findings)
-                   if f.turn is not None and not 0 <= f.turn < turns]
-            if bad:
-                raise ValueError("; ".join(bad))
-
-        answer = self.llm.ask("judge", JudgeAnswer, check=check, state=compact(traj.c0, STATE_CHARS),
-                              conversation=conversation_text(traj))
+        answer = self.llm.ask("judge", JudgeAnswer, judge_schema(len(traj.turns)),
+                              state=compact(traj.c0, STATE_CHARS), conversation=conversation_text(traj))
         return Verdict.from_findings([Finding(criterion=f.criterion, turn=f.turn, detail=f.detail, diagnosis=f.kind)
                                       for f in answer.findings])

@@ -8,18 +8,22 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from sap.agents.llm_common import RESULT_CHARS, LLMRole, compact
-from sap.agents.messenger import (ClarifyRequest, Mention, describe_value, humanize, must_mention, names_tool,
-                                  task_phrase)
+from sap.agents.judge import MAX_MESSAGE_CHARS, MIN_MESSAGE_CHARS, task_words
+from sap.agents.messenger import ClarifyRequest, Mention, must_mention, reference_phrase, stated_phrase
+from sap.llm.schema import closed, containing
 from sap.model import ToolSpec, Turn
-from sap.provenance.checks import mentions
+from sap.provenance.checks import mention_texts, mentions, states_selector
+from sap.provenance.selectors import selector_words
+from sap.text import describe_value, humanize, names_tool, task_phrase
 
 MessageMode = Literal["per_turn", "global"]
 
 
 class TurnAnswer(BaseModel):
-    """One turn: a fragment per call (joined into the user message) and the assistant's reply."""
+    """One turn: a fragment per call, keyed call_0, call_1, ... (joined into the user message), and the
+    assistant's reply."""
 
-    fragments: list[str] = Field(min_length=1)
+    fragments: dict[str, str] = Field(min_length=1)
     assistant_message: str = Field(min_length=1)
 
 
@@ -37,17 +41,31 @@ class ClarifyAnswer(BaseModel):
 
 
 class GlobalAnswer(BaseModel):
-    """All turns' messages at once."""
+    """All turns' messages at once, keyed turn_0, turn_1, ... in the order the prompt lists them."""
 
-    turns: list[TurnMessages]
+    turns: dict[str, TurnMessages]
 
 
-def _mention_line(m: Mention) -> str:
-    """A must-mention entry as the prompt shows it: label, parameter, and the value or its source."""
+REPLY = {"type": "string", "minLength": 1}
+CLARIFY_SCHEMA = closed({"assistant_message": REPLY})
+
+
+def _mention_line(m: Mention, names: dict[tuple[int, int], str]) -> str:
+    """A must-mention entry as the prompt shows it: label, parameter, and the value or, in words, where it came
+    from and (when it is one among several) which one it is; `names` gives each earlier call's tool."""
     if m.verbatim:
         return f"{m.label()} {humanize(m.param)}: {describe_value(m.value)}"
-    where = f"the result of turn {m.source[0]} call {m.source[1]}" if m.source else "an earlier user message"
-    return f"{m.label()} {humanize(m.param)}: refer to it as the one from {where}"
+    where = reference_phrase(m, names.get(m.source, "results")) if m.source else stated_phrase(m)
+    line = f"{m.label()} {humanize(m.param)}: refer to it as {where}"
+    if m.selector is not None:
+        line += " (say which one in these words; it is one among several)"
+    return line
+
+
+def unsaid_selectors(message: str, turn: Turn) -> list[str]:
+    """The parameters of the turn whose reference is one among several and whose selector `message` leaves out."""
+    return [humanize(m.param) for c in turn.calls for m in must_mention(c)
+            if m.selector is not None and not states_selector(message, m.selector, m.value)]
 
 
 def stated_ahead(turn: Turn, virtual: list[dict[str, Any]]) -> list[str]:
@@ -55,15 +73,48 @@ def stated_ahead(turn: Turn, virtual: list[dict[str, Any]]) -> list[str]:
     return [f"{humanize(v['param'])}: {describe_value(v['value'])}" for v in virtual if v["turn"] == turn.index]
 
 
-def required_values(turn: Turn, virtual: list[dict[str, Any]]) -> list[Any]:
-    """Values the turn's user message must contain word for word: new and config values, and those stated ahead."""
-    values = [m.value for c in turn.calls for m in must_mention(c) if m.verbatim]
-    return values + [v["value"] for v in virtual if v["turn"] == turn.index]
+def call_pieces(turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, Any]]) -> list[list[str | list[str]]]:
+    """Per call of the turn, what its fragment must hold in order: one word of the call's task (the judge's test
+    that the message refers to it), then per must-mention entry its value word for word (new and config values)
+    and its selector's words, and for the last call also the values the turn states ahead for later turns."""
+    pieces: list[list[str | list[str]]] = [
+        [task_words(specs[c.name]), *(p for m in must_mention(c) for p in mention_pieces(m))] for c in turn.calls]
+    pieces[-1] += [t for v in virtual if v["turn"] == turn.index for t in mention_texts(v["value"])]
+    return pieces
 
 
-def missing_values(message: str, values: list[Any]) -> list[str]:
-    """The required values `message` does not state verbatim, as shown to the model."""
-    return [describe_value(v) for v in values if not mentions(message, v)]
+def mention_pieces(m: Mention) -> list[str | list[str]]:
+    """What a fragment must hold for one must-mention entry, in the order messages state them: its value word for
+    word (new and config values), and which one is meant when it is one among several."""
+    return [*(mention_texts(m.value) if m.verbatim else ()), *(selector_pieces(m) if m.selector is not None else ())]
+
+
+def selector_pieces(m: Mention) -> list[str | list[str]]:
+    """What a fragment must hold to say which of several values a reference means: one word of each of the
+    selector's groups, or the value itself when the selector names it (what `states_selector` accepts)."""
+    groups = selector_words(m.selector)
+    if m.selector.named or not groups:
+        return list(mention_texts(m.value))
+    return [sorted(g) for g in groups]
+
+
+def turn_schema(turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, Any]]) -> dict[str, Any]:
+    """The exact answer schema of one turn: a fragment per call, each naming its task and holding its values
+    verbatim, within the judge's message length (each fragment long enough alone), and a reply."""
+    pieces = call_pieces(turn, specs, virtual)
+    longest = MAX_MESSAGE_CHARS // len(pieces) - 1
+    fragments = {f"call_{i}": containing(p, MIN_MESSAGE_CHARS, longest) for i, p in enumerate(pieces)}
+    return closed({"fragments": closed(fragments), "assistant_message": REPLY})
+
+
+def global_schema(written: list[Turn], specs: dict[str, ToolSpec], virtual: list[dict[str, Any]]) -> dict[str, Any]:
+    """The exact answer schema of a global rewrite: per listed turn a user message naming each call's task and
+    holding its values verbatim, and a reply."""
+    return closed({"turns": closed({
+        f"turn_{k}": closed({"user_message": containing([p for call in call_pieces(turn, specs, virtual) for p in call],
+                                                        MIN_MESSAGE_CHARS, MAX_MESSAGE_CHARS),
+                             "assistant_message": REPLY})
+        for k, turn in enumerate(written)})})
 
 
 class LLMMessenger:
@@ -75,57 +126,55 @@ class LLMMessenger:
     def write(self, turns: list[Turn], specs: dict[str, ToolSpec], rng: random.Random,
               virtual: list[dict[str, Any]] = (), narrative: str | None = None) -> list[Turn]:
         """The turns with messages; turns without calls keep the messages they have."""
+        names = {(t.index, i): c.name for t in turns for i, c in enumerate(t.calls)}
         if self.mode == "global":
-            return self._write_global(turns, specs, list(virtual), narrative or "")
+            return self._write_global(turns, specs, list(virtual), narrative or "", names)
         out: list[Turn] = []
         for turn in turns:
-            out.append(self._write_turn(turn, specs, list(virtual), out) if turn.calls else turn)
+            out.append(self._write_turn(turn, specs, list(virtual), out, names) if turn.calls else turn)
         return out
 
-    def _calls_text(self, turn: Turn, specs: dict[str, ToolSpec]) -> str:
+    def _calls_text(self, turn: Turn, specs: dict[str, ToolSpec], names: dict[tuple[int, int], str]) -> str:
+        """The turn's calls as the prompt lists them: task and must-mention list of each."""
         return "\n".join(f"call {i}: task: {task_phrase(specs[c.name])}\n  must mention:\n    "
-                         + ("\n    ".join(_mention_line(m) for m in must_mention(c)) or "(nothing)")
+                         + ("\n    ".join(_mention_line(m, names) for m in must_mention(c)) or "(nothing)")
                          for i, c in enumerate(turn.calls))
 
     def _write_turn(self, turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, Any]],
-                    earlier: list[Turn]) -> Turn:
-        values = required_values(turn, virtual)
-
-        def check(a: TurnAnswer) -> None:
-            if len(a.fragments) != len(turn.calls):
-                raise ValueError(f"fragments: {len(a.fragments)} given, one per call needed ({len(turn.calls)})")
-            if missing := missing_values(" ".join(a.fragments), values):
-                raise ValueError(f"fragments: these values must appear word for word: {', '.join(missing)}")
+                     earlier: list[Turn], names: dict[tuple[int, int], str]) -> Turn:
+        def check(a: TurnAnswer) -> None:  # what the schema cannot say: the selector's words
+            fragments = " ".join(a.fragments.values())
+            if unsaid := unsaid_selectors(fragments, turn):
+                raise ValueError(f"fragments: say which one is meant, in the given words, for: {', '.join(unsaid)}")
 
         answer = self.llm.ask(
-            "messenger_turn", TurnAnswer, check=check,
+            "messenger_turn", TurnAnswer, turn_schema(turn, specs, virtual), check=check,
             earlier="\n".join(f"turn {t.index}: {t.user_message}" for t in earlier if t.user_message) or "(none)",
-            calls=self._calls_text(turn, specs), ahead="; ".join(stated_ahead(turn, virtual)) or "(none)",
+            calls=self._calls_text(turn, specs, names), ahead="; ".join(stated_ahead(turn, virtual)) or "(none)",
             results=compact([c.result for c in turn.calls], RESULT_CHARS * 2))
-        return turn.model_copy(update={"user_message": " ".join(f.strip() for f in answer.fragments),
+        fragments = [answer.fragments[f"call_{i}"].strip() for i in range(len(turn.calls))]
+        return turn.model_copy(update={"user_message": " ".join(fragments),
                                        "assistant_message": answer.assistant_message})
 
     def _write_global(self, turns: list[Turn], specs: dict[str, ToolSpec], virtual: list[dict[str, Any]],
-                      narrative: str) -> list[Turn]:
+                      narrative: str, names: dict[tuple[int, int], str]) -> list[Turn]:
         written = [t for t in turns if t.calls]
 
-        def check(a: GlobalAnswer) -> None:
-            if len(a.turns) != len(written):
-                raise ValueError(f"turns: {len(a.turns)} given, {len(written)} needed")
-            problems = [f"turns[{k}].user_message lacks {', '.join(miss)}" for k, (t, m) in enumerate(zip(written, a.turns))
-                        if (miss := missing_values(m.user_message, required_values(t, virtual)))]
-            if problems:
-                raise ValueError("values must appear word for word: " + "; ".join(problems))
+        def check(a: GlobalAnswer) -> None:  # what the schema cannot say: the selectors' words
+            unsaid = [f"turn_{k}: {', '.join(u)}" for k, t in enumerate(written)
+                      if (u := unsaid_selectors(a.turns[f"turn_{k}"].user_message, t))]
+            if unsaid:
+                raise ValueError("say which one is meant, in the given words, for: " + "; ".join(unsaid))
 
         blocks = []
         for k, t in enumerate(written):
             ahead = stated_ahead(t, virtual)
-            blocks.append(f"turn {k}:\n{self._calls_text(t, specs)}"
+            blocks.append(f"turn {k}:\n{self._calls_text(t, specs, names)}"
                           + (f"\n  also state, for later: {'; '.join(ahead)}" if ahead else "")
                           + f"\n  results: {compact([c.result for c in t.calls], RESULT_CHARS)}")
-        answer = self.llm.ask("messenger_global", GlobalAnswer, check=check, narrative=narrative or "(none)",
-                              turns="\n".join(blocks))
-        by_index = {t.index: m for t, m in zip(written, answer.turns)}
+        answer = self.llm.ask("messenger_global", GlobalAnswer, global_schema(written, specs, virtual), check=check,
+                              narrative=narrative or "(none)", turns="\n".join(blocks))
+        by_index = {t.index: answer.turns[f"turn_{k}"] for k, t in enumerate(written)}
         return [t.model_copy(update={"user_message": by_index[t.index].user_message,
                                      "assistant_message": by_index[t.index].assistant_message})
                 if t.index in by_index else t for t in turns]
@@ -145,5 +194,5 @@ class LLMMessenger:
         else:
             need = (f"You have no tool that can {req.task}." if req.task else "You have no tool for this request.") \
                 + " Say so politely, without naming any tool, and do not pretend to have done it."
-        return self.llm.ask("messenger_clarify", ClarifyAnswer, check=check, user_message=req.user_message,
-                            need=need).assistant_message
+        return self.llm.ask("messenger_clarify", ClarifyAnswer, CLARIFY_SCHEMA, check=check,
+                            user_message=req.user_message, need=need).assistant_message

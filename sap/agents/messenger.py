@@ -1,18 +1,17 @@
 """Messenger role: writes user and assistant messages after the calls are fixed; rule version uses templates."""
 from __future__ import annotations
 
-import json
 import random
-import re
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from sap.model import Tag, ToolCall, ToolSpec, Turn
+from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn
+from sap.provenance.selectors import ordinal
+from sap.text import describe_value, humanize, result_noun, task_phrase
 
 _OPENERS = ["Please {x}.", "Could you {x}?", "I'd like you to {x}.", "Can you {x}?", "Next, {x}."]
 _JOINERS = [" Then, ", " After that, ", " Once that's done, "]
 _REF_PHRASES = ["the {p} from the {t} you looked up", "that {p} you found in the {t}", "the {p} from the {t} earlier"]
-_LEAD_VERBS = {"get", "list", "search", "find", "show", "view", "check", "lookup", "fetch", "read", "query", "describe"}
 _STATED_PHRASES = ["the same {p} I mentioned earlier", "the {p} I gave you before"]
 _AHEAD_PHRASES = ["By the way, for later: the {p} is {v}.", "Keep in mind for later that the {p} will be {v}.",
                   "Also, note the {p} {v}; I'll need it further on."]
@@ -41,52 +40,6 @@ class ClarifyRequest:
     template: str  # the rule wording, which stands if no clarifier is configured
 
 
-def loose_pattern(text: str) -> str:
-    """A regex for `text` in which any run of whitespace matches any run of whitespace."""
-    return r"\s+".join(re.escape(part) for part in text.split())
-
-
-def names_tool(text: str, tools: list[str]) -> bool:
-    """Whether `text` names any tool as a whole word (`cat`, `get_user_details`, `get user details`)."""
-    for name in tools:
-        for form in {name, humanize(name)}:
-            if re.search(r"(?<![A-Za-z0-9_])" + loose_pattern(form) + r"(?![A-Za-z0-9_])", text, re.I):
-                return True
-    return False
-
-
-def describe_value(value: Any) -> str:
-    """A value as it must appear verbatim in text; an object as its fields in words (`first name "Noah", dob
-    "1990-04-05"`), never raw JSON."""
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, list):
-        return ", ".join(describe_value(v) for v in value)
-    if isinstance(value, dict) and value:  # `title "x", priority 3`: words, not raw JSON
-        return ", ".join(f"{humanize(str(k))} {describe_value(v)}" for k, v in value.items())
-    return json.dumps(value)
-
-
-def humanize(param: str) -> str:
-    """`check_in` -> `check in`."""
-    return param.replace("_", " ")
-
-
-def task_phrase(spec: ToolSpec) -> str:
-    """The tool's first description sentence, as a lower-case imperative phrase."""
-    text = (spec.description or spec.name.replace("_", " ")).strip().split("\n")[0]
-    text = text.split(". ")[0].rstrip(".")
-    return text[:1].lower() + text[1:]
-
-
-def _result_noun(tool: str) -> str:
-    """A plain-words name for a tool's result: get_user_details -> "user details", ls -> "ls output"."""
-    words = tool.split("_")
-    if len(words) > 1 and words[0] in _LEAD_VERBS:
-        words = words[1:]
-    return " ".join(words) if len(words) > 1 else f"{words[0]} output"
-
-
 @dataclass(frozen=True)
 class Mention:
     """One entry of a call's must-mention list: a value, how the user must convey it, and where it came from."""
@@ -97,6 +50,7 @@ class Mention:
     verbatim: bool  # stated word for word (new, config) or only referred to (history)
     fallback_from: Tag | None = None
     source: tuple[int, int] | None = None  # (turn, call) of the producing result for history values
+    selector: Selector | None = None  # how the reference singles out its value among several
 
     def label(self) -> str:
         """The marker as written in a must-mention list: [NEW], [FROM_HISTORY], [FROM_CONFIG], [FALLBACK from X]."""
@@ -117,8 +71,42 @@ def must_mention(call: ToolCall) -> list[Mention]:
             marker = "FALLBACK"
         else:
             marker = {Tag.self_create: "NEW", Tag.initial_state: "FROM_CONFIG"}.get(prov.tag, "FROM_HISTORY")
-        out.append(Mention(name, value, marker, verbatim, prov.fallback_from, source))
+        out.append(Mention(name, value, marker, verbatim, prov.fallback_from, source,
+                           None if verbatim else prov.selector))
     return out
+
+
+def output_choice(sel: Selector, value: Any) -> str:
+    """In words, which element of a listing a history reference means: "the order whose status is "delivered"",
+    "the second file listed", "the file name "a.txt""; empty if the selector only says which result."""
+    if sel.field is not None:
+        return f"the {sel.noun} whose {humanize(sel.field)} is {describe_value(sel.value)}"
+    if sel.named:
+        return f"the {sel.noun} {describe_value(value)}"
+    if sel.position is not None:
+        return f"the {ordinal(sel.position)} {sel.noun} listed"
+    return ""
+
+
+def reference_phrase(m: Mention, tool: str) -> str:
+    """How the user refers to a history value in words: its source result, and the selector when it is one among
+    several ("the order id of the order whose status is "delivered" from the most recent user details")."""
+    p, noun = humanize(m.param), result_noun(tool)
+    if m.selector is None:
+        return f"the {p} from the {noun}"
+    choice = output_choice(m.selector, m.value)
+    return f"the {p} of {choice} from the {'most recent ' if m.selector.latest else ''}{noun}" if choice else \
+        f"the {p} from the {'most recent ' if m.selector.latest else ''}{noun}"
+
+
+def stated_phrase(m: Mention) -> str:
+    """How the user refers to a value they stated before, saying which when they stated several for it."""
+    p = humanize(m.param)
+    if m.selector is None:
+        return f"the {p} I mentioned earlier"
+    if m.selector.latest:
+        return f"the {p} I mentioned most recently"
+    return f"the {ordinal(m.selector.position or 1)} {p} I mentioned"
 
 
 def _fragment_detail(m: Mention, history_names: dict[tuple[int, int], str], rng: random.Random) -> str:
@@ -127,7 +115,11 @@ def _fragment_detail(m: Mention, history_names: dict[tuple[int, int], str], rng:
         return f"{humanize(m.param)} {describe_value(m.value)}"
     if m.source is not None:
         tool = history_names.get(m.source, "results")
-        return f"{humanize(m.param)}: " + rng.choice(_REF_PHRASES).format(p=humanize(m.param), t=_result_noun(tool))
+        if m.selector is not None:
+            return f"{humanize(m.param)}: {reference_phrase(m, tool)}"
+        return f"{humanize(m.param)}: " + rng.choice(_REF_PHRASES).format(p=humanize(m.param), t=result_noun(tool))
+    if m.selector is not None:
+        return f"{humanize(m.param)}: {stated_phrase(m)}"
     return f"{humanize(m.param)}: " + rng.choice(_STATED_PHRASES).format(p=humanize(m.param))
 
 

@@ -2,20 +2,26 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec
-from sap.provenance.fields import Candidate, candidates, iter_fields, match_score, type_ok
-from sap.provenance.generate import generate
+from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec
+from sap.provenance.fields import Candidate, candidates, index_of, iter_fields, match_score, type_ok
+from sap.provenance.generate import generate, is_birth_param
+from sap.provenance.jsonpath import PathError, resolve
+from sap.provenance.selectors import output_selector, stated_selector
 
 _OPTIONAL_RATE = 0.25
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _WORD = re.compile(r"[a-z]{4,}")
 _QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"")
 _OPTIONS = re.compile(r"(?:supported|valid|allowed|one of|choose from|expected)[^\[]{0,40}\[([^\]]*)\]", re.I)
+_ID = re.compile(r"(?:^|_)ids?$")
+NO_OP = "changes nothing"  # words of a refusal of a write whose arguments equal the current state
+_SECRET = re.compile(r"password|passcode|pin$|cvv|cvc|expir|security_code|secret")
 
 
 def error_quotes(error: str | None) -> set[str]:
@@ -63,6 +69,7 @@ class PlanRequest:
     failed_args: list[dict[str, Any]] = field(default_factory=list)
     upcoming: list[ToolSpec] = field(default_factory=list)  # the calls that follow in this turn
     virtual: list[StatedValue] = field(default_factory=list)  # values registered in earlier user turns (P_u)
+    free: bool = False  # "no tags" ablation: no declared sources, the planner picks each argument's own
 
 
 @dataclass
@@ -114,11 +121,40 @@ class _CallContext:
     bound: dict[str, Any] = field(default_factory=dict)
     sources: list[tuple[tuple[int, int] | None, str]] = field(default_factory=list)  # (history call or None=c0, path)
     virtual: list[StatedValue] = field(default_factory=list)
+    params: list[str] = field(default_factory=list)  # the parameters this call binds
 
     def failed(self, name: str) -> list[Any]:
-        """Values of `name` in the failed attempts of this call, and values the last error quoted."""
+        """Values of `name` in the failed attempts of this call, values the last error quoted, and for a `new_x`
+        parameter the value bound to `x` (nothing is exchanged or replaced by itself)."""
         named = error_quotes(self.req.last_error) - set(error_options(self.req.last_error))
-        return [a[name] for a in self.req.failed_args if name in a] + sorted(named)
+        same = [self.bound[name[4:]]] if name.startswith("new_") and name[4:] in self.bound else []
+        tried = [a[name] for a in self.req.failed_args if name in a]
+        if self.no_op():  # a write that changed nothing: first another target for the same values, then new values
+            first = len(self.req.failed_args) == 1
+            tried = (tried if first else []) if _ID.search(name) else ([] if first else tried)
+        return tried + sorted(named) + same
+
+    def no_op(self) -> bool:
+        """Whether the last attempt was refused as a write that changes nothing."""
+        return NO_OP in (self.req.last_error or "")
+
+    def entity_values(self, name: str) -> set[str] | None:
+        """The values `name` may take so that it belongs to the same entity as its partners in this call (JSON
+        texts), or None when no entity ties it. Partners are the other parameters found together with it in one
+        object of c0 or an earlier result; a read ties all of them, a write only credentials to what they
+        unlock (a write's other values may be new)."""
+        docs = [self.req.c0] + [h.call.result for h in self.req.history if h.call.ok]
+        allowed: set[str] | None = None
+        for partner in self.params:
+            if partner == name or not (self.req.spec.read_only or _SECRET.search(name) or _SECRET.search(partner)):
+                continue
+            objs = [(e[a], e[b]) for doc in docs for e in index_of(doc).entities
+                    if (a := _key_for(name, e)) is not None and (b := _key_for(partner, e)) is not None]
+            if not objs:
+                continue
+            fits = {json.dumps(v, sort_keys=True) for v, w in objs if partner not in self.bound or w == self.bound[partner]}
+            allowed = fits if allowed is None else allowed & fits
+        return allowed
 
     def rank(self, cand: Candidate, doc: tuple[int, int] | None, bad: frozenset[str]) -> tuple[int, int, int]:
         """Preference: match score; sibling values the tool or the last error asks for (pending, hotel) and not
@@ -126,6 +162,44 @@ class _CallContext:
         hint = len(cand.siblings & self.words) + len(cand.siblings & (self.error_words - bad)) - 2 * len(cand.siblings & bad)
         near = max((_common_prefix(cand.path, p) for d, p in self.sources if d == doc), default=0)
         return cand.score, hint, near
+
+
+def _key_for(param: str, entity: dict[str, Any]) -> str | None:
+    """The key of `entity` that answers to `param` (exact first, then by match score), if any."""
+    if param in entity:
+        return param
+    return next((k for k in entity if match_score(param, (k,))), None)
+
+
+def referable(pool: list[tuple[tuple[int, int], Candidate]],
+            history: list[HistoryCall]) -> list[tuple[tuple[int, int], Candidate]]:
+    """The candidates no newer result of the same tool contradicts: of several results of one tool holding
+    different values at a path, only the most recent one can be referred to ("the most recent booking")."""
+    by_call = {(h.turn, h.index): h.call for h in history}
+    keep = []
+    for doc, cand in pool:
+        tool = by_call[doc].name
+        newer = [c for key, c in by_call.items() if key > doc and c.ok and c.name == tool]
+        if not any(_differs(c.result, cand.path, by_call[doc].result) for c in newer):
+            keep.append((doc, cand))
+    return keep
+
+
+def _differs(result: Any, path: str, source: Any) -> bool:
+    """Whether `result` holds a different value than `source` at `path` (absent counts as not competing)."""
+    try:
+        return resolve(result, path) != resolve(source, path)
+    except PathError:
+        return False
+
+
+def reference_selector(req: PlanRequest, turn: int, index: int, path: str) -> Selector | None:
+    """The selector of the value at `path` in the result of history call (turn, index), as the code check
+    expects it: against its listing, and against the earlier results of the same tool."""
+    by_call = {(h.turn, h.index): h.call for h in req.history}
+    src = by_call[(turn, index)]
+    earlier = [c.result for key, c in by_call.items() if key < (turn, index) and c.ok and c.name == src.name]
+    return output_selector(src.result, path, resolve(src.result, path), turn == req.turn, earlier)
 
 
 class RulePlanner:
@@ -139,13 +213,17 @@ class RulePlanner:
         text = " ".join(f"{t.name.replace('_', ' ')} {t.description}" for t in [req.spec, *req.upcoming])
         words = frozenset(_WORD.findall(text.lower()))
         ctx = _CallContext(req, words, frozenset(_WORD.findall((req.last_error or "").lower())))
+        ctx.params = self._params(req)
         prov: dict[str, ArgProvenance] = {}
-        for name in self._params(req):
+        for name in ctx.params:
             schema = req.spec.properties.get(name, {})
-            declared = req.tags.get(name, Tag.self_create)
-            value, source = self._by_tag(declared, name, schema, ctx)
-            if source is None:
-                value, source = self._fallback(declared, name, schema, ctx)
+            if req.free:
+                value, source = self._undeclared(name, schema, ctx)
+            else:
+                declared = req.tags.get(name, Tag.self_create)
+                value, source = self._by_tag(declared, name, schema, ctx)
+                if source is None:
+                    value, source = self._fallback(declared, name, schema, ctx)
             ctx.bound[name], prov[name] = value, source
         return Binding(ctx.bound, prov, ctx.virtual)
 
@@ -167,23 +245,27 @@ class RulePlanner:
                 params.append(name)
         return params
 
-    def _by_tag(self, tag: Tag, name: str, schema: dict[str, Any], ctx: _CallContext,
-                declared: bool = True) -> tuple[Any, ArgProvenance | None]:
-        """Bind from a source; (None, None) if it has nothing usable. Only a declared P_u may register virtual history."""
+    def _by_tag(self, tag: Tag, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
+        """Bind from a source; (None, None) if it has nothing usable."""
         if tag == Tag.prev_output:
             return self._from_history(name, schema, ctx)
         if tag == Tag.initial_state:
             return self._from_config(name, schema, ctx)
         if tag == Tag.prev_user_msg:
-            return self._from_stated(name, schema, ctx, virtual_ok=declared)
+            return self._from_stated(name, schema, ctx)
         return self._create(name, schema, ctx), ArgProvenance(tag=Tag.self_create)
 
+    def _undeclared(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance]:
+        """Without declared sources ("no tags"): what the user knows from c0 if a value there fits, else a new
+        value; nothing tells the planner which earlier results or statements feed the argument."""
+        value, src = self._from_config(name, schema, ctx)
+        return (value, src) if src is not None else (self._create(name, schema, ctx), ArgProvenance(tag=Tag.self_create))
+
     def _fallback(self, declared: Tag, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance]:
-        """The first other source that works, recorded as a fallback from the declared tag."""
-        for tag in (Tag.prev_output, Tag.initial_state, Tag.prev_user_msg):
-            if tag == declared:
-                continue
-            value, src = self._by_tag(tag, name, schema, ctx, declared=False)
+        """A value of c0, else a new value, recorded as a fallback from the declared tag (SAP allows P_f only from
+        P_i or P_c sources)."""
+        if declared != Tag.initial_state:
+            value, src = self._from_config(name, schema, ctx)
             if src is not None:
                 return value, src.model_copy(update={"tag": Tag.fallback, "fallback_from": declared})
         return self._create(name, schema, ctx), ArgProvenance(tag=Tag.fallback, fallback_from=declared)
@@ -202,7 +284,11 @@ class RulePlanner:
                                             if h.turn == ctx.req.turn and h.call.name == ctx.req.spec.name
                                             and name in h.call.args_exec]
         fresh = [p for p in pool if p[1].value not in failed and p[1].value not in taken]
-        pool = fresh or [p for p in pool if p[1].value not in failed] or pool
+        strict = ctx.no_op() and not _ID.search(name)  # a value that left the state as it was is not used again
+        pool = fresh or [p for p in pool if p[1].value not in failed] or ([] if strict else pool)
+        entity = ctx.entity_values(name)
+        if entity is not None:  # a value of another entity than its partners' is unusable here
+            pool = [p for p in pool if json.dumps(p[1].value, sort_keys=True) in entity]
         if not pool:
             return None
         ranks = [ctx.rank(c, doc, bad) for doc, c in pool]
@@ -224,11 +310,12 @@ class RulePlanner:
         same_turn = [p for p in pool if p[0][0] == ctx.req.turn and p[1].value not in failed
                      and this_turn.get(p[0][1]) != ctx.req.spec.name]  # a repeated lookup runs beside its twin
         pool = [p for p in pool if not (p[0][0] == ctx.req.turn and this_turn.get(p[0][1]) == ctx.req.spec.name)]
-        picked = self._choose(name, same_turn or pool, ctx)
+        picked = self._choose(name, referable(same_turn, ctx.req.history) or referable(pool, ctx.req.history), ctx)
         if picked is None:
             return None, None
         (turn, index), cand = picked
-        return cand.value, ArgProvenance(tag=Tag.prev_output, turn=turn, call=index, path=cand.path)
+        return cand.value, ArgProvenance(tag=Tag.prev_output, turn=turn, call=index, path=cand.path,
+                                         selector=reference_selector(ctx.req, turn, index, cand.path))
 
     def _from_config(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
         """A value of the initial configuration c0."""
@@ -238,8 +325,7 @@ class RulePlanner:
             return None, None
         return picked[1].value, ArgProvenance(tag=Tag.initial_state, path=picked[1].path)
 
-    def _from_stated(self, name: str, schema: dict[str, Any], ctx: _CallContext,
-                     virtual_ok: bool = True) -> tuple[Any, ArgProvenance | None]:
+    def _from_stated(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
         """A value the user stated in an earlier turn: one really stated there (usually), else remap-bind-restore.
 
         Remap-bind-restore binds a fresh value as if self_create, picks an earlier anchor turn that does not
@@ -251,19 +337,25 @@ class RulePlanner:
         failed = ctx.failed(name)
         found = [s for s in earlier if match_score(name, (s.param,)) and type_ok(s.value, schema)
                  and s.value not in failed]
-        if found and (not virtual_ok or req.rng.random() < 0.6):
+        said = [(s.turn, s.param, s.value) for s in earlier]
+        if found and req.rng.random() < 0.6:
             s = req.rng.choice(found)
-            return s.value, ArgProvenance(tag=Tag.prev_user_msg, turn=s.turn)
-        if req.turn < 1 or not virtual_ok:
+            return s.value, ArgProvenance(tag=Tag.prev_user_msg, turn=s.turn,
+                                          selector=stated_selector(name, s.value, said))
+        if req.turn < 1:
             return None, None
         value = self._create(name, schema, ctx)
         busy = {s.turn for s in earlier if s.param == name and s.value != value}
-        anchors = [k for k in range(req.turn) if k not in busy]
+        # a value stated between an earlier reference and its use would make that reference ambiguous
+        used = max((h.turn for h in req.history for p, a in h.call.args_prov.items()
+                    if a.effective_tag() == Tag.prev_user_msg and match_score(p, (name,))), default=0)
+        anchors = [k for k in range(used, req.turn) if k not in busy]
         if not anchors:
             return None, None
         anchor = req.rng.choice(anchors)
         ctx.virtual.append(StatedValue(anchor, name, value))
-        return value, ArgProvenance(tag=Tag.prev_user_msg, turn=anchor)
+        return value, ArgProvenance(tag=Tag.prev_user_msg, turn=anchor,
+                                    selector=stated_selector(name, value, [*said, (anchor, name, value)]))
 
     def _create(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> Any:
         """A new value: dates inside the configuration's calendar and after dates bound before; else generators."""
@@ -274,8 +366,8 @@ class RulePlanner:
         if options:
             return ctx.req.rng.choice(options)
         for _ in range(6):
-            value = generate(name, schema, ctx.req.rng)
-            if isinstance(value, str) and _ISO_DATE.match(value):
+            value = generate(name, schema, ctx.req.rng, ctx.req.c0, reuse_existing=ctx.req.spec.read_only)
+            if isinstance(value, str) and _ISO_DATE.match(value) and not is_birth_param(name):
                 value = self._date(ctx)
             if value not in failed and value not in ctx.bound.values():
                 return value

@@ -14,11 +14,13 @@ from typing import Any, Callable, Iterator, Protocol
 from pydantic import BaseModel, Field
 
 from sap.agents.llm_common import RESULT_CHARS, STATE_CHARS, LLMRole, compact
+from sap.llm.schema import closed
 from sap.agents.planner import error_quotes
-from sap.executors.base import Executor, ExecResult, ReplayMismatch, replay
+from sap.errors import SapError
+from sap.executors.base import ReplayMismatch, replay
 from sap.jsonutil import json_copy
 from sap.llm import LLMRoleError
-from sap.model import Tag, ToolCall, ToolSpec, Toolset
+from sap.model import ExecResult, Executor, Tag, ToolCall, Toolset, ToolSpec
 from sap.provenance.fields import child_path, singular
 from sap.provenance.jsonpath import PATH_TOKEN, PathError, resolve
 
@@ -31,7 +33,7 @@ MAX_OPS = 5
 OUTCOME_CHARS = 300  # repair-log outcomes are cut here: the log is in the checkpointed state
 
 
-class PatchError(ValueError):
+class PatchError(SapError, ValueError):
     """A patch operation whose path does not fit the configuration."""
 
 
@@ -333,6 +335,14 @@ class RepairAnswer(BaseModel):
     reason: str = ""
 
 
+# a patch: at most MAX_OPS set-operations, each a `$...` path and a value of any JSON type (op_problem checks it
+# against c0, which a schema cannot); no operation means no configuration change can fix the call
+REPAIR_SCHEMA = closed({
+    "patch": {"type": "array", "maxItems": MAX_OPS, "items": closed({
+        "path": {"type": "string", "minLength": 2, "pattern": "^\\x24"}, "value": {}})},
+    "reason": {"type": "string"}})
+
+
 def related_records(req: RepairRequest, limit: int = 4) -> str:
     """The c0 records the error and the call's arguments name, one `path: record` line each (cut)."""
     tokens = sorted(error_quotes(req.error) | {v for v in req.call.args_exec.values() if isinstance(v, str)})
@@ -369,7 +379,7 @@ class LLMRepairer:
 
         try:
             answer = self.llm.ask(
-                "repair", RepairAnswer, check=check, tool=req.spec.name, description=req.spec.description or "(none)",
+                "repair", RepairAnswer, REPAIR_SCHEMA, check=check, tool=req.spec.name, description=req.spec.description or "(none)",
                 args=compact(req.call.args_exec, 600), error=req.error, records=related_records(req),
                 state=compact(req.c0, STATE_CHARS),
                 history="\n".join(f"{c.call_id}: {c.name}({compact(c.args_exec, 200)}) -> {compact(c.result, RESULT_CHARS)}"

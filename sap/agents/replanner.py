@@ -6,11 +6,12 @@ from __future__ import annotations
 import random
 from collections import deque
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
 from sap.agents.llm_common import LLMRole
+from sap.llm.schema import closed
 from sap.fsm.walk import NoPathError
 from sap.fsm.walk import sample_path as walk
 from sap.llm import LLMRoleError
@@ -94,6 +95,12 @@ class ReplanAnswer(BaseModel):
     transitions: list[int] = Field(min_length=1)
 
 
+def replan_schema(edges: list[int], lo: int, hi: int) -> dict[str, Any]:
+    """The exact answer schema of a re-plan: lo..hi transition numbers, each one of the listed `edges`."""
+    return closed({"transitions": {"type": "array", "items": {"type": "integer", "enum": edges},
+                                   "minItems": lo, "maxItems": hi}})
+
+
 def path_problems(req: ReplanRequest, edges: list[int], path: list[int]) -> list[str]:
     """What makes `path` unusable: unlisted or blacklisted transitions, a gap, a wrong length or a non-final end."""
     fsm, (lo, hi) = req.fsm, req.lengths
@@ -137,7 +144,8 @@ class LLMReplanner:
         fsm = req.fsm
         try:
             answer = self.llm.ask(
-                "replan", ReplanAnswer, check=check, start=req.start, finals=", ".join(fsm.finals), lo=lo, hi=hi,
+                "replan", ReplanAnswer, replan_schema(edges, lo, hi), check=check, start=req.start,
+                finals=", ".join(fsm.finals), lo=lo, hi=hi,
                 kept="\n".join(f"turn {t.index}: " + ", ".join(c.name for c in t.calls) for t in req.kept) or "(none)",
                 blacklist=", ".join(sorted(req.blacklist)),
                 options="\n".join(f"[{i}] {fsm.transitions[i].source} -> {fsm.transitions[i].target}: "

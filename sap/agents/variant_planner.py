@@ -8,10 +8,19 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sap.agents.fsm_builder import READ_VERBS
-from sap.agents.messenger import task_phrase
-from sap.agents.planner import Binding, NarrativeRequest, Planner, PlanRequest
-from sap.model import FSM, FSMState, StateType, Tag, Toolset, ToolSpec, Trajectory, Transition
+from sap.agents.planner import Binding, NarrativeRequest, Planner, PlanRequest, reference_selector
+from sap.fsm.build import READ_VERBS
+from sap.model import (
+    FSM,
+    FSMState,
+    StateType,
+    Tag,
+    Toolset,
+    ToolSpec,
+    Trajectory,
+    Transition,
+)
+from sap.text import task_phrase
 
 EDGE_TAGS = (Tag.prev_output, Tag.prev_user_msg)
 
@@ -143,6 +152,15 @@ def binding_matches(binding: Binding, slot: CallSlot) -> bool:
     return all(name in binding.args_prov for name in slot.tags)
 
 
+def _reselected(binding: Binding, req: PlanRequest) -> Binding:
+    """The binding with each output reference's selector computed against the whole history (the inner planner saw
+    only the slot's sources, not the other results that compete with them)."""
+    prov = {name: p.model_copy(update={"selector": reference_selector(req, p.turn, p.call, p.path)})
+            if p.effective_tag() == Tag.prev_output and p.path and p.turn is not None and p.call is not None else p
+            for name, p in binding.args_prov.items()}
+    return replace(binding, args_prov=prov)
+
+
 class TopologyPlanner:
     """Wraps a binding planner so each call follows its skeleton slot: the slot's tags, and history limited to the
     calls the slot's edges come from; a binding whose edges differ is redrawn (up to `tries` times, each with a
@@ -162,9 +180,9 @@ class TopologyPlanner:
             binding = self.inner.bind(replace(req, tags=dict(slot.tags), history=history,
                                               rng=random.Random(f"{base}:{k}")))
             if binding_matches(binding, slot):
-                return binding
+                return _reselected(binding, req)
             first = first or binding
-        return first
+        return _reselected(first, req)
 
     def narrate(self, req: NarrativeRequest) -> str:
         """The inner planner's narrative."""

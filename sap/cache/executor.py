@@ -6,8 +6,7 @@ from typing import Any
 
 from sap.cache.index import CacheIndex
 from sap.cache.rules import ToolRules, ToolValidator
-from sap.executors.base import ExecResult
-from sap.model import ToolCall, ToolSpec
+from sap.model import ExecResult, ToolCall, ToolSpec
 
 NO_RESULTS = {"error": {"status": 404, "code": "no_results", "message": "No results found for the given parameters."}}
 

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from sap.cache.index import CacheIndex
+from sap.errors import ConfigError
 from sap.model import ToolSpec
 
 
-class ImportFormatError(ValueError):
+class ImportFormatError(ConfigError):
     """A line that is neither format, or a conversation whose calls and observations do not line up."""
 
 

@@ -9,10 +9,11 @@ from typing import Any, Protocol, Sequence
 from pydantic import BaseModel, Field
 
 from sap.agents.llm_common import LLMRole, compact
-from sap.agents.messenger import describe_value, humanize, task_phrase
+from sap.llm.schema import closed, closed_copy, containing
 from sap.cache.sampling import Sample
 from sap.model import ToolSpec
-from sap.provenance.checks import mentions
+from sap.provenance.checks import mention_texts, mentions
+from sap.text import describe_value, humanize, task_phrase
 
 _OPENERS = ["Could you help me with this: ", "I need a hand. ", "Please do the following for me. ", ""]
 _THEN = [" Then ", " After that, ", " Next, "]
@@ -101,6 +102,31 @@ def chain_text(sample: Sample, specs: dict[str, ToolSpec]) -> str:
     return "\n".join(lines)
 
 
+class QueryAnswer(BaseModel):
+    """The LLM writer's answer: the query and its echo keyed step_0, step_1, ... in chain order."""
+
+    query: str = Field(min_length=1)
+    echo: dict[str, EchoCall]
+
+    def draft(self) -> QueryDraft:
+        """The answer as a QueryDraft, its echo in chain order."""
+        return QueryDraft(query=self.query, echo=[self.echo[f"step_{k}"] for k in range(len(self.echo))])
+
+
+def query_schema(sample: Sample, specs: dict[str, ToolSpec]) -> dict[str, Any]:
+    """The exact answer schema for a chain: a query holding every stated value verbatim, in chain order, and an
+    echo per step naming its function and exactly its stated parameters, each under the parameter's schema (what
+    the echo says is the writer's reading, checked by echo_problems)."""
+    stated = sample.stated()
+    texts = [t for step in stated for value in step["arguments"].values() for t in mention_texts(value)]
+    echo = {f"step_{k}": closed({
+        "function": {"const": step["function"]},
+        "arguments": closed({p: closed_copy(specs[step["function"]].properties.get(p, {}))
+                             for p in step["arguments"]})})
+        for k, step in enumerate(stated)}
+    return closed({"query": containing(texts), "echo": closed(echo)})
+
+
 class LLMQueryWriter:
     """The model writes the query and the echo; a draft failing `echo_problems` is fed back to it, and so is the
     judge's rejection of its previous query."""
@@ -119,4 +145,5 @@ class LLMQueryWriter:
         if feedback:
             chain += "\n\nA reviewer rejected your previous request for this chain; write it again, fixing: " + \
                 "; ".join(feedback)
-        return self.llm.ask("cache_query", QueryDraft, check=check, chain=chain)
+        return self.llm.ask("cache_query", QueryAnswer, query_schema(sample, specs),
+                            check=lambda answer: check(answer.draft()), chain=chain).draft()

@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from sap.cache.index import CacheIndex
-from sap.executors.base import ExecResult, Executor
+from sap.executors.failures import failure_text
 from sap.jsonutil import json_copy
-from sap.model import ToolCall
+from sap.model import ExecResult, Executor, ToolCall
 
 LiveFunction = Callable[[str, dict[str, Any]], Any]
 
 
 class CallableExecutor:
-    """A stateless executor over `fn(function, args) -> response`; a raised exception or an `{"error": ...}`
-    response is an error result."""
+    """A stateless executor over `fn(function, args) -> response`; a raised exception or an error-shaped
+    response (`{"error": ...}`, an error list or "Error: ..." text) is an error result."""
 
     def __init__(self, fn: LiveFunction) -> None:
         self.fn = fn
@@ -27,8 +27,9 @@ class CallableExecutor:
             value = self.fn(call.name, json_copy(call.args_exec))
         except Exception as exc:  # the live API failed: an error result, never a crash
             return ExecResult(ok=False, error=f"{call.name} raised {type(exc).__name__}: {exc}")
-        if isinstance(value, dict) and "error" in value:
-            return ExecResult(ok=False, value=value, error=str(value["error"]))
+        problem = failure_text(call.name, value)
+        if problem is not None:
+            return ExecResult(ok=False, value=value, error=problem)
         return ExecResult(ok=True, value=value)
 
     def snapshot(self) -> None:

@@ -11,9 +11,10 @@ from typing import Any
 from sap.cache.index import CacheIndex
 from sap.cache.keys import value_key
 from sap.cache.templates import Template, extract
+from sap.errors import SapError
 
 
-class TemplateAbandoned(RuntimeError):
+class TemplateAbandoned(SapError, RuntimeError):
     """No chain of cached entries meets the template's constraints within the allowed restarts."""
 
 

@@ -2,6 +2,7 @@
 earlier step. Stored as JSON or YAML, validated on load, derived from the tool specs and a probe."""
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -11,6 +12,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sap.errors import ConfigError
 from sap.fsm.probe import probe
 from sap.model import Toolset, ToolSpec
 from sap.provenance.fields import candidates
@@ -19,7 +21,7 @@ _TOKEN = re.compile(r'\.([^.\[\]]+)|\[(\d+|\*)\]|\[("(?:[^"\\]|\\.)*")\]')
 _INDEX = re.compile(r"\[\d+\]")
 
 
-class TemplateError(ValueError):
+class TemplateError(ConfigError):
     """A templates file that cannot be used; the message names the file, the field and the value."""
 
 
@@ -185,7 +187,9 @@ def derive_templates(toolset: Toolset, max_steps: int = 3, max_templates: int = 
                      probe_seeds: int = 3) -> list[Template]:
     """Chains of 2..max_steps functions where every step after the first takes at least one argument from the step
     before it; each argument the chain can feed is bound to the best-matching (then latest) feeding step, and no
-    field feeds two arguments of one step."""
+    field feeds two arguments of one step. The first `max_templates` of them taken round robin over their first
+    function, so the cut keeps every starting tool and consecutive slots (slot i runs template i) start
+    differently (alphabetical order gave the first eight slots of travel the same first call)."""
     graph = feeds(toolset, probe_seeds)
     names = sorted(t.name for t in toolset.tools)
     found: list[Template] = []
@@ -210,4 +214,13 @@ def derive_templates(toolset: Toolset, max_steps: int = 3, max_templates: int = 
                     grown.append(chain + [Step(function=name, bind=dict(sorted(bind.items())))])
         found += [Template(name="->".join(s.function for s in c), steps=c) for c in grown]
         frontier = grown
-    return found[:max_templates]
+    return round_robin(found)[:max_templates]
+
+
+def round_robin(templates: list[Template]) -> list[Template]:
+    """`templates` interleaved by first function, in the order each first function appears, each group's own order
+    kept."""
+    groups: dict[str, list[Template]] = {}
+    for template in templates:
+        groups.setdefault(template.steps[0].function, []).append(template)
+    return [t for row in itertools.zip_longest(*groups.values()) for t in row if t is not None]

@@ -11,7 +11,11 @@ class PoolConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    window: int = Field(16, ge=1, description="recent rollouts per task whose mean progress reward places it in a zone")
+    zone_reward: Literal["progress", "graduated"] = Field(
+        "progress", description="the reward whose recent mean places a task in a zone: progress (state per turn, "
+                                "RODS; the zone thresholds are set for it) or graduated (R_atomic and R_orch); the "
+                                "verl sampler reads the batch key of this name")
+    window: int = Field(16, ge=1, description="recent rollouts per task whose mean zone reward places it in a zone")
     min_rollouts: int = Field(4, ge=1, description="rollouts a task needs before it has a zone")
     mastered_above: float = Field(0.85, gt=0, lt=1, description="mean reward above this: mastered")
     out_of_reach_below: float = Field(0.20, gt=0, lt=1, description="mean reward below this: out of reach")

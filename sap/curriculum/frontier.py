@@ -11,6 +11,7 @@ from typing import Any
 
 from sap.curriculum.config import PoolConfig
 from sap.curriculum.pool import ActivePool, EpochReport
+from sap.errors import SapError
 from sap.eval import evaluate
 from sap.eval.score import RolloutScore
 from sap.eval.tasks import task_from_record
@@ -40,7 +41,7 @@ class FrontierSettings:
             raise ValueError(", ".join(low))
 
 
-class ModelUnreachable(RuntimeError):
+class ModelUnreachable(SapError, RuntimeError):
     """Every rollout of a step ended by a model error: stepping on would measure the server, not the model."""
 
 
@@ -99,8 +100,8 @@ def run_frontier(pool: ActivePool, model: ModelConfig, settings: FrontierSetting
                  client: LLMClient | None = None, on_task: Callable[[dict[str, Any]], None] | None = None,
                  log: StepLog | None = None) -> StepLog:
     """Step `pool` until `settings.steps` steps are done: sample a batch (at most the active tasks, no repeats),
-    run `k` rollouts of each task with the harness, report each task's progress rewards, and end epochs on
-    schedule (the pool's synthesis, if attached, gets the boundary seeds).
+    run `k` rollouts of each task with the harness, report each task's zone rewards (`PoolConfig.zone_reward`), and
+    end epochs on schedule (the pool's synthesis, if attached, gets the boundary seeds).
 
     Rollouts ended by a model error (the server, not the model's skill) are not reported: a task whose every
     rollout failed keeps its rewards as they were. `on_task` gets one row per task and step: step, task_id,
@@ -119,7 +120,8 @@ has the counts up to there."""
         for task_id, scores in _by_task(result.scores).items():
             done = [s for s in scores if s.failed is None]
             if done:
-                pool.report(task_id, [s.progress for s in done])
+                pool.report(task_id, [s.progress if pool.config.zone_reward == "progress" else s.reward.score
+                                      for s in done])
             if on_task is not None:
                 on_task({"step": step, "task_id": task_id, "rewards": [s.progress for s in done],
                          "graduated": [s.reward.score for s in done], "failed": len(scores) - len(done)})

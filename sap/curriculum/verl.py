@@ -10,37 +10,27 @@ Wiring (verl's Hydra overrides):
     +data.sap_pool=NAME             (the name given to `register_pool`; "default" if absent)
 
 and a dataset whose `__getitem__(i)` builds its sample from `rows[i]` (`PoolRows`, which grows as tasks are
-injected), e.g. a subclass of verl's RLHFDataset named in `data.custom_cls.path` / `data.custom_cls.name`. The
-reward function (`custom_reward_function.path` / `.name`, `compute_score(data_source, solution_str, ground_truth,
-extra_info)`) must return the progress reward in [0, 1]; `extra_info["task_id"]` names the pool task.
+injected), e.g. a subclass of verl's RLHFDataset named in `data.custom_cls.path` / `data.custom_cls.name`. Rows are
+`sap.export.verl.verl_row`s; `extra_info["task_id"]` names the pool task. The reward function
+(`custom_reward_function.path` / `.name`, e.g. `sap.rewards.verl.compute_score`) returns a dict whose key named by
+`PoolConfig.zone_reward` ("progress" by default, or "graduated") holds that reward in [0, 1]: verl copies the extra
+keys of the dict into `non_tensor_batch`, where the sampler reads them, so the zones see the reward they were set
+for whatever reward the policy is trained on.
 """
 from __future__ import annotations
 
-import json
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from sap.curriculum.pool import ActivePool
+from sap.export.verl import verl_row
 
 try:  # verl's curriculum-sampler interface, when verl is installed
     from verl.experimental.dataset.sampler import AbstractCurriculumSampler as _SamplerBase
 except Exception:  # verl (or torch) absent: a plain base with the same constructor and methods
     _SamplerBase = object
-
-
-def verl_row(task_id: str, record: dict[str, Any], data_source: str = "sap") -> dict[str, Any]:
-    """A verl dataset row for a sap record: the prompt is the system message and the first user turn; the ground
-    truth is the record itself as JSON (what a progress reward compares rollouts against); `extra_info` names the
-    pool task and carries the tools and the initial configuration the rollout environment needs."""
-    messages = record["messages"]
-    first_user = next(i for i, m in enumerate(messages) if m["role"] == "user")
-    return {"data_source": f"{data_source}/{record.get('meta', {}).get('toolset', '')}",
-            "prompt": [{"role": m["role"], "content": m["content"]} for m in messages[:first_user + 1]],
-            "ability": "tool_use",
-            "reward_model": {"style": "rule", "ground_truth": json.dumps(record, ensure_ascii=False)},
-            "extra_info": {"task_id": task_id, "tools": record["tools"], "initial_config": record["initial_config"]}}
 
 
 class PoolRows:
@@ -67,7 +57,7 @@ class PoolRows:
 
     def __getitem__(self, i: int) -> dict[str, Any]:
         task_id = self.ids[i]
-        return verl_row(task_id, self.pool.payload(task_id), self.data_source)
+        return verl_row(task_id, self.pool.payload(task_id), self.data_source, index=i)
 
 
 @dataclass
@@ -101,8 +91,8 @@ def _config_get(config: Any, key: str, default: Any) -> Any:
 
 class PoolCurriculumSampler(_SamplerBase):
     """verl's `data.sampler`: yields the dataset indices of `pool.sample_batch(batch_size)`, one step at a time, and
-    `update(batch)` reports the batch's rewards per task (the sum of `token_level_scores` per sample, i.e. the
-    sequence reward), calling `pool.end_epoch()` every `epoch_steps` updates."""
+    `update(batch)` reports the batch's zone rewards per task (`non_tensor_batch[pool.config.zone_reward]`),
+    calling `pool.end_epoch()` every `epoch_steps` updates."""
 
     def __init__(self, data_source: Any = None, data_config: Any = None) -> None:
         name = _config_get(data_config, "sap_pool", "default")
@@ -125,12 +115,15 @@ class PoolCurriculumSampler(_SamplerBase):
 
     def update(self, batch: Any, step_num: int | None = None) -> None:
         """Report each task's rollout rewards from a verl DataProto (`non_tensor_batch["extra_info"]` names the
-        task, `batch["token_level_scores"]` holds the rewards); every `epoch_steps` updates, end the pool epoch."""
-        infos = batch.non_tensor_batch["extra_info"]
-        scores = batch.batch["token_level_scores"]
+        task, `non_tensor_batch[zone_reward]` holds the rewards); every `epoch_steps` updates, end the pool epoch.
+        KeyError naming the key and the keys present when the reward function did not return the zone reward."""
+        key = self.binding.pool.config.zone_reward
+        if key not in batch.non_tensor_batch:
+            raise KeyError(f"the batch has no {key!r} rewards (PoolConfig.zone_reward): the reward function must "
+                           f"return a dict with key {key!r}; batch keys: {', '.join(sorted(batch.non_tensor_batch))}")
         rewards: dict[str, list[float]] = defaultdict(list)
-        for info, row in zip(infos, scores):
-            rewards[info["task_id"]].append(float(row.sum()))
+        for info, value in zip(batch.non_tensor_batch["extra_info"], batch.non_tensor_batch[key]):
+            rewards[info["task_id"]].append(float(value))
         for task_id, values in rewards.items():
             self.binding.pool.report(task_id, values)
         self.updates += 1

@@ -8,11 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from sap.eval.rollout import ROLE, Rollout, TurnRollout, run_rollout
-from sap.eval.score import ERROR_KINDS, RolloutScore, score_rollout, summarize, task_rewards
+from sap.eval.score import (
+    ERROR_KINDS,
+    RolloutScore,
+    score_rollout,
+    summarize,
+    task_rewards,
+)
 from sap.eval.tasks import EvalTask, EvalTurn, task_from_record, tasks_from_records
+from sap.jsonutil import read_records
 from sap.llm import LLMClient, ModelConfig
 from sap.provenance.external import detect_format, load_bfcl
-from sap.validate import read_records
 
 __all__ = ["ERROR_KINDS", "EvalResult", "EvalTask", "EvalTurn", "ROLE", "Rollout", "RolloutScore", "TurnRollout",
            "evaluate", "load_tasks", "run_rollout", "score_rollout", "summarize", "task_from_record", "task_rewards"]

@@ -5,10 +5,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from sap.eval.tasks import EvalTask
-from sap.executors.base import Executor, ExecResult
+from sap.eval.tasks import EvalTask, EvalTurn
 from sap.llm import LLMClient, LLMRoleError, ModelConfig
-from sap.model import ToolCall
+from sap.model import ExecResult, Executor, ToolCall
 from sap.rewards.calls import GoldCall, PredCall
 
 ROLE = "assistant"  # the ledger's name for the evaluated model
@@ -35,7 +34,7 @@ class Rollout:
     error: str | None = None
 
 
-def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     """A tool call's arguments as a dict, or ({}, the problem)."""
     if isinstance(raw, dict):
         return raw, None
@@ -62,10 +61,30 @@ def replay_gold(task: EvalTask) -> list[ExecResult]:
             executor.close()
 
 
-def _tool_message(call_id: str, name: str, result: ExecResult) -> dict[str, Any]:
+def tool_message(call_id: str, name: str, result: ExecResult) -> dict[str, Any]:
+    """The OpenAI tool message answering call `call_id`: the result's value, or {"error": ...} when it has none."""
     body = result.value if result.ok or result.value is not None else {"error": result.error}
     return {"role": "tool", "tool_call_id": call_id, "name": name,
             "content": json.dumps(body, ensure_ascii=False, default=str)}
+
+
+def run_tool_call(executor: Executor, offered: set[str] | frozenset[str], call_id: str, name: str,
+                  raw_args: Any) -> tuple[PredCall, dict[str, Any]]:
+    """Run one of the model's tool calls on `executor`, unless its tool is not in `offered` or its arguments are not
+    a JSON object (then it fails with that problem, unrun): the call as the rewards read it, and its tool message."""
+    args, problem = parse_arguments(raw_args)
+    if problem is None and name not in offered:
+        problem = f"unknown tool {name!r}"
+    result = ExecResult(ok=False, error=problem) if problem else executor.execute(
+        ToolCall(call_id=call_id, name=name, args_exec=args, args_prov={}))
+    return PredCall(name, args, result.ok, result.error), tool_message(call_id, name, result)
+
+
+def gold_turn_matches(executor: Executor, gold_executor: Executor, turn: EvalTurn) -> bool:
+    """Run `turn`'s ground-truth calls on `gold_executor`; whether `executor` is now in the same state."""
+    for g in turn.gold:
+        run_gold(gold_executor, g)
+    return executor.state() == gold_executor.state()
 
 
 def _model_turn(task: EvalTask, t: int, executor: Executor, client: LLMClient, cfg: ModelConfig,
@@ -80,14 +99,10 @@ def _model_turn(task: EvalTask, t: int, executor: Executor, client: LLMClient, c
         if not reply.get("tool_calls"):
             return True, step
         for tc in reply["tool_calls"]:
-            name = tc["function"]["name"]
-            args, problem = _arguments(tc["function"].get("arguments"))
-            if problem is None and name not in names:
-                problem = f"unknown tool {name!r}"
-            result = ExecResult(ok=False, error=problem) if problem else executor.execute(
-                ToolCall(call_id=tc["id"], name=name, args_exec=args, args_prov={}))
-            calls.append(PredCall(name, args, result.ok, result.error))
-            messages.append(_tool_message(tc["id"], name, result))
+            call, message = run_tool_call(executor, names, tc["id"], tc["function"]["name"],
+                                          tc["function"].get("arguments"))
+            calls.append(call)
+            messages.append(message)
     return False, max_steps
 
 
@@ -118,9 +133,7 @@ def run_rollout(task: EvalTask, client: LLMClient, cfg: ModelConfig, sample: int
                     raise
                 rollout.error = str(exc)
                 answered, steps = False, 1 + sum(m["role"] == "assistant" for m in rollout.messages[before:])
-            for g in turn.gold:
-                run_gold(gold_executor, g)
-            rollout.turns.append(TurnRollout(calls, executor.state() == gold_executor.state(), answered, steps))
+            rollout.turns.append(TurnRollout(calls, gold_turn_matches(executor, gold_executor, turn), answered, steps))
             if rollout.error:
                 rollout.turns += [TurnRollout([], False, False, 0) for _ in task.turns[t + 1:]]
                 break

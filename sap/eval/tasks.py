@@ -6,11 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sap.executors.base import Executor
 from sap.export.records import SYSTEM_PROMPT, record_to_trajectory
-from sap.model import Toolset
+from sap.model import Executor, Toolset
 from sap.rewards.calls import GoldCall, gold_turns
-from sap.toolsets import load_toolset
+from sap.toolsets import toolset_for_data
 
 
 @dataclass(frozen=True)
@@ -61,17 +60,15 @@ def task_from_record(record: dict[str, Any], toolset: Toolset) -> EvalTask:
 
 def tasks_from_records(records: Iterable[tuple[int, dict[str, Any]]], path: str | Path,
                        toolset: str | None = None) -> list[EvalTask]:
-    """Tasks of (line, record) pairs; each record's toolset is its meta.toolset unless `toolset` is given."""
+    """Tasks of (line, record) pairs; each record's toolset is `toolset` if given, else its meta.toolset (a
+    built-in name, never a module path: data never names code)."""
     toolsets: dict[str, Toolset] = {}
     tasks = []
     for line, record in records:
-        name = toolset or (record.get("meta") or {}).get("toolset")
-        if not name:
-            raise ValueError(f"{path}:{line}: record has no meta.toolset; pass --toolset")
-        if name not in toolsets:
-            toolsets[name] = load_toolset(name)
+        record_toolset = toolset_for_data((record.get("meta") or {}).get("toolset"), toolset, f"{path}:{line}",
+                                          toolsets)
         try:
-            tasks.append(task_from_record(record, toolsets[name]))
+            tasks.append(task_from_record(record, record_toolset))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}:{line}: not a usable sap record: {type(exc).__name__}: {exc}") from exc
     return tasks

@@ -1,44 +1,15 @@
-"""The Executor protocol and the replay helper that rebuilds an executor from c0 and committed calls."""
+"""The replay helpers that rebuilds an executor from c0 and committed calls."""
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable
 
-from sap.model import ToolCall
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    """Outcome of one call: ok with a JSON value, or an error text."""
-
-    ok: bool
-    value: Any = None
-    error: str | None = None
+from sap.errors import SapError
+from sap.model import Executor, ToolCall
 
 
-@runtime_checkable
-class Executor(Protocol):
-    """A stateful tool environment that can be reset, rolled back and compared."""
-
-    def reset(self, c0: dict[str, Any]) -> None:
-        """Load the initial configuration c0, discarding all state."""
-
-    def execute(self, call: ToolCall) -> ExecResult:
-        """Run one call; never raises for tool failures, and a failed call leaves the state as it was."""
-
-    def snapshot(self) -> Any:
-        """An opaque copy of the current state."""
-
-    def restore(self, snap: Any) -> None:
-        """Return to a state taken by `snapshot`."""
-
-    def state(self) -> dict[str, Any]:
-        """A comparable JSON view of the current state."""
-
-
-class ReplayMismatch(RuntimeError):
+class ReplayMismatch(SapError, RuntimeError):
     """A committed call gave a different result when replayed."""
 
 

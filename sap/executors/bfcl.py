@@ -9,6 +9,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from sap.executors.failures import FailureShape
 from sap.executors.python_object import PythonObjectExecutor
 from sap.jsonutil import json_copy
 
@@ -45,6 +46,20 @@ def contains_itself(value: Any, seen: frozenset[int] = frozenset()) -> bool:
                    if not k.startswith("_") and id(v) not in inner)
     return False
 
+
+BFCL_FAILURE_SHAPES = (
+    FailureShape("authentication_status"),  # TwitterAPI.authenticate_twitter with wrong credentials
+    FailureShape("login_status", tools=frozenset({"message_login"})),  # the status queries answer False normally
+    FailureShape("success"),  # TicketAPI's ticket_login / logout
+    FailureShape("booking_status"),  # TravelAPI: each False comes with an "error"
+    FailureShape("cancel_status"),
+    FailureShape("insurance_status"),
+    FailureShape("verification_status"),  # TravelAPI.verify_traveler_information: another person, under 18, ...
+    FailureShape("follow_status"),  # TwitterAPI: False means "already following": nothing was done
+    FailureShape("unfollow_status"),
+)
+"""BFCL's soft failures: result flags its backends set False when the call did not do what it was asked (their
+hard failures are `{"error": ...}`, `[{"error": ...}]` and `["Error: ..."]`, which every executor fails)."""
 
 NOT_FOUND = re.compile(r"[\w ]{0,30}\bnot found\.?", re.I)
 
@@ -85,7 +100,8 @@ class BfclExecutor(PythonObjectExecutor):
     """Instantiates BFCL classes, loads each with its part of c0 (keyed by class name, as BFCL's `initial_config`)
     through `_load_scenario`, and calls their methods with keyword arguments.
 
-    A lookup that answers a bare "... not found" string (instead of an error) is an error result here.
+    A lookup that answers a bare "... not found" string (instead of an error) is an error result here, and so are
+    BFCL's soft failures (`BFCL_FAILURE_SHAPES`: a failed login's `{"authentication_status": false}`, ...).
     Results with Decimal or mpmath numbers come back as floats (BFCL itself would show their str()), and lists
     without the Ellipsis that closes a long-context extension list.
     Omitted parameters with a mutable default (`tags: List[str] = []`) get a fresh copy on every call, so one
@@ -93,7 +109,7 @@ class BfclExecutor(PythonObjectExecutor):
     """
 
     def __init__(self, classes: list[type], long_context: bool = False, timeout: float = 5.0) -> None:
-        super().__init__(classes, timeout=timeout)
+        super().__init__(classes, timeout=timeout, failure_shapes=BFCL_FAILURE_SHAPES)
         self.long_context = long_context
 
     def _new_instance(self, cls: type, c0: dict[str, Any]) -> Any:

@@ -8,11 +8,16 @@ from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from sap.executors.base import ExecResult
+from sap.executors.failures import FailureShape, failure_text
 from sap.jsonutil import json_copy
-from sap.model import ToolCall
+from sap.model import ExecResult, ToolCall
 
 _JSON = TypeAdapter(Any)
+
+TAU2_FAILURE_SHAPES: tuple[FailureShape, ...] = ()
+"""tau2's soft failures: none. Its tools fail by raising (ValueError "Order not found", "Non-pending order cannot
+be modified", ...), which tau2's orchestrator shows as "Error: ..." text and this executor as an error result;
+a returned error-shaped value ("Error: ..." text, {"error": ...}) fails as with every executor."""
 
 
 @dataclass
@@ -189,8 +194,14 @@ class Tau2Executor:
             if writes:
                 self.restore(self.snapshot())
             return ExecResult(ok=False, error=f"Error: {exc}" if str(exc) else f"Error: {type(exc).__name__}")
+        value = _decoded(value)
+        problem = failure_text(call.name, value, TAU2_FAILURE_SHAPES)
+        if problem is not None:
+            if writes:
+                self.restore(self.snapshot())
+            return ExecResult(ok=False, value=value, error=problem)
         self._log.append((call.name, json_copy(call.args_exec)))
-        return ExecResult(ok=True, value=_decoded(value))
+        return ExecResult(ok=True, value=value)
 
     def snapshot(self) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
         """The replay log: c0 and the calls that succeeded since."""

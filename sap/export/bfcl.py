@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
+from sap.errors import ExportError
 from sap.export.records import record_to_trajectory
 from sap.model import Toolset, Trajectory
 from sap.toolsets.bfcl import is_bfcl_name, parse_bfcl_name
@@ -13,7 +14,7 @@ from sap.toolsets.bfcl import is_bfcl_name, parse_bfcl_name
 DEFAULT_NAME = "sap_multi_turn"
 
 
-class BfclExportError(ValueError):
+class BfclExportError(ExportError):
     """A record that cannot be written in BFCL's multi-turn format, named by id and the reason."""
 
 

@@ -1,19 +1,26 @@
-"""Hugging Face `datasets` export (extra `hf`): one row per record with a fixed Arrow schema (tools, arguments,
-initial config, provenance and meta as JSON strings) saved with `save_to_disk`, plus a dataset card (README.md)
-holding the run config and the dataset statistics."""
+"""Hugging Face `datasets` rows (extra `hf`): one row per record with a fixed schema, saved with `save_to_disk` (format
+hf) or as Parquet files (format parquet). `tools` is a list of JSON objects (the `datasets.Json` type: each tool
+decodes to its own schema, with no keys of other tools added), so `apply_chat_template(row["messages"],
+tools=row["tools"])` takes a row as it is; `initial_config`, `provenance` and `meta` are JSON strings, exact to the
+last digit (a `Json` column reads its floats back a last digit off); tool-call arguments inside `messages` are JSON
+strings, as in the OpenAI format."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from sap.provenance.stats import dataset_stats
+from sap.errors import MissingExtra
 
 INSTALL_HINT = "pip install 'sap-synth[hf]' (the Hugging Face datasets package)"
 
 
-class HFUnavailable(ImportError):
+class HFUnavailable(MissingExtra):
     """The `datasets` package is not installed."""
+
+
+ROW_COLUMNS = ("`id`, `toolset`, `kind`, `messages` (OpenAI chat messages, every key present; tool-call `arguments` "
+               "are JSON strings), `tools` (a list of OpenAI function schemas), and `initial_config`, `provenance` "
+               "(each argument's tag and source) and `meta` as JSON strings")
 
 
 def _message(msg: dict[str, Any]) -> dict[str, Any]:
@@ -32,7 +39,8 @@ def _features(datasets: Any) -> Any:
     call = {"id": text, "type": text, "function": {"name": text, "arguments": text}}
     message = {"role": text, "content": text, "tool_calls": datasets.List(call), "tool_call_id": text, "name": text}
     return datasets.Features({"id": text, "toolset": text, "kind": text, "messages": datasets.List(message),
-                              "tools": text, "initial_config": text, "provenance": text, "meta": text})
+                              "tools": datasets.List(datasets.Json()), "initial_config": text, "provenance": text,
+                              "meta": text})
 
 
 def _dump(value: Any) -> str:
@@ -40,40 +48,33 @@ def _dump(value: Any) -> str:
 
 
 def to_hf_row(record: dict[str, Any]) -> dict[str, Any]:
-    """A record as a dataset row: messages as structs (arguments and tool results are JSON strings already),
-    tools / initial_config / provenance / meta as JSON strings (the seed, a 64-bit unsigned integer, stays in
-    meta), and id, toolset and kind as plain columns to filter on."""
+    """A record as the row handed to `datasets`: messages as structs (arguments and tool results are JSON strings
+    already), each tool as its JSON text (the Json type keeps the text, where it would write floats to 10 digits
+    itself, and reads it back as the tool's object), initial_config / provenance / meta as JSON strings (the seed, a
+    64-bit unsigned integer, stays in meta), and id, toolset and kind as plain columns to filter on."""
     meta = record.get("meta", {})
     return {"id": str(record["id"]), "toolset": str(meta.get("toolset", "")), "kind": str(meta.get("kind", "base")),
             "messages": [_message(m) for m in record["messages"]],
-            "tools": _dump(record.get("tools", [])), "initial_config": _dump(record.get("initial_config", {})),
+            "tools": [json.dumps(t, ensure_ascii=False) for t in record.get("tools", [])],
+            "initial_config": _dump(record.get("initial_config", {})),
             "provenance": _dump(record.get("provenance", [])), "meta": _dump(meta)}
 
 
-def dataset_card(records: list[dict[str, Any]], config: dict[str, Any]) -> str:
-    """README.md of the saved dataset: YAML header, the run config and the statistics as JSON blocks."""
-    stats = dataset_stats(records)
-    toolsets = sorted({str(r.get("meta", {}).get("toolset", "")) for r in records}) or ["(none)"]
-    tags = ", ".join(f"{k} {v:.1%}" for k, v in stats["tag_distribution"].items())
-    return "\n".join([
-        "---", "tags:", "- tool-use", "- synthetic", "- sap", "---", "",
-        f"# sap dataset: {', '.join(toolsets)}", "",
-        f"{len(records)} multi-turn tool-use trajectories synthesized by sap; every tool argument carries an "
-        "executor-verified provenance tag (column `provenance`, JSON). Columns `tools`, `initial_config`, "
-        "`provenance` and `meta` are JSON strings; tool-call `arguments` inside `messages` are JSON strings too.", "",
-        f"Arguments: {stats['arguments']}; tags: {tags}.", "",
-        "## Run config", "", "```json", json.dumps(config, indent=2, sort_keys=True, default=str), "```", "",
-        "## Statistics", "", "```json", json.dumps(stats, indent=2, sort_keys=True), "```", ""])
-
-
-def save_hf_dataset(records: list[dict[str, Any]], out_dir: str | Path, config: dict[str, Any]) -> Path:
-    """Save `records` as a `datasets.Dataset` in `out_dir` (load it with `datasets.load_from_disk`) with a
-    dataset card; HFUnavailable naming the install command when `datasets` is missing."""
+def require_datasets() -> Any:
+    """The `datasets` module, its progress bars off (an export prints its own summary); HFUnavailable naming the
+    install command when it is missing."""
     try:
         import datasets
     except ImportError as exc:
-        raise HFUnavailable(f"--format hf needs the datasets package: {INSTALL_HINT}") from exc
-    out = Path(out_dir)
-    datasets.Dataset.from_list([to_hf_row(r) for r in records], features=_features(datasets)).save_to_disk(str(out))
-    (out / "README.md").write_text(dataset_card(records, config), encoding="utf-8")
-    return out
+        raise HFUnavailable(f"this export format needs the datasets package: {INSTALL_HINT}") from exc
+    datasets.disable_progress_bars()
+    return datasets
+
+
+def hf_dataset(records: list[dict[str, Any]]) -> Any:
+    """`records` as one `datasets.Dataset` of `to_hf_row` rows (built by column, so that no records still gives every
+    column)."""
+    datasets = require_datasets()
+    features = _features(datasets)
+    rows = [to_hf_row(r) for r in records]
+    return datasets.Dataset.from_dict({name: [row[name] for row in rows] for name in features}, features=features)

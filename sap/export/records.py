@@ -1,13 +1,25 @@
 """The JSONL record: OpenAI chat messages, tools, initial_config, per-argument provenance and meta."""
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from typing import Any
 
-import sap
-from sap.model import ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
+from pydantic import BaseModel, ConfigDict, Field
+
+from sap.model import ArgProvenance, Selector, Tag, ToolCall, Toolset, Trajectory, Turn
+from sap.version import __version__
 
 SYSTEM_PROMPT = "You are a helpful assistant. Use the provided tools to carry out the user's requests."
+
+
+def trajectory_id(toolset: str, seed: int, index: int) -> str:
+    """A record id unique across toolsets and runs: `<toolset>-<12 hex of sha256(toolset:slot seed)>-<slot>`, the
+    toolset name with characters other than letters, digits, `_` and `.` as `_`; the slot seed carries the run's
+    seed (`derive_seed(run_seed, slot)`)."""
+    digest = hashlib.sha256(f"{toolset}:{seed}".encode()).hexdigest()[:12]
+    return f"{re.sub(r'[^A-Za-z0-9_.]', '_', toolset)}-{digest}-{index}"
 
 
 def _tool_content(call: ToolCall) -> str:
@@ -15,8 +27,36 @@ def _tool_content(call: ToolCall) -> str:
     return json.dumps(call.result, ensure_ascii=False)
 
 
+class RecordMeta(BaseModel):
+    """A record's `meta`: the fields every record has, in this order, then its source's own (a synthesis, cache or
+    variant slot's index, seeds, FSM, checks, ...) in the order the source gives them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    seed: int
+    toolset: str
+    sap_version: str
+    rewrite_kind: str
+    kind: str  # the record kind: base, miss_param or miss_func (rewrite_kind kept for older readers)
+    missed_function: dict[str, list[str]] | None = Field(default=None, exclude_if=lambda v: v is None)  # miss_func:
+    # turn -> tools hidden at that turn
+    virtual_history: list[dict[str, Any]]
+    judge: dict[str, Any] | None  # the judge's verdict
+
+    @classmethod
+    def of(cls, traj: Trajectory, toolset: Toolset, source: dict[str, Any]) -> RecordMeta:
+        """The meta of `traj`'s record over `toolset`, with the source's own fields `source` (which override a
+        common field of the same name)."""
+        missed = ({str(t): list(tools) for t, tools in sorted(traj.missed_function.items())}
+                  if traj.rewrite_kind == "miss_func" or traj.missed_function else None)
+        common = {"seed": traj.seed, "toolset": toolset.name, "sap_version": __version__,
+                  "rewrite_kind": traj.rewrite_kind, "kind": traj.rewrite_kind, "missed_function": missed,
+                  "virtual_history": traj.virtual_history, "judge": traj.judge}
+        return cls(**{**common, **source})
+
+
 def to_record(traj: Trajectory, toolset: Toolset, meta: dict[str, Any]) -> dict[str, Any]:
-    """The export record of an accepted trajectory."""
+    """The export record of an accepted trajectory; `meta` holds its source's own meta fields."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": f"{SYSTEM_PROMPT} {toolset.description}".strip()}]
     provenance = []
     for turn in traj.turns:
@@ -40,12 +80,7 @@ def to_record(traj: Trajectory, toolset: Toolset, meta: dict[str, Any]) -> dict[
         "tools": [t.to_openai() for t in toolset.tools],
         "initial_config": traj.c0,
         "provenance": provenance,
-        "meta": {"seed": traj.seed, "toolset": toolset.name, "sap_version": sap.__version__,
-                 "rewrite_kind": traj.rewrite_kind, "kind": traj.rewrite_kind,
-                 **({"missed_function": {str(t): list(tools) for t, tools in sorted(traj.missed_function.items())}}
-                    if traj.rewrite_kind == "miss_func" or traj.missed_function else {}),
-                 "virtual_history": traj.virtual_history, "judge": traj.judge,
-                 **meta},
+        "meta": RecordMeta.of(traj, toolset, meta).model_dump(),
     }
 
 
@@ -62,6 +97,8 @@ def _groups(turn: Turn) -> list[list[ToolCall]]:
 def _fallback_source(p: ArgProvenance) -> dict[str, Any] | None:
     """Where a fallback value was actually taken from, if anywhere."""
     src = {k: v for k, v in (("turn", p.turn), ("call", p.call), ("path", p.path)) if v is not None}
+    if p.selector is not None:
+        src["selector"] = p.selector.model_dump(mode="json", exclude_defaults=True)
     return src or None
 
 
@@ -85,6 +122,8 @@ def record_to_trajectory(record: dict[str, Any]) -> Trajectory:
                     src = a.get("source") or {}
                     args_prov[name] = ArgProvenance(tag=Tag(a["tag"]), turn=src.get("turn"), call=src.get("call"),
                                                     path=src.get("path"),
+                                                    selector=Selector.model_validate(src["selector"])
+                                                    if src.get("selector") else None,
                                                     fallback_from=Tag(a["fallback_from"]) if a.get("fallback_from") else None)
                 turns[-1].calls.append(ToolCall(call_id=tc["id"], name=tc["function"]["name"],
                                                 args_exec=json.loads(tc["function"]["arguments"]),

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sap.errors import ExportError
+
 # LLaMA-Factory's dataset_info.json entry for a file written by `to_sharegpt` (its default sharegpt tags)
 DATASET_INFO = {"formatting": "sharegpt",
                 "columns": {"messages": "conversations", "system": "system", "tools": "tools"}}
 
 
-class ShareGPTError(ValueError):
+class ShareGPTError(ExportError):
     """A record that cannot be written as, or a row that cannot be read back from, LLaMA-Factory ShareGPT."""
 
 

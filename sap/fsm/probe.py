@@ -26,7 +26,7 @@ def is_auth_name(name: str) -> bool:
 class ToolProfile:
     """What probing learned about one tool."""
 
-    outputs: list[Any] = field(default_factory=list)  # successful results, a few kept
+    outputs: list[Any] = field(default_factory=list)  # successful results, a few kept per sampled configuration
     successes: int = 0
     failures: int = 0
     changed_state: bool = False
@@ -52,7 +52,8 @@ class ProbeReport:
 
 
 def _bind_for_probe(spec: ToolSpec, docs: list[Any], rng: random.Random) -> tuple[dict[str, Any], dict[str, str]]:
-    """Fill required parameters from earlier results or c0 (newest first) or fresh values; say which per parameter."""
+    """Fill required parameters from earlier results or c0 (newest first) or fresh values (`docs[0]` is c0: dates
+    in its calendar, and a read's strings among its values); say which per parameter."""
     args: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for name in spec.required:
@@ -62,12 +63,14 @@ def _bind_for_probe(spec: ToolSpec, docs: list[Any], rng: random.Random) -> tupl
         if found and rng.random() < 0.75:
             args[name], sources[name] = rng.choice(found).value, "history"
         else:
-            args[name], sources[name] = generate(name, schema, rng), "generated"
+            args[name], sources[name] = generate(name, schema, rng, docs[0], reuse_existing=False), \
+                "generated"
     return args, sources
 
 
 def probe(toolset: Toolset, seeds: int = 3, passes: int = 4, keep: int = 4) -> ProbeReport:
-    """Run every tool several times per sampled c0, feeding results forward, and profile the outcomes."""
+    """Run every tool several times per sampled c0, feeding results forward, and profile the outcomes (keeping
+    `keep` results per tool and c0: one c0's empty listings do not hide what another's hold)."""
     profiles = {t.name: ToolProfile() for t in toolset.tools}
     configs = []
     auth_tools = [t for t in toolset.tools if is_auth_name(t.name)]
@@ -82,6 +85,7 @@ def probe(toolset: Toolset, seeds: int = 3, passes: int = 4, keep: int = 4) -> P
         docs: list[Any] = [c0]
         order = [others] + [auth_tools + others] * passes + [logouts]
         logged_in = False
+        kept: Counter = Counter()  # results kept per tool for this c0
         for round_no, tools in enumerate(order):
             for spec in tools:
                 before = ex.state()
@@ -93,7 +97,8 @@ def probe(toolset: Toolset, seeds: int = 3, passes: int = 4, keep: int = 4) -> P
                 (prof.bound_ok if res.ok else prof.bound_failed).update(sources.items())
                 if res.ok:
                     prof.successes += 1
-                    if len(prof.outputs) < keep:
+                    if kept[spec.name] < keep:
+                        kept[spec.name] += 1
                         prof.outputs.append(res.value)
                     docs.append(res.value)
                     if ex.state() != before:

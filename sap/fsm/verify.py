@@ -10,6 +10,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterable
 
+from sap.errors import SapError
 from sap.model import FSM, Tag, ToolSpec, Transition
 
 RULES = (
@@ -38,7 +39,7 @@ class Violation:
         return f"[{self.rule}] {self.detail}"
 
 
-class FSMVerificationError(RuntimeError):
+class FSMVerificationError(SapError, RuntimeError):
     """An FSM builder still produced a V_spec-violating FSM after the allowed number of drafting rounds."""
 
     def __init__(self, toolset: str, rounds: int, violations: Iterable[Violation]) -> None:

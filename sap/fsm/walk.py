@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import random
 
+from sap.errors import SapError
 from sap.model import FSM, Tag
 
 
-class NoPathError(RuntimeError):
+class NoPathError(SapError, RuntimeError):
     """The FSM has no path of the requested length to a final state."""
 
 

@@ -1,4 +1,4 @@
 """LangGraph wiring of the synthesis pipeline."""
-from sap.graphs.synthesis import SynthesisContext, synthesis_graph
+from sap.graphs.synthesis import ExecutorPool, SynthesisContext, synthesis_graph
 
-__all__ = ["SynthesisContext", "synthesis_graph"]
+__all__ = ["ExecutorPool", "SynthesisContext", "synthesis_graph"]

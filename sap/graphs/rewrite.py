@@ -11,12 +11,13 @@ Both operators split one base turn k* in two:
 
 Values of k* that stay stated in user message k* become `prev_user_msg` anchored at k*. Every later reference
 into turns >= k* (prev_output turn indices, prev_user_msg anchors, virtual-history anchors) is renumbered for
-the inserted turn. Each graph is `pick -> rewrite -> replay_check -> END`: the variant is kept only when its
-calls replay from c0 on a fresh executor with the recorded results, reach the base's end state, and pass the
-code check.
+the inserted turn. The graph (one for both operators) is `pick -> rewrite -> replay_check -> END`: the variant is
+kept only when its calls replay from c0 on a fresh executor with the recorded results, reach the base's end state,
+and pass the code check.
 """
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -24,12 +25,18 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 
-from sap.agents.messenger import ClarifyRequest, describe_value, humanize, loose_pattern, names_tool
+from sap.agents.judge import Judge
+from sap.agents.messenger import ClarifyRequest
+from sap.errors import SapError
 from sap.executors.base import replay_fresh
 from sap.llm import LLMRoleError
 from sap.model import ArgProvenance, Tag, ToolCall, Toolset, ToolSpec, Trajectory, Turn
-from sap.provenance.checks import code_check, mentions
+from sap.provenance.checks import mentions
+from sap.provenance.policy import policy_check, policy_of
+from sap.text import describe_value, humanize, loose_pattern, names_tool
 
 RewriteOp = Literal["miss_param", "miss_func"]
 
@@ -71,7 +78,7 @@ class RewriteState(TypedDict, total=False):
     rejection: str | None  # why no variant is kept
 
 
-class RewriteError(ValueError):
+class RewriteError(SapError, ValueError):
     """The chosen split cannot be expressed (a reference would point at a turn that no longer states its value)."""
 
 
@@ -116,10 +123,9 @@ def _revealed(prov: ArgProvenance) -> ArgProvenance:
     return ArgProvenance(tag=Tag.self_create)
 
 
-def _restated(prov: ArgProvenance, anchor: int) -> ArgProvenance:
-    """A value stated in turn `anchor` and used one turn later: prev_user_msg (a fallback keeps its `fallback_from`)."""
-    if prov.tag == Tag.fallback:
-        return ArgProvenance(tag=Tag.fallback, fallback_from=prov.fallback_from, turn=anchor)
+def _restated(anchor: int) -> ArgProvenance:
+    """A value stated in turn `anchor` and used one turn later: prev_user_msg, also for a base fallback (P_f may
+    recover only from c0 or a new value, and the variant's value comes from the earlier user message)."""
     return ArgProvenance(tag=Tag.prev_user_msg, turn=anchor)
 
 
@@ -169,7 +175,7 @@ def split_turn(base: Trajectory, k: int, *, user_k: str, assistant_k: str, user_
         for name, prov in call.args_prov.items():
             value = call.args_exec.get(name)
             if _stated_here(prov):
-                provs[name] = _revealed(prov) if _key(value) in revealed else _restated(prov, k)
+                provs[name] = _revealed(prov) if _key(value) in revealed else _restated(k)
             else:
                 provs[name] = _shift(prov, value, k, user_k, user_next)
         moved_provs.append(provs)
@@ -204,6 +210,7 @@ class _Group:
     value: Any
     names: list[str]  # parameter names, in call order, distinct
     required: bool
+    created: bool  # every binding is self_create: a value only the user knows, which MissParam may withhold
 
 
 def _stated_groups(turn: Turn, specs: dict[str, ToolSpec]) -> list[_Group]:
@@ -215,10 +222,11 @@ def _stated_groups(turn: Turn, specs: dict[str, ToolSpec]) -> list[_Group]:
             if not _stated_here(prov):
                 continue
             value = call.args_exec.get(name)
-            g = groups.setdefault(_key(value), _Group(_key(value), value, [], False))
+            g = groups.setdefault(_key(value), _Group(_key(value), value, [], False, True))
             if name not in g.names:
                 g.names.append(name)
             g.required = g.required or (spec is not None and name in spec.required)
+            g.created = g.created and prov.tag == Tag.self_create
     return list(groups.values())
 
 
@@ -277,7 +285,8 @@ def _plan_miss_param(base: Trajectory, specs: dict[str, ToolSpec], rng: random.R
     for turn in base.turns:
         if not turn.calls:
             continue
-        groups = [g for g in _stated_groups(turn, specs) if mentions(turn.user_message, g.value)]
+        # SAP's MissParam withholds values the user introduces (P_c), never ones read from c0
+        groups = [g for g in _stated_groups(turn, specs) if g.created and mentions(turn.user_message, g.value)]
         virtual_here = {_key(v.get("value")) for v in base.virtual_history if v.get("turn") == turn.index}
         # a value also stated "for later" in this message stays; the wording rng here only probes removability
         removable = [g for g in groups if g.key not in virtual_here
@@ -286,7 +295,7 @@ def _plan_miss_param(base: Trajectory, specs: dict[str, ToolSpec], rng: random.R
             preferred = [g for g in removable if g.required and not _is_flag(g.value)]
             options.append((turn.index, removable, preferred))
     if not options:
-        return "no turn states a value that can be withheld from its user message"
+        return "no turn states a user-introduced (self_create) value that can be withheld from its user message"
     best = [o for o in options if o[2]] or options
     rng.shuffle(best)
     for k, removable, preferred in best:
@@ -362,6 +371,11 @@ def _state_diff(a: Any, b: Any) -> str:
 Clarifier = Callable[[ClarifyRequest], str]
 
 
+def messenger_clarifier(messenger: Any) -> Clarifier | None:
+    """The messenger's clarification writer (the LLM messenger's `clarify`), or None: the rule wording stands."""
+    return getattr(messenger, "clarify", None)
+
+
 def clarify_request(kind: RewriteOp, plan: dict[str, Any], specs: dict[str, ToolSpec]) -> ClarifyRequest:
     """What the assistant's reply at the plan's turn must do, with the rule wording as the template."""
     missing = plan.get("missing", [])
@@ -372,68 +386,93 @@ def clarify_request(kind: RewriteOp, plan: dict[str, Any], specs: dict[str, Tool
                           hidden=[m["value"] for m in missing], tools=list(specs), template=plan["assistant_k"])
 
 
-def _rewrite_graph(kind: RewriteOp, toolset: Toolset, clarifier: Clarifier | None = None):
-    """pick -> rewrite -> replay_check -> END for one operator over `toolset`; `clarifier` (the LLM messenger's)
+@dataclass(frozen=True)
+class RewriteContext:
+    """The rewrite graph's runtime context: the toolset and, optionally, the clarifier (the LLM messenger's), which
     writes the assistant's reply at the unservable turn instead of the rule wording."""
-    specs = {t.name: t for t in toolset.tools}
 
-    def pick(state: RewriteState) -> dict[str, Any]:
-        if state.get("kind", kind) != kind:
-            return {"plan": None, "result": None, "rejection": f"this is the {kind} graph, not {state['kind']}"}
-        base = Trajectory.model_validate(state["base"])
-        if base.rewrite_kind != "base":
-            return {"plan": None, "result": None, "rejection": f"the trajectory is already a {base.rewrite_kind} variant"}
-        if not base.turns:
-            return {"plan": None, "result": None, "rejection": "the base has no turns"}
-        rng = random.Random(f"{state['seed']}:{kind}")
-        plan = (_plan_miss_param if kind == "miss_param" else _plan_miss_func)(base, specs, rng)
-        if isinstance(plan, str):
-            return {"plan": None, "result": None, "rejection": plan}
-        return {"plan": plan, "result": None, "rejection": None}
+    toolset: Toolset
+    clarifier: Clarifier | None = None
 
-    def rewrite_node(state: RewriteState) -> dict[str, Any]:
-        base = Trajectory.model_validate(state["base"])
-        plan = state["plan"]
-        if clarifier is not None:
-            try:
-                plan = {**plan, "assistant_k": clarifier(clarify_request(kind, plan, specs))}
-            except LLMRoleError as exc:
-                return {"result": None, "rejection": f"clarification: {exc}"}
+    def specs(self) -> dict[str, ToolSpec]:
+        """The toolset's tool specs by name."""
+        return {t.name: t for t in self.toolset.tools}
+
+
+Ctx = Runtime[RewriteContext]
+
+
+def pick(state: RewriteState, runtime: Ctx) -> dict[str, Any]:
+    """Choose the turn k* and what goes missing there, and write the rule texts; or reject the base."""
+    kind = state["kind"]
+    base = Trajectory.model_validate(state["base"])
+    if base.rewrite_kind != "base":
+        return {"plan": None, "result": None, "rejection": f"the trajectory is already a {base.rewrite_kind} variant"}
+    if not base.turns:
+        return {"plan": None, "result": None, "rejection": "the base has no turns"}
+    rng = random.Random(f"{state['seed']}:{kind}")
+    plan = (_plan_miss_param if kind == "miss_param" else _plan_miss_func)(base, runtime.context.specs(), rng)
+    if isinstance(plan, str):
+        return {"plan": None, "result": None, "rejection": plan}
+    return {"plan": plan, "result": None, "rejection": None}
+
+
+def rewrite_node(state: RewriteState, runtime: Ctx) -> dict[str, Any]:
+    """Build the variant from the plan, with the clarifier's reply at k* when there is a clarifier."""
+    kind = state["kind"]
+    base = Trajectory.model_validate(state["base"])
+    plan = state["plan"]
+    clarifier = runtime.context.clarifier
+    if clarifier is not None:
         try:
-            variant = build_variant(kind, base, plan)
-        except RewriteError as exc:
-            return {"result": None, "rejection": f"rewrite: {exc}"}
-        return {"result": variant.model_dump(mode="json")}
+            plan = {**plan, "assistant_k": clarifier(clarify_request(kind, plan, runtime.context.specs()))}
+        except LLMRoleError as exc:
+            return {"result": None, "rejection": f"clarification: {exc}"}
+    try:
+        variant = build_variant(kind, base, plan)
+    except RewriteError as exc:
+        return {"result": None, "rejection": f"rewrite: {exc}"}
+    return {"result": variant.model_dump(mode="json")}
 
-    def replay_check(state: RewriteState) -> dict[str, Any]:
-        base = Trajectory.model_validate(state["base"])
-        variant = Trajectory.model_validate(state["result"])
-        base_end, base_mismatch = replay_fresh(toolset.executor_factory, base.c0, [c for _, _, c in base.calls()])
-        if base_mismatch:
-            return {"result": None, "rejection": f"the base does not replay: {base_mismatch}"}
-        end, mismatch = replay_fresh(toolset.executor_factory, variant.c0, [c for _, _, c in variant.calls()])
-        reasons = []
-        if end != base_end:
-            reasons.append(f"the variant's end state differs from the base's end state ({_state_diff(end, base_end)})")
-        if mismatch:
-            reasons.append(f"replay: {mismatch}")
-        reasons += [f"code check: {p}" for p in code_check(variant)[:3]]
-        if reasons:
-            return {"result": None, "rejection": "; ".join(reasons)}
-        return {"rejection": None}
 
-    def route(state: RewriteState) -> str:
-        return "stop" if state.get("rejection") else "go"
+def replay_check(state: RewriteState, runtime: Ctx) -> dict[str, Any]:
+    """Keep the variant only if it replays from c0 to the base's end state and passes the code check."""
+    factory = runtime.context.toolset.executor_factory
+    base = Trajectory.model_validate(state["base"])
+    variant = Trajectory.model_validate(state["result"])
+    base_end, base_mismatch = replay_fresh(factory, base.c0, [c for _, _, c in base.calls()])
+    if base_mismatch:
+        return {"result": None, "rejection": f"the base does not replay: {base_mismatch}"}
+    end, mismatch = replay_fresh(factory, variant.c0, [c for _, _, c in variant.calls()])
+    reasons = []
+    if end != base_end:
+        reasons.append(f"the variant's end state differs from the base's end state ({_state_diff(end, base_end)})")
+    if mismatch:
+        reasons.append(f"replay: {mismatch}")
+    reasons += [f"code check: {p}" for p in policy_check(variant, policy_of(runtime.context.toolset))[:3]]
+    if reasons:
+        return {"result": None, "rejection": "; ".join(reasons)}
+    return {"rejection": None}
 
-    builder = StateGraph(RewriteState)
+
+def _route(state: RewriteState) -> str:
+    """Stop at the first rejection."""
+    return "stop" if state.get("rejection") else "go"
+
+
+@functools.cache
+def rewrite_graph() -> CompiledStateGraph:
+    """pick -> rewrite -> replay_check -> END, compiled once per process for both operators (the state's `kind`
+    says which); invoke with {"kind": k, "seed": s, "base": traj dump} and `context=RewriteContext(...)`."""
+    builder = StateGraph(RewriteState, context_schema=RewriteContext)
     builder.add_node("pick", pick)
     builder.add_node("rewrite", rewrite_node)
     builder.add_node("replay_check", replay_check)
     builder.add_edge(START, "pick")
-    builder.add_conditional_edges("pick", route, {"go": "rewrite", "stop": END})
-    builder.add_conditional_edges("rewrite", route, {"go": "replay_check", "stop": END})
+    builder.add_conditional_edges("pick", _route, {"go": "rewrite", "stop": END})
+    builder.add_conditional_edges("rewrite", _route, {"go": "replay_check", "stop": END})
     builder.add_edge("replay_check", END)
-    return builder.compile()
+    return builder.compile(name="rewrite")
 
 
 def build_variant(kind: RewriteOp, base: Trajectory, plan: dict[str, Any]) -> Trajectory:
@@ -452,26 +491,28 @@ def build_variant(kind: RewriteOp, base: Trajectory, plan: dict[str, Any]) -> Tr
     return variant.model_copy(update=update)
 
 
-def miss_param_graph(toolset: Toolset, clarifier: Clarifier | None = None):
-    """The compiled MissParam subgraph; invoke with {"kind": "miss_param", "seed": s, "base": traj dump}."""
-    return _rewrite_graph("miss_param", toolset, clarifier)
-
-
-def miss_func_graph(toolset: Toolset, clarifier: Clarifier | None = None):
-    """The compiled MissFunc subgraph; invoke with {"kind": "miss_func", "seed": s, "base": traj dump}."""
-    return _rewrite_graph("miss_func", toolset, clarifier)
-
-
 def rewrite(kind: RewriteOp, base: Trajectory, toolset: Toolset, seed: int,
-            graph: Any = None) -> Trajectory | RewriteRejected:
-    """Run the `kind` operator on `base`: the kept variant, or why there is none. Deterministic given `seed`.
-
-    `graph` may be that operator's compiled subgraph for `toolset`, to skip compiling it again."""
+            clarifier: Clarifier | None = None) -> Trajectory | RewriteRejected:
+    """Run the `kind` operator on `base`: the kept variant, or why there is none. Deterministic given `seed` (and
+    the clarifier's answers)."""
     if kind not in ("miss_param", "miss_func"):
         raise ValueError(f"unknown rewrite kind {kind!r}")
-    if graph is None:
-        graph = miss_param_graph(toolset) if kind == "miss_param" else miss_func_graph(toolset)
-    out = graph.invoke({"kind": kind, "seed": seed, "base": base.model_dump(mode="json")})
+    out = rewrite_graph().invoke({"kind": kind, "seed": seed, "base": base.model_dump(mode="json")},
+                                 context=RewriteContext(toolset, clarifier))
     if out.get("rejection") or out.get("result") is None:
         return RewriteRejected(kind=kind, reason=out.get("rejection") or "no variant")
     return Trajectory.model_validate(out["result"])
+
+
+def judged_rewrite(kind: RewriteOp, base: Trajectory, toolset: Toolset, seed: int, judge: Judge,
+                   clarifier: Clarifier | None = None) -> Trajectory | RewriteRejected:
+    """The `kind` variant of an accepted base as synthesis and RODS variants both make it: the operator (with the
+    messenger's clarifier, if any), then the judge; the kept variant carries the judge's verdict."""
+    out = rewrite(kind, base, toolset, seed, clarifier)
+    if isinstance(out, RewriteRejected):
+        return out
+    verdict = judge.judge(out, {t.name: t for t in toolset.tools})
+    if not verdict.accepted:
+        return RewriteRejected(kind=kind, reason=f"judge {verdict.decision}: {verdict.reasons[0].detail}")
+    out.judge = verdict.model_dump(mode="json")
+    return out

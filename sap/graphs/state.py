@@ -16,6 +16,7 @@ class SynthState(TypedDict, total=False):
     tool_histogram: dict[str, int]  # input: tool calls in the run's accepted records so far (H)
     emphasis: list[str]  # the long-tail set E this trajectory must call one of
     path: list[int]  # FSM transition indices, one per planned turn
+    actions: list[list[str]] | None  # under a toolset policy: each planned turn's tools (else its transition's)
     turns: list[dict[str, Any]]  # Turn dumps; the last one may be in progress
     turn_pos: int
     call_pos: int
@@ -29,10 +30,12 @@ class SynthState(TypedDict, total=False):
     blacklist: list[str]  # tools that failed at the attempt cap; re-planned paths avoid them
     c0_patch: list[dict[str, Any]]  # repairs of c0 (path, value, turn), applied wherever c0 is used
     repair_log: list[dict[str, Any]]  # every repair round: turn, call, tool, round, patch, outcome
+    changed_calls: list[str]  # ids of the committed calls that changed the executor's state
     narrative: str | None  # the planner's background story (global rewrite mode only)
     message_rounds: int  # how many times write_messages has run (the first write, then rewrites)
     verdict: dict[str, Any] | None  # the judge's last Verdict
     status: str  # running / truncated / accepted / dropped
     drop_reason: str | None
+    drop_kind: str | None  # the DropReason value beside drop_reason's details
     record: dict[str, Any] | None  # the exported record once accepted
     end_state_hash: str | None  # hash of the executor state after replaying the calls from c0 (the code check's)

@@ -1,6 +1,11 @@
 """The synthesis graph: load_fsm -> sample_path -> run_turn (plan_call <-> execute_call, once per turn; a call at
-its attempt cap gets c0 repair rounds, then blacklist + re-plan) -> group_parallel -> write_messages -> code_check
--> judge (-> write_messages on a text rejection) -> rewrite (MissParam / MissFunc) -> persist."""
+its attempt cap goes to repair_call for c0 repair rounds, then to replan: blacklist + re-plan, truncate or drop)
+-> group_parallel -> write_messages -> code_check -> judge (-> write_messages on a text rejection) -> rewrite
+(MissParam / MissFunc) -> persist.
+
+The nodes are module-level functions; the run's fixed parts (toolset, roles, limits, caches, live executors) reach
+them as LangGraph's runtime context (`runtime.context`, a `SynthesisContext`). Each graph is compiled once per
+process (`synthesis_graph`) and invoked with `context=ctx`."""
 from __future__ import annotations
 
 import contextlib
@@ -11,28 +16,54 @@ import random
 import time
 import warnings
 from collections import OrderedDict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from sap.agents.fsm_builder import FSMBuilder, RuleFSMBuilder
 from sap.agents.judge import Judge, RuleJudge
-from sap.agents.llm_fsm_builder import verified_fsm
-from sap.agents.messenger import Messenger, RuleMessenger, task_phrase
-from sap.agents.planner import HistoryCall, NarrativeRequest, PlanRequest, Planner, RulePlanner, StatedValue
+from sap.agents.messenger import Messenger, RuleMessenger
+from sap.agents.planner import (
+    HistoryCall,
+    NarrativeRequest,
+    Planner,
+    PlanRequest,
+    RulePlanner,
+    StatedValue,
+)
 from sap.agents.repair import PatchOp, Repairer, RuleRepairer, apply_patch, repair_call
-from sap.agents.replanner import ReplanRequest, Replanner, RuleReplanner
-from sap.executors.base import Executor, ReplayMismatch, end_state_hash, replay
-from sap.export.records import to_record
+from sap.agents.replanner import Replanner, ReplanRequest, RuleReplanner
+from sap.executors.base import ReplayMismatch, end_state_hash, replay
+from sap.drops import DropReason
+from sap.export.records import to_record, trajectory_id
+from sap.fsm.build import FlatFSMBuilder, FSMBuilder, RuleFSMBuilder, named_read
 from sap.fsm.walk import NoPathError, emphasis_set
 from sap.fsm.walk import sample_path as walk
-from sap.graphs.rewrite import RewriteRejected, miss_func_graph, miss_param_graph, rewrite
+from sap.fsm.policy_walk import policy_actions
+from sap.graphs.coherence import INCOHERENT, execute_coherently, noop_writes
+from sap.graphs.confirm import confirm_writes
+from sap.graphs.fsm_graph import verified_fsm
+from sap.graphs.rewrite import RewriteRejected, judged_rewrite, messenger_clarifier
 from sap.graphs.state import SynthState
-from sap.model import FSM, ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
-from sap.provenance.checks import code_check
+from sap.model import (
+    FSM,
+    ArgProvenance,
+    Executor,
+    Tag,
+    ToolCall,
+    Toolset,
+    ToolSpec,
+    Trajectory,
+    Transition,
+    Turn,
+)
 from sap.provenance.groups import group_calls
+from sap.provenance.policy import Policy, policy_check, policy_of, unit_amounts
+from sap.text import task_phrase
 
 _FSM_CACHE: dict[str, tuple[FSM, dict[str, Any] | None]] = {}  # key -> the FSM and its fallback note
 # run_turn passes durability to its checkpointer-less turn graph on purpose (see there)
@@ -45,9 +76,52 @@ def toolset_hash(toolset: Toolset) -> str:
     return hashlib.sha256(docs.encode()).hexdigest()[:16]
 
 
+class ExecutorPool:
+    """The live executors of the slots in flight, one per slot index, each with the committed call ids and the c0
+    object it stands after.
+
+    They are not graph state: state holds plain JSON that checkpoints (c0's seed and patch plus the committed
+    calls), and an executor is a live object (a Python domain, a worker process). A slot's executor is only a
+    cache of what replaying its committed calls from c0 gives, so after a resume, in another process, or when it
+    is out of step, `acquire` rebuilds it by replay."""
+
+    def __init__(self, factory: Callable[[], Executor]) -> None:
+        self._factory = factory
+        self._live: dict[int, tuple[Executor, tuple[str, ...], dict[str, Any]]] = {}
+
+    def acquire(self, index: int, c0: dict[str, Any], committed: list[ToolCall]) -> Executor:
+        """The slot's executor in the state after `committed` on `c0`; rebuilt by replay when absent or out of step."""
+        ids = tuple(c.call_id for c in committed)
+        cached = self._live.get(index)
+        if cached is not None and cached[1] == ids and cached[2] is c0:
+            return cached[0]
+        ex = cached[0] if cached is not None else self._factory()
+        replay(ex, c0, committed)
+        self._live[index] = (ex, ids, c0)
+        return ex
+
+    def keep(self, index: int, ex: Executor, committed_ids: tuple[str, ...], c0: dict[str, Any]) -> None:
+        """Record `ex` as the slot's executor, standing after `committed_ids` on `c0` (closing one it replaces)."""
+        cached = self._live.get(index)
+        if cached is not None and cached[0] is not ex and hasattr(cached[0], "close"):
+            cached[0].close()
+        self._live[index] = (ex, committed_ids, c0)
+
+    def release(self, index: int) -> None:
+        """Forget the slot's executor and stop its worker."""
+        cached = self._live.pop(index, None)
+        if cached is not None and hasattr(cached[0], "close"):
+            cached[0].close()
+
+    def __len__(self) -> int:
+        """How many slots hold a live executor."""
+        return len(self._live)
+
+
 @dataclass
 class SynthesisContext:
-    """What the graph's nodes share: the toolset, the agents, limits, and live executors by slot."""
+    """The synthesis graph's runtime context: the toolset, the agents, limits, per-process caches and the live
+    executors by slot (everything fixed for a run; what changes per trajectory is in `SynthState`)."""
 
     toolset: Toolset
     fsm_builder: FSMBuilder = field(default_factory=RuleFSMBuilder)
@@ -59,6 +133,7 @@ class SynthesisContext:
     max_rewrites: int = 2  # message rewrites after a reject_text verdict
     replay_check: bool = True  # code check replays every trajectory from c0 on a fresh executor
     use_tags: bool = True  # ablation switch: False makes the planner bind every argument without a declared source
+    use_fsm: bool = True  # ablation switch: False plans turn by turn on FlatFSMBuilder's one phase (no FSM)
     min_turns: int = 3
     max_turns: int = 8
     max_attempts: int = 3
@@ -67,7 +142,6 @@ class SynthesisContext:
     emphasis_size: int = 3  # long-tail emphasis |E|; 0 turns it off
     min_keep_turns: int = 2
     run_seed: int = 0
-    executors: dict[int, tuple[Executor, tuple[str, ...], dict[str, Any]]] = field(default_factory=dict)  # with its c0
     node_seconds: dict[str, float] | None = None  # when a dict, each node's cumulative wall time is added to it
     fsm_preset: FSM | None = None  # a verified FSM to use as is (a stored run's), instead of building one
     fsm_note: dict[str, Any] | None = None  # the preset FSM's fallback note (why the rule FSM stood in), if any
@@ -75,15 +149,28 @@ class SynthesisContext:
     patched: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict)  # repaired c0 by seed and patch
     narrative: bool = False  # the planner writes a narrative before the first messages (global rewrite mode)
     agents_meta: dict[str, Any] = field(default_factory=dict)  # models and prompt hashes, copied into record meta
+    executors: ExecutorPool = field(init=False, repr=False)  # live executors by slot (see ExecutorPool)
+    specs: dict[str, ToolSpec] = field(init=False, repr=False)  # the toolset's tool specs by name
     _docs_hash: tuple[Toolset, str] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """The executor pool and the spec table of the toolset."""
+        self.executors = ExecutorPool(self.toolset.executor_factory)
+        self.specs = {t.name: t for t in self.toolset.tools}
+
+    @property
+    def policy(self) -> Policy | None:
+        """The toolset's declared policy (resolved to its tool names), if any."""
+        return policy_of(self.toolset)
 
     def fsm(self) -> tuple[str, FSM]:
         """The toolset's V_spec-verified FSM, built once per process, tool-doc hash, builder and path lengths."""
-        key = f"{self._toolset_hash()}:{self.fsm_builder.cache_key()}:{self.min_turns}-{self.max_turns}"
+        builder = self.fsm_builder if self.use_fsm else FlatFSMBuilder()
+        key = f"{self._toolset_hash()}:{builder.cache_key()}:{self.min_turns}-{self.max_turns}"
         if self.fsm_preset is not None:
             return key, self.fsm_preset
         if key not in _FSM_CACHE:
-            _FSM_CACHE[key] = verified_fsm(self.fsm_builder, self.toolset, (self.min_turns, self.max_turns))
+            _FSM_CACHE[key] = verified_fsm(builder, self.toolset, (self.min_turns, self.max_turns))
         return key, _FSM_CACHE[key][0]
 
     def _toolset_hash(self) -> str:
@@ -115,23 +202,6 @@ class SynthesisContext:
         """The trajectory's c0: derived from its seed, with the state's repair patch applied."""
         return self.config(state["seed"], state.get("c0_patch", []))
 
-    def executor_for(self, index: int, c0: dict[str, Any], committed: list[ToolCall]) -> Executor:
-        """The slot's executor in the state after `committed` on `c0`; rebuilt by replay when absent or out of step."""
-        ids = tuple(c.call_id for c in committed)
-        cached = self.executors.get(index)
-        if cached is not None and cached[1] == ids and cached[2] is c0:
-            return cached[0]
-        ex = cached[0] if cached is not None else self.toolset.executor_factory()
-        replay(ex, c0, committed)
-        self.executors[index] = (ex, ids, c0)
-        return ex
-
-    def release(self, index: int) -> None:
-        """Forget the slot's executor and stop its worker."""
-        cached = self.executors.pop(index, None)
-        if cached is not None and hasattr(cached[0], "close"):
-            cached[0].close()
-
 
 _CONFIGS_KEPT = 64  # per cache; more than the slots in flight, so theirs stay (and keep their field indexes)
 
@@ -161,13 +231,17 @@ def stated_value(turn: int, name: str, value: Any, prov: ArgProvenance) -> State
     return None
 
 
-def replay_problems(toolset: Toolset, traj: Trajectory) -> tuple[list[str], str | None]:
-    """Replay the committed calls from c0 on a fresh executor: a problem for any differing result, else none and
-    the hash of the end state reached (recorded in the record's meta, checked again by `sap validate`)."""
+def replay_problems(toolset: Toolset, traj: Trajectory, writes: Collection[str] = ()) -> tuple[list[str], str | None]:
+    """Replay the committed calls from c0 on a fresh executor: a problem for any differing result or for a write
+    (one of the FSM's action tools `writes`, or a named update) that changed nothing, else none and the hash of
+    the end state reached (recorded in the record's meta, checked again by `sap validate`)."""
     ex = toolset.executor_factory()
+    calls = _committed(traj.turns)
     try:
-        replay(ex, traj.c0, _committed(traj.turns))
-        return [], end_state_hash(ex)
+        replay(ex, traj.c0, calls)
+        end = end_state_hash(ex)
+        noops = noop_writes(ex, traj.c0, calls, {t.name: t for t in toolset.tools}, writes)
+        return noops, None if noops else end
     except ReplayMismatch as exc:
         return [f"replay from c0: {exc}"], None
     finally:
@@ -186,243 +260,394 @@ def _committed(turns: list[Turn]) -> list[ToolCall]:
 
 
 def trajectory_from_state(state: SynthState, ctx: SynthesisContext) -> Trajectory:
-    """The trajectory the state describes."""
-    traj = Trajectory(id=f"{state['seed']:016x}-{state['index']}", toolset=ctx.toolset.name, seed=state["seed"],
+    """The trajectory the state describes; under a toolset policy, with its confirmation exchanges."""
+    traj = Trajectory(id=trajectory_id(ctx.toolset.name, state["seed"], state["index"]), toolset=ctx.toolset.name,
+                      seed=state["seed"],
                       c0={}, turns=_turns(state), virtual_history=state.get("virtual_history", []))
+    if ctx.policy is not None:
+        traj = confirm_writes(traj, ctx.policy, ctx.specs)
     traj.c0 = ctx.c0(state)  # the cached object itself (validation would copy it), so the field indexes
     return traj              # built on it are reused
 
 
-def _timed(name: str, fn: Callable[[SynthState], Any], sink: dict[str, float]) -> Callable[[SynthState], Any]:
-    """`fn` with its wall time added to sink[name] on every call."""
-    @functools.wraps(fn)
-    def run(state: SynthState) -> Any:
-        start = time.perf_counter()
-        try:
-            return fn(state)
-        finally:
-            sink[name] = sink.get(name, 0.0) + time.perf_counter() - start
-    return run
+def turn_action(state: SynthState, ctx: SynthesisContext) -> list[str]:
+    """The tools of the current turn: its FSM transition's action, or the policy's actions for it."""
+    if state.get("actions") is not None:
+        return state["actions"][state["turn_pos"]]
+    _, fsm = ctx.fsm()
+    return fsm.transitions[state["path"][state["turn_pos"]]].action
 
 
-def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
-    """Compile the synthesis graph over `ctx`; invoke it with {"index": i, "seed": s}, one thread per trajectory."""
-    specs = {t.name: t for t in ctx.toolset.tools}
-    clarifier = getattr(ctx.messenger, "clarify", None)  # the LLM messenger's; the rule wording otherwise
-    rewriters = {"miss_param": miss_param_graph(ctx.toolset, clarifier),
-                 "miss_func": miss_func_graph(ctx.toolset, clarifier)}
+def _tags(fsm: FSM, transition: Transition, tool: str) -> dict[str, Tag]:
+    """The provenance tags of `tool`'s arguments: its transition's, or for a call a policy inserted into the turn,
+    those of the first transition that calls it."""
+    if tool in transition.action:
+        return transition.provenance_tag.get(tool, {})
+    return next((t.provenance_tag[tool] for t in fsm.transitions if tool in t.provenance_tag), {})
 
-    def load_fsm(state: SynthState) -> dict[str, Any]:
-        key, _ = ctx.fsm()
-        return {"fsm_hash": key, "status": "running"}
 
-    def sample_path(state: SynthState) -> dict[str, Any]:
-        _, fsm = ctx.fsm()
-        rng = random.Random(f"{state['seed']}:path")
-        emphasis = emphasis_set(fsm, state.get("tool_histogram", {}), rng, ctx.emphasis_size)
-        try:
-            path = walk(fsm, rng, ctx.min_turns, ctx.max_turns, emphasis=emphasis)
-        except NoPathError:  # the emphasis weights can trap every try away from a final state: walk plainly
-            emphasis = set()
-            path = walk(fsm, rng, ctx.min_turns, ctx.max_turns)
-        return {"emphasis": sorted(emphasis), "path": path,
-                "turns": [], "turn_pos": 0, "call_pos": 0, "attempts": 0, "exec_error": None,
-                "failed_args": [], "attempt_log": [], "blacklist": [], "pending": None, "pending_virtual": [],
-                "virtual_history": [], "c0_patch": [], "repair_log": []}
+def policy_path(ctx: SynthesisContext, seed: int, path: list[int]) -> dict[str, Any]:
+    """The walked `path` as a state update; under a toolset policy, with each turn's actions (`policy_actions`)
+    and the path cut to the turns they keep."""
+    if ctx.policy is None:
+        return {"path": path}
+    _, fsm = ctx.fsm()
+    turns = policy_actions(ctx.policy, [fsm.transitions[e].action for e in path], random.Random(f"{seed}:policy"),
+                           ctx.min_turns)
+    return {"path": [path[n] for n, _ in turns], "actions": [action for _, action in turns]}
 
-    def plan_call(state: SynthState) -> dict[str, Any]:
-        _, fsm = ctx.fsm()
-        turn_pos, call_pos, attempts = state["turn_pos"], state["call_pos"], state["attempts"]
-        transition = fsm.transitions[state["path"][turn_pos]]
-        tool = transition.action[call_pos]
-        turns = _turns(state)
-        history = [HistoryCall(t.index, i, c) for t in turns for i, c in enumerate(t.calls)]
-        stated = [s for t in turns for c in t.calls for name, p in c.args_prov.items()
-                  if (s := stated_value(t.index, name, c.args_exec[name], p)) is not None]
-        tags = transition.provenance_tag.get(tool, {}) if ctx.use_tags else {}
-        req = PlanRequest(spec=specs[tool], tags=tags, turn=turn_pos,
-                          index=call_pos, history=history, stated=stated, c0=ctx.c0(state),
-                          rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
-                          last_error=state.get("exec_error"), failed_args=state.get("failed_args", []),
-                          upcoming=[specs[t] for t in transition.action[call_pos + 1:]],
-                          virtual=[StatedValue(v["turn"], v["param"], v["value"]) for v in state.get("virtual_history", [])])
-        binding = ctx.planner.bind(req)
-        call = ToolCall(call_id=f"call_{turn_pos}_{call_pos}", name=tool, args_exec=binding.args_exec,
-                        args_prov=binding.args_prov, attempts=attempts + 1)
-        return {"pending": call.model_dump(mode="json"),
-                "pending_virtual": [{"turn": v.turn, "param": v.param, "value": v.value, "used_at": turn_pos}
-                                    for v in binding.virtual]}
 
-    def commit(state: SynthState, turns: list[Turn], call: ToolCall, value: Any, ex: Executor,
-               c0: dict[str, Any], update: dict[str, Any]) -> Command[Literal["plan_call", "__end__"]]:
-        """Commit a successful call (with `update` merged in) and go on to the turn's next call or end the turn."""
-        _, fsm = ctx.fsm()
-        turn_pos, call_pos = state["turn_pos"], state["call_pos"]
-        transition = fsm.transitions[state["path"][turn_pos]]
-        done = call.model_copy(update={"result": value, "ok": True, "error": None}).model_dump(mode="json")
-        # append without re-dumping earlier turns, so their result objects (and field indexes) are reused
-        new_turns = list(state["turns"])
-        if call_pos == 0:
-            new_turns.append(Turn(index=turn_pos, state=transition.target,
-                                  transition=state["path"][turn_pos]).model_dump(mode="json"))
-        new_turns[-1] = {**new_turns[-1], "calls": new_turns[-1]["calls"] + [done]}
-        ctx.executors[state["index"]] = (ex, tuple(c.call_id for c in _committed(turns)) + (call.call_id,), c0)
-        next_call = call_pos + 1 < len(transition.action)
-        turn_pos, call_pos = (turn_pos, call_pos + 1) if next_call else (turn_pos + 1, 0)
-        return Command(goto="plan_call" if next_call else END, update={
-            **update, "turns": new_turns, "turn_pos": turn_pos, "call_pos": call_pos,
-            "attempts": 0, "exec_error": None, "failed_args": [], "pending": None, "pending_virtual": [],
-            "virtual_history": state.get("virtual_history", []) + state.get("pending_virtual", [])})
+def ruled_values(ctx: SynthesisContext, tool: str, history: list[HistoryCall], rng: random.Random,
+                 args_exec: dict[str, Any], args_prov: dict[str, ArgProvenance]) -> None:
+    """Set (in place) each argument a policy value rule governs to a value it allows, stated by the user, when the
+    planner's value is not one."""
+    for rule in ctx.policy.value_rules if ctx.policy else ():
+        allowed = unit_amounts(rule, [h.call for h in history])
+        if rule.tool == tool and rule.param in args_exec and allowed and args_exec[rule.param] not in allowed:
+            args_exec[rule.param] = rng.choice(allowed)
+            args_prov[rule.param] = ArgProvenance(tag=Tag.self_create)
 
-    def execute_call(state: SynthState) -> Command[Literal["plan_call", "__end__"]]:
-        _, fsm = ctx.fsm()
-        turns = _turns(state)
-        call = ToolCall.model_validate(state["pending"])
-        c0 = ctx.c0(state)
-        ex = ctx.executor_for(state["index"], c0, _committed(turns))
-        res = ex.execute(call)
-        turn_pos, call_pos = state["turn_pos"], state["call_pos"]
-        if res.ok:
-            return commit(state, turns, call, res.value, ex, c0, {})
-        attempts = state["attempts"] + 1
-        log = state.get("attempt_log", []) + [{"turn": turn_pos, "call": call_pos, "tool": call.name,
-                                               "attempt": attempts, "error": res.error}]
-        if attempts < ctx.max_attempts:
-            return Command(goto="plan_call", update={
-                "attempts": attempts, "exec_error": res.error, "attempt_log": log, "pending": None,
-                "failed_args": state.get("failed_args", []) + [call.args_exec]})
-        patch = state.get("c0_patch", [])
-        repair_log = state.get("repair_log", [])
-        if ctx.max_repairs > 0:
-            repaired, rounds = repair_call(ctx.repairer, ctx.toolset, lambda p: ctx.config(state["seed"], p), patch,
-                                           call, res.error or "", _committed(turns), ctx.max_repairs)
-            repair_log = repair_log + [{"turn": turn_pos, "call": call_pos, "tool": call.name, **r} for r in rounds]
-            if repaired is not None:
-                if hasattr(ex, "close"):  # the repaired executor, on the patched c0, replaces the slot's
-                    ex.close()
-                added = [{**op, "turn": turn_pos} for op in repaired.patch[len(patch):]]
-                return commit(state, turns, call, repaired.result.value, repaired.executor, repaired.c0,
-                              {"attempt_log": log, "repair_log": repair_log, "c0_patch": patch + added})
-        kept = [t for t in turns if t.index < turn_pos]
-        update = {"turns": [t for t in state["turns"] if t["index"] < turn_pos], "pending_virtual": [],
-                  "virtual_history": [v for v in state.get("virtual_history", []) if v["used_at"] < turn_pos],
-                  "attempt_log": log, "pending": None, "exec_error": res.error, "repair_log": repair_log,
-                  "c0_patch": [op for op in patch if op["turn"] < turn_pos]}  # patches made for dropped turns go
-        blacklist = state.get("blacklist", []) + [call.name]
-        if len(blacklist) <= ctx.max_replans:
-            new_path = ctx.replanner.replan(ReplanRequest(
-                fsm, state["path"], kept, frozenset(blacklist), ctx.min_turns, ctx.max_turns,
-                random.Random(f"{state['seed']}:replan:{len(blacklist)}")))
-            if new_path is not None:
-                return Command(goto=END, update={
-                    **update, "path": new_path, "blacklist": blacklist, "call_pos": 0, "attempts": 0,
-                    "exec_error": None, "failed_args": []})
-        if len(kept) >= ctx.min_keep_turns:
-            return Command(goto=END, update={**update, "status": "truncated"})
-        reason = f"{call.name} failed {attempts} times at turn {turn_pos}"
-        return Command(goto=END, update={**update, "status": "dropped", "drop_reason": reason})
 
-    def after_turn(state: SynthState) -> Literal["run_turn", "group_parallel", "persist"]:
-        if state["status"] == "dropped":
-            return "persist"
-        if state["status"] == "truncated" or state["turn_pos"] >= len(state["path"]):
-            return "group_parallel"
-        return "run_turn"
+Ctx = Runtime[SynthesisContext]
+Node = Callable[[SynthState, Ctx], Any]
 
-    def group_parallel(state: SynthState) -> dict[str, Any]:
-        return {"turns": [group_calls(t).model_dump(mode="json") for t in _turns(state)]}
 
-    def write_messages(state: SynthState) -> dict[str, Any]:
-        rounds = state.get("message_rounds", 0)
-        rng = random.Random(f"{state['seed']}:messages" + (f":{rounds}" if rounds else ""))
-        turns = _turns(state)
-        narrative = state.get("narrative")
-        if ctx.narrative and narrative is None:
-            narrative = ctx.planner.narrate(NarrativeRequest(
-                ctx.toolset.name, ctx.c0(state),
-                [[task_phrase(specs[c.name]) for c in t.calls] for t in turns]))
-        turns = ctx.messenger.write(turns, specs, rng, state.get("virtual_history", []), narrative=narrative)
-        return {"turns": [t.model_dump(mode="json") for t in turns], "message_rounds": rounds + 1,
-                "narrative": narrative}
+def timed(name: str) -> Callable[[Node], Node]:
+    """A node that adds its wall time to `context.node_seconds[name]` on every call when that is a dict."""
+    def wrap(fn: Node) -> Node:
+        @functools.wraps(fn)
+        def run(state: SynthState, runtime: Ctx) -> Any:
+            sink = runtime.context.node_seconds
+            if sink is None:
+                return fn(state, runtime)
+            start = time.perf_counter()
+            try:
+                return fn(state, runtime)
+            finally:
+                sink[name] = sink.get(name, 0.0) + time.perf_counter() - start
+        return run
+    return wrap
 
-    def check(state: SynthState) -> Command[Literal["judge", "persist"]]:
-        traj = trajectory_from_state(state, ctx)
-        problems = code_check(traj)
-        if len(traj.turns) < ctx.min_keep_turns:
-            problems.append(f"only {len(traj.turns)} turns, fewer than {ctx.min_keep_turns}")
-        end_hash = None
-        if not problems and ctx.replay_check:
-            problems, end_hash = replay_problems(ctx.toolset, traj)
-        if problems:
-            return Command(goto="persist", update={"status": "dropped", "drop_reason": f"code check: {problems[0]}"})
-        return Command(goto="judge", update={"end_state_hash": end_hash})
 
-    def judge(state: SynthState) -> Command[Literal["write_messages", "rewrite", "persist"]]:
-        verdict = ctx.judge.judge(trajectory_from_state(state, ctx), specs)
-        update: dict[str, Any] = {"verdict": verdict.model_dump(mode="json")}
-        step, reason = verdict.next_step(state.get("message_rounds", 1), ctx.max_rewrites)
-        if step == "accept":
-            status = "truncated" if state["status"] == "truncated" else "accepted"
-            return Command(goto="rewrite", update={**update, "status": status})
-        if step == "rewrite":
-            return Command(goto="write_messages", update=update)
-        return Command(goto="persist", update={**update, "status": "dropped", "drop_reason": reason})
+@timed("load_fsm")
+def load_fsm(state: SynthState, runtime: Ctx) -> dict[str, Any]:
+    """Get the run's verified FSM (built once per process) and record its key."""
+    key, _ = runtime.context.fsm()
+    return {"fsm_hash": key, "status": "running"}
 
-    def rewrite_variant(state: SynthState) -> dict[str, Any]:
-        kind = state.get("kind", "base")
-        if kind == "base":
-            return {}
-        base = trajectory_from_state(state, ctx)
-        out = rewrite(kind, base, ctx.toolset, state["seed"], graph=rewriters[kind])
-        if isinstance(out, RewriteRejected):
-            return {"rewrite_rejection": out.reason}
-        verdict = ctx.judge.judge(out, specs)
-        if not verdict.accepted:
-            return {"rewrite_rejection": f"judge {verdict.decision}: {verdict.reasons[0].detail}"}
-        return {"variant": out.model_dump(mode="json")}
 
-    def persist(state: SynthState) -> dict[str, Any]:
-        ctx.release(state["index"])
-        if state["status"] not in ("accepted", "truncated"):
-            return {"record": None}
-        traj = (Trajectory.model_validate(state["variant"]) if state.get("variant")
-                else trajectory_from_state(state, ctx))
-        traj.judge = state.get("verdict")
-        meta = {"index": state["index"], "run_seed": ctx.run_seed, "fsm": state["fsm_hash"],
-                "states": [t.state for t in traj.turns], "truncated": state["status"] == "truncated",
-                "emphasis": state.get("emphasis", []), "requested_kind": state.get("kind", "base"),
-                **({"rewrite_rejection": state["rewrite_rejection"]} if state.get("rewrite_rejection") else {}),
-                "retries": len(state.get("attempt_log", [])),
-                **({"end_state_hash": state["end_state_hash"]} if state.get("end_state_hash") else {}),
-                **({"c0_patch": [{"path": op["path"], "value": op["value"]} for op in state["c0_patch"]]}
-                   if state.get("c0_patch") else {}),
-                **({"fsm_fallback": fallback} if (fallback := ctx.fsm_fallback()) else {}),
-                **({"agents": ctx.agents_meta} if ctx.agents_meta else {})}
-        return {"record": to_record(traj, ctx.toolset, meta)}
+@timed("sample_path")
+def sample_path(state: SynthState, runtime: Ctx) -> dict[str, Any]:
+    """Draw the long-tail emphasis set and walk the FSM; reset the turn cursor."""
+    ctx = runtime.context
+    _, fsm = ctx.fsm()
+    rng = random.Random(f"{state['seed']}:path")
+    emphasis = emphasis_set(fsm, state.get("tool_histogram", {}), rng, ctx.emphasis_size)
+    try:
+        path = walk(fsm, rng, ctx.min_turns, ctx.max_turns, emphasis=emphasis)
+    except NoPathError:  # the emphasis weights can trap every try away from a final state: walk plainly
+        emphasis = set()
+        path = walk(fsm, rng, ctx.min_turns, ctx.max_turns)
+    return {"emphasis": sorted(emphasis), **policy_path(ctx, state["seed"], path),
+            "turns": [], "turn_pos": 0, "call_pos": 0, "attempts": 0, "exec_error": None,
+            "failed_args": [], "attempt_log": [], "blacklist": [], "pending": None, "pending_virtual": [],
+            "virtual_history": [], "c0_patch": [], "repair_log": [], "changed_calls": []}
 
-    def timed(name: str, fn: Callable[[SynthState], Any]) -> Callable[[SynthState], Any]:
-        return _timed(name, fn, ctx.node_seconds) if ctx.node_seconds is not None else fn
 
-    # one turn's calls with their retry edges; never checkpointed inside (checkpointer=False), so the parent
-    # graph checkpoints once per turn and a crash mid-turn re-runs that turn from its start
-    turn_builder = StateGraph(SynthState)
-    turn_builder.add_node("plan_call", timed("plan_call", plan_call))
-    turn_builder.add_node("execute_call", timed("execute_call", execute_call))
-    turn_builder.add_edge(START, "plan_call")
-    turn_builder.add_edge("plan_call", "execute_call")
-    turn_graph = turn_builder.compile(checkpointer=False)
+@timed("plan_call")
+def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
+    """Bind the next call (or retry the pending one with the last error fed back) with the planner."""
+    ctx = runtime.context
+    specs = ctx.specs
+    _, fsm = ctx.fsm()
+    turn_pos, call_pos, attempts = state["turn_pos"], state["call_pos"], state["attempts"]
+    transition = fsm.transitions[state["path"][turn_pos]]
+    action = turn_action(state, ctx)
+    tool = action[call_pos]
+    turns = _turns(state)
+    history = [HistoryCall(t.index, i, c) for t in turns for i, c in enumerate(t.calls)]
+    stated = [s for t in turns for c in t.calls for name, p in c.args_prov.items()
+              if (s := stated_value(t.index, name, c.args_exec[name], p)) is not None]
+    tags = _tags(fsm, transition, tool) if ctx.use_tags else {}
+    req = PlanRequest(spec=specs[tool], tags=tags, free=not ctx.use_tags, turn=turn_pos,
+                      index=call_pos, history=history, stated=stated, c0=ctx.c0(state),
+                      rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
+                      last_error=state.get("exec_error"), failed_args=state.get("failed_args", []),
+                      upcoming=[specs[t] for t in action[call_pos + 1:]],
+                      virtual=[StatedValue(v["turn"], v["param"], v["value"]) for v in state.get("virtual_history", [])])
+    binding = ctx.planner.bind(req)
+    ruled_values(ctx, tool, history, req.rng, binding.args_exec, binding.args_prov)
+    place = len(turns[-1].calls) if turns and turns[-1].index == turn_pos else 0  # a skipped read leaves no gap
+    call = ToolCall(call_id=f"call_{turn_pos}_{place}", name=tool, args_exec=binding.args_exec,
+                    args_prov=binding.args_prov, attempts=attempts + 1)
+    return {"pending": call.model_dump(mode="json"),
+            "pending_virtual": [{"turn": v.turn, "param": v.param, "value": v.value, "used_at": turn_pos}
+                                for v in binding.virtual]}
 
-    def run_turn(state: SynthState) -> dict[str, Any]:
-        # durability given explicitly: inheriting the parent's "sync" makes LangGraph 1.2 wait on a checkpoint
-        # that a checkpointer=False graph never writes (AttributeError _put_checkpoint_fut)
-        return turn_graph.invoke(state, durability="exit")
 
-    builder = StateGraph(SynthState)
-    nodes = {"load_fsm": load_fsm, "sample_path": sample_path, "run_turn": run_turn,
-             "group_parallel": group_parallel, "write_messages": write_messages, "code_check": check,
-             "judge": judge, "rewrite": rewrite_variant, "persist": persist}
-    for name, fn in nodes.items():
-        builder.add_node(name, fn if name == "run_turn" else timed(name, fn))
+def commit(state: SynthState, ctx: SynthesisContext, call: ToolCall, value: Any, ex: Executor, c0: dict[str, Any],
+           update: dict[str, Any], changed: bool) -> Command[Literal["plan_call", "__end__"]]:
+    """Commit a successful call (with `update` merged in; `changed`: whether it changed the state), keep `ex` as
+    the slot's executor, and go on to the turn's next call or end the turn."""
+    _, fsm = ctx.fsm()
+    turn_pos = state["turn_pos"]
+    transition = fsm.transitions[state["path"][turn_pos]]
+    done = call.model_copy(update={"result": value, "ok": True, "error": None}).model_dump(mode="json")
+    # append without re-dumping earlier turns, so their result objects (and field indexes) are reused
+    new_turns = list(state["turns"])
+    if not new_turns or new_turns[-1]["index"] != turn_pos:  # the turn's first committed call opens it
+        new_turns.append(Turn(index=turn_pos, state=transition.target,
+                              transition=state["path"][turn_pos]).model_dump(mode="json"))
+    new_turns[-1] = {**new_turns[-1], "calls": new_turns[-1]["calls"] + [done]}
+    ctx.executors.keep(state["index"], ex, tuple(c.call_id for c in _committed(_turns(state))) + (call.call_id,), c0)
+    return _next_call(state, turn_action(state, ctx), {
+        **update, "turns": new_turns,
+        "changed_calls": state.get("changed_calls", []) + ([call.call_id] if changed else []),
+        "virtual_history": state.get("virtual_history", []) + state.get("pending_virtual", [])})
+
+
+def _next_call(state: SynthState, action: list[str], update: dict[str, Any]) -> Command[Literal["plan_call", "__end__"]]:
+    """On to the turn's next call, or end the turn, with `update` merged in and the pending call cleared."""
+    turn_pos, call_pos = state["turn_pos"], state["call_pos"]
+    next_call = call_pos + 1 < len(action)
+    turn_pos, call_pos = (turn_pos, call_pos + 1) if next_call else (turn_pos + 1, 0)
+    return Command(goto="plan_call" if next_call else END, update={
+        **update, "turn_pos": turn_pos, "call_pos": call_pos,
+        "attempts": 0, "exec_error": None, "failed_args": [], "pending": None, "pending_virtual": []})
+
+
+def _skippable(state: SynthState, ctx: SynthesisContext, call: ToolCall, error: str | None) -> bool:
+    """A read refused as a repeat with nothing changed since is left out of its turn (the earlier result still
+    answers it), as long as the turn keeps a call: one committed already, or one still to come."""
+    if not (error or "").startswith(INCOHERENT + "it repeats") or not named_read(ctx.specs[call.name]):
+        return False
+    action = turn_action(state, ctx)
+    opened = bool(state["turns"]) and state["turns"][-1]["index"] == state["turn_pos"]
+    return opened or state["call_pos"] + 1 < len(action)
+
+
+@timed("execute_call")
+def execute_call(state: SynthState, runtime: Ctx) -> Command[Literal["plan_call", "repair_call", "replan", "__end__"]]:
+    """Run the pending call: commit it, retry it (back to plan_call with the error), or at the attempt cap hand it
+    to repair_call (or straight to replan when repair is off)."""
+    ctx = runtime.context
+    call = ToolCall.model_validate(state["pending"])
+    c0 = ctx.c0(state)
+    committed = _committed(_turns(state))
+    ex = ctx.executors.acquire(state["index"], c0, committed)
+    _, fsm = ctx.fsm()
+    res, changed = execute_coherently(ex, ctx.specs[call.name], call, committed, state.get("changed_calls", []),
+                                      fsm.writes)
+    if res.ok:
+        return commit(state, ctx, call, res.value, ex, c0, {}, changed)
+    if _skippable(state, ctx, call, res.error):
+        return _next_call(state, turn_action(state, ctx), {})
+    attempts = state["attempts"] + 1
+    log = state.get("attempt_log", []) + [{"turn": state["turn_pos"], "call": state["call_pos"], "tool": call.name,
+                                           "attempt": attempts, "error": res.error}]
+    update = {"attempts": attempts, "exec_error": res.error, "attempt_log": log}
+    if attempts < ctx.max_attempts:
+        return Command(goto="plan_call", update={
+            **update, "pending": None, "failed_args": state.get("failed_args", []) + [call.args_exec]})
+    repairable = ctx.max_repairs > 0 and not (res.error or "").startswith(INCOHERENT)  # a patched c0 cannot fix it
+    return Command(goto="repair_call" if repairable else "replan", update=update)
+
+
+@timed("repair_call")
+def repair_call_node(state: SynthState, runtime: Ctx) -> Command[Literal["plan_call", "replan", "__end__"]]:
+    """Up to max_repairs c0 repair rounds for the pending call at its attempt cap: commit it on the patched c0, or
+    go on to replan."""
+    ctx = runtime.context
+    call = ToolCall.model_validate(state["pending"])
+    patch = state.get("c0_patch", [])
+    turn_pos, call_pos = state["turn_pos"], state["call_pos"]
+    repaired, rounds = repair_call(ctx.repairer, ctx.toolset, lambda p: ctx.config(state["seed"], p), patch, call,
+                                   state.get("exec_error") or "", _committed(_turns(state)), ctx.max_repairs)
+    repair_log = state.get("repair_log", []) + [{"turn": turn_pos, "call": call_pos, "tool": call.name, **r}
+                                                for r in rounds]
+    if repaired is None:
+        return Command(goto="replan", update={"repair_log": repair_log})
+    added = [{**op, "turn": turn_pos} for op in repaired.patch[len(patch):]]
+    # the repaired executor, on the patched c0, replaces the slot's
+    return commit(state, ctx, call, repaired.result.value, repaired.executor, repaired.c0,
+                  {"repair_log": repair_log, "c0_patch": patch + added}, not named_read(ctx.specs[call.name]))
+
+
+@timed("replan")
+def replan(state: SynthState, runtime: Ctx) -> Command[Literal["__end__"]]:
+    """The pending call is lost: drop its turn, blacklist its tool and re-plan the rest of the path (at most
+    max_replans times); else truncate at the failing turn, or drop the slot if too few turns remain."""
+    ctx = runtime.context
+    _, fsm = ctx.fsm()
+    call = ToolCall.model_validate(state["pending"])
+    turn_pos = state["turn_pos"]
+    kept = [t for t in _turns(state) if t.index < turn_pos]
+    kept_ids = {c.call_id for c in _committed(kept)}
+    update = {"turns": [t for t in state["turns"] if t["index"] < turn_pos], "pending_virtual": [],
+              "changed_calls": [cid for cid in state.get("changed_calls", []) if cid in kept_ids],
+              "virtual_history": [v for v in state.get("virtual_history", []) if v["used_at"] < turn_pos],
+              "pending": None, "c0_patch": [op for op in state.get("c0_patch", []) if op["turn"] < turn_pos]}
+    blacklist = state.get("blacklist", []) + [call.name]                     # patches made for dropped turns go
+    if len(blacklist) <= ctx.max_replans:
+        new_path = ctx.replanner.replan(ReplanRequest(
+            fsm, state["path"], kept, frozenset(blacklist), ctx.min_turns, ctx.max_turns,
+            random.Random(f"{state['seed']}:replan:{len(blacklist)}")))
+        if new_path is not None:
+            return Command(goto=END, update={
+                **update, **policy_path(ctx, state["seed"], new_path), "blacklist": blacklist, "call_pos": 0, "attempts": 0,
+                "exec_error": None, "failed_args": []})
+    if len(kept) >= ctx.min_keep_turns:
+        return Command(goto=END, update={**update, "status": "truncated"})
+    reason = f"{call.name} failed {state['attempts']} times at turn {turn_pos}"
+    return Command(goto=END, update={**update, "status": "dropped", "drop_reason": reason,
+                                     "drop_kind": DropReason.TOOL_FAILED.value})
+
+
+def after_turn(state: SynthState) -> Literal["run_turn", "group_parallel", "persist"]:
+    """The next turn, the messages (path done or truncated), or persist (dropped)."""
+    if state["status"] == "dropped":
+        return "persist"
+    if state["status"] == "truncated" or state["turn_pos"] >= len(state["path"]):
+        return "group_parallel"
+    return "run_turn"
+
+
+@timed("group_parallel")
+def group_parallel(state: SynthState, runtime: Ctx) -> dict[str, Any]:
+    """Set each call's parallel group (each call its own under a one-at-a-time policy)."""
+    ctx = runtime.context
+    one = ctx.policy is not None and ctx.policy.one_at_a_time
+    turns = [t.model_copy(update={"calls": [c.model_copy(update={"group": i}) for i, c in enumerate(t.calls)]})
+             if one else group_calls(t) for t in _turns(state)]
+    return {"turns": [t.model_dump(mode="json") for t in turns]}
+
+
+@timed("write_messages")
+def write_messages(state: SynthState, runtime: Ctx) -> dict[str, Any]:
+    """Write the user and assistant messages of every turn (a narrative first, in global mode)."""
+    ctx = runtime.context
+    rounds = state.get("message_rounds", 0)
+    rng = random.Random(f"{state['seed']}:messages" + (f":{rounds}" if rounds else ""))
+    turns = _turns(state)
+    narrative = state.get("narrative")
+    if ctx.narrative and narrative is None:
+        narrative = ctx.planner.narrate(NarrativeRequest(
+            ctx.toolset.name, ctx.c0(state),
+            [[task_phrase(ctx.specs[c.name]) for c in t.calls] for t in turns]))
+    turns = ctx.messenger.write(turns, ctx.specs, rng, state.get("virtual_history", []), narrative=narrative)
+    return {"turns": [t.model_dump(mode="json") for t in turns], "message_rounds": rounds + 1,
+            "narrative": narrative}
+
+
+@timed("code_check")
+def code_check_node(state: SynthState, runtime: Ctx) -> Command[Literal["judge", "persist"]]:
+    """The code check, the minimum length and the replay from c0: on to the judge, or dropped."""
+    ctx = runtime.context
+    traj = trajectory_from_state(state, ctx)
+    problems = policy_check(traj, ctx.policy)
+    if len(traj.turns) < ctx.min_keep_turns:
+        problems.append(f"only {len(traj.turns)} turns, fewer than {ctx.min_keep_turns}")
+    end_hash = None
+    if not problems and ctx.replay_check:
+        problems, end_hash = replay_problems(ctx.toolset, traj, ctx.fsm()[1].writes)
+    if problems:
+        return Command(goto="persist", update={"status": "dropped", "drop_reason": f"code check: {problems[0]}",
+                                               "drop_kind": DropReason.CODE_CHECK.value})
+    return Command(goto="judge", update={"end_state_hash": end_hash})
+
+
+@timed("judge")
+def judge(state: SynthState, runtime: Ctx) -> Command[Literal["write_messages", "rewrite", "persist"]]:
+    """Judge the trajectory: accept (on to rewrite), rewrite the messages, or drop."""
+    ctx = runtime.context
+    verdict = ctx.judge.judge(trajectory_from_state(state, ctx), ctx.specs)
+    update: dict[str, Any] = {"verdict": verdict.model_dump(mode="json")}
+    step, reason = verdict.next_step(state.get("message_rounds", 1), ctx.max_rewrites)
+    if step == "accept":
+        status = "truncated" if state["status"] == "truncated" else "accepted"
+        return Command(goto="rewrite", update={**update, "status": status})
+    if step == "rewrite":
+        return Command(goto="write_messages", update=update)
+    return Command(goto="persist", update={**update, "status": "dropped", "drop_reason": reason,
+                                           "drop_kind": DropReason.of_judge(verdict.decision).value})
+
+
+@timed("rewrite")
+def rewrite_variant(state: SynthState, runtime: Ctx) -> dict[str, Any]:
+    """For a miss_param / miss_func slot, the judged rewrite variant of the accepted base, or why there is none."""
+    kind = state.get("kind", "base")
+    if kind == "base":
+        return {}
+    ctx = runtime.context
+    out = judged_rewrite(kind, trajectory_from_state(state, ctx), ctx.toolset, state["seed"], ctx.judge,
+                         messenger_clarifier(ctx.messenger))
+    if isinstance(out, RewriteRejected):
+        return {"rewrite_rejection": out.reason}
+    return {"variant": out.model_dump(mode="json")}
+
+
+@timed("persist")
+def persist(state: SynthState, runtime: Ctx) -> dict[str, Any]:
+    """Release the slot's executor and build the export record of an accepted (or truncated) trajectory."""
+    ctx = runtime.context
+    ctx.executors.release(state["index"])
+    if state["status"] not in ("accepted", "truncated"):
+        return {"record": None}
+    traj = (Trajectory.model_validate(state["variant"]) if state.get("variant")
+            else trajectory_from_state(state, ctx))
+    traj.judge = state.get("verdict")
+    meta = {"index": state["index"], "run_seed": ctx.run_seed, "fsm": state["fsm_hash"],
+            "states": [t.state for t in traj.turns], "truncated": state["status"] == "truncated",
+            "emphasis": state.get("emphasis", []), "requested_kind": state.get("kind", "base"),
+            **({"rewrite_rejection": state["rewrite_rejection"]} if state.get("rewrite_rejection") else {}),
+            "retries": len(state.get("attempt_log", [])),
+            **({"end_state_hash": state["end_state_hash"]} if state.get("end_state_hash") else {}),
+            **({"c0_patch": [{"path": op["path"], "value": op["value"]} for op in state["c0_patch"]]}
+               if state.get("c0_patch") else {}),
+            **({"fsm_fallback": fallback} if (fallback := ctx.fsm_fallback()) else {}),
+            **({"agents": ctx.agents_meta} if ctx.agents_meta else {})}
+    return {"record": to_record(traj, ctx.toolset, meta)}
+
+
+@functools.cache
+def turn_graph() -> CompiledStateGraph:
+    """One turn's calls with their retry, repair and replan edges, compiled once per process; never checkpointed
+    inside (checkpointer=False), so the outer graph checkpoints once per turn and a crash mid-turn re-runs that
+    turn from its start.
+
+    START -> plan_call -> execute_call -+-> plan_call  (next call; a retry with the error fed back)
+                                        +-> repair_call -+-> plan_call / END (repaired and committed)
+                                        |                +-> replan
+                                        +-> replan -> END (re-planned path, truncated or dropped)
+                                        +-> END        (turn done)"""
+    builder = StateGraph(SynthState, context_schema=SynthesisContext)
+    builder.add_node("plan_call", plan_call)
+    builder.add_node("execute_call", execute_call)
+    builder.add_node("repair_call", repair_call_node)
+    builder.add_node("replan", replan)
+    builder.add_edge(START, "plan_call")
+    builder.add_edge("plan_call", "execute_call")
+    return builder.compile(checkpointer=False, name="run_turn")
+
+
+def run_turn(state: SynthState, runtime: Ctx) -> dict[str, Any]:
+    """Run the turn graph over the state, with the same context."""
+    # durability given explicitly: inheriting the parent's "sync" makes LangGraph 1.2 wait on a checkpoint
+    # that a checkpointer=False graph never writes (AttributeError _put_checkpoint_fut)
+    return turn_graph().invoke(state, context=runtime.context, durability="exit")
+
+
+@functools.cache
+def compiled_synthesis_graph() -> CompiledStateGraph:
+    """The outer synthesis graph, compiled once per process without a checkpointer. Its node names are what
+    checkpoints name as a thread's next step: renaming one breaks resuming threads stored before."""
+    turn_graph()  # compiled here, before slot threads could race to compile it
+    builder = StateGraph(SynthState, context_schema=SynthesisContext)
+    for name, fn in (("load_fsm", load_fsm), ("sample_path", sample_path), ("run_turn", run_turn),
+                     ("group_parallel", group_parallel), ("write_messages", write_messages),
+                     ("code_check", code_check_node), ("judge", judge), ("rewrite", rewrite_variant),
+                     ("persist", persist)):
+        builder.add_node(name, fn)
     builder.add_edge(START, "load_fsm")
     builder.add_edge("load_fsm", "sample_path")
     builder.add_edge("sample_path", "run_turn")
@@ -431,4 +656,14 @@ def synthesis_graph(ctx: SynthesisContext, checkpointer: Any = None):
     builder.add_edge("write_messages", "code_check")
     builder.add_edge("rewrite", "persist")
     builder.add_edge("persist", END)
-    return builder.compile(checkpointer=checkpointer)
+    return builder.compile(name="synthesis")
+
+
+def synthesis_graph(checkpointer: Any = None) -> CompiledStateGraph:
+    """The synthesis graph (compiled once per process), bound to `checkpointer` if one is given; invoke it with
+    {"index": i, "seed": s} and `context=SynthesisContext(...)`, one thread per trajectory.
+
+    A compiled graph holds its checkpointer, so a run's saver is attached to a copy of the compiled graph (the
+    same nodes, channels and edges; no compilation) rather than compiling per saver or caching per saver."""
+    graph = compiled_synthesis_graph()
+    return graph if checkpointer is None else graph.copy({"checkpointer": checkpointer})

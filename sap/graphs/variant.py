@@ -14,23 +14,33 @@ START -> plan -> execute -> topology -+-> augment -> END        (kept)
   narrative (the LLM messenger's global mode; the rule messenger writes per turn), the code check with replay,
   and the judge (a text rejection is rewritten, a ground-truth one discards the round).
 - topology: the variant is kept only if its call graph is isomorphic to the seed's (`provenance/topology.py`).
-- augment: optional MissParam / MissFunc variants of the kept variant (`graphs/rewrite.py`), judged.
+- augment: optional MissParam / MissFunc variants of the kept variant, made as synthesis makes them
+  (`graphs/rewrite.py` `judged_rewrite`: the operator with the messenger's clarifier, then the judge).
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Callable, Literal, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 
 from sap.agents.judge import Judge, RuleJudge
 from sap.agents.messenger import Messenger, RuleMessenger
 from sap.agents.planner import Planner, RulePlanner
 from sap.agents.repair import Repairer, RuleRepairer
-from sap.agents.variant_planner import TopologyPlanner, VariantPlan, VariantPlanner, role_class
+from sap.agents.variant_planner import (
+    TopologyPlanner,
+    VariantPlan,
+    VariantPlanner,
+    role_class,
+)
+from sap.drops import JUDGE_DROPS, DropReason
 from sap.export.records import record_to_trajectory, to_record
-from sap.graphs.rewrite import RewriteRejected, rewrite
+from sap.graphs.rewrite import RewriteRejected, judged_rewrite, messenger_clarifier
 from sap.graphs.synthesis import SynthesisContext, synthesis_graph
 from sap.model import Toolset, Trajectory
 from sap.provenance.topology import topology_difference
@@ -56,7 +66,7 @@ class VariantState(TypedDict, total=False):
 
 @dataclass
 class VariantContext:
-    """The toolset, the agents and the limits the variant graph uses."""
+    """The variant graph's runtime context: the toolset, the agents and the limits."""
 
     toolset: Toolset
     planner: Planner = field(default_factory=RulePlanner)
@@ -75,105 +85,123 @@ class VariantContext:
                    repairer=agents["repairer"], agents_meta=agents.get("agents_meta", {}), **limits)
 
 
-def _labeler(toolset: Toolset, substituted: set[str]):
+Ctx = Runtime[VariantContext]
+
+
+def _labeler(toolset: Toolset, substituted: set[str]) -> Callable[[str], str]:
     """Node labels for the topology check: a function's name, or its role class if a substitution touched it."""
     specs = {t.name: t for t in toolset.tools}
     return lambda name: f"role:{role_class(specs[name])}" if name in substituted else name
 
 
-def variant_graph(ctx: VariantContext, checkpointer: Any = None):
-    """Compile the variant graph; invoke with {"seed_record": rec, "index": i, "augment": [...]}, one thread per
-    variant."""
-    planner = VariantPlanner(ctx.planner)
-    specs = {t.name: t for t in ctx.toolset.tools}
+def _seed_of(state: VariantState) -> Trajectory:
+    """The seed record as a trajectory."""
+    return record_to_trajectory(state["seed_record"])
 
-    def seed_of(state: VariantState) -> Trajectory:
-        return record_to_trajectory(state["seed_record"])
 
-    def plan(state: VariantState) -> dict[str, Any]:
-        round_ = state.get("round", 0)
-        try:
-            made = planner.plan(ctx.toolset, seed_of(state), state.get("index", 0), round_, state.get("memory", []))
-        except ValueError as exc:
-            return {"status": "failed", "reason": str(exc), "plan": None, "round": round_}
-        return {"plan": made.dump(), "status": "running", "round": round_, "candidate": None,
-                "memory": state.get("memory", []), "records": []}
+def plan(state: VariantState, runtime: Ctx) -> dict[str, Any]:
+    """Plan this round: the seed's skeleton with substitutes for functions that kept failing, a c0 seed, a story."""
+    ctx = runtime.context
+    round_ = state.get("round", 0)
+    try:
+        made = VariantPlanner(ctx.planner).plan(ctx.toolset, _seed_of(state), state.get("index", 0), round_,
+                                                state.get("memory", []))
+    except ValueError as exc:
+        return {"status": "failed", "reason": str(exc), "plan": None, "round": round_}
+    return {"plan": made.dump(), "status": "running", "round": round_, "candidate": None,
+            "memory": state.get("memory", []), "records": []}
 
-    def after_plan(state: VariantState) -> Literal["execute", "__end__"]:
-        return "execute" if state.get("plan") else END
 
-    def execute(state: VariantState) -> dict[str, Any]:
-        made = VariantPlan.load(state["plan"])
-        n = len(made.turns)
-        synth = SynthesisContext(
-            toolset=ctx.toolset, planner=TopologyPlanner(ctx.planner, made, ctx.bind_tries), messenger=ctx.messenger,
-            judge=ctx.judge, repairer=ctx.repairer, fsm_preset=made.fsm(), min_turns=n, max_turns=n,
-            min_keep_turns=n, emphasis_size=0, max_repairs=ctx.max_repairs, agents_meta=ctx.agents_meta)
-        out = synthesis_graph(synth).invoke({"index": 0, "seed": made.c0_seed, "kind": "base",
-                                             "narrative": made.narrative})
-        if out.get("record") is not None:
-            return {"candidate": out["record"]}
-        reason = out.get("drop_reason") or "dropped"
-        failed = _FAILED_TOOL.match(reason)
-        stage = "execution" if failed else "judge" if reason.startswith("judge") else "code check"
+def after_plan(state: VariantState) -> Literal["execute", "__end__"]:
+    """Execute a plan; end if there is none."""
+    return "execute" if state.get("plan") else END
+
+
+def execute(state: VariantState, runtime: Ctx) -> dict[str, Any]:
+    """Run the plan through the synthesis graph as a linear FSM; the record, or the round's failure in memory."""
+    ctx = runtime.context
+    made = VariantPlan.load(state["plan"])
+    n = len(made.turns)
+    synth = SynthesisContext(
+        toolset=ctx.toolset, planner=TopologyPlanner(ctx.planner, made, ctx.bind_tries), messenger=ctx.messenger,
+        judge=ctx.judge, repairer=ctx.repairer, fsm_preset=made.fsm(), min_turns=n, max_turns=n,
+        min_keep_turns=n, emphasis_size=0, max_repairs=ctx.max_repairs, agents_meta=ctx.agents_meta)
+    out = synthesis_graph().invoke({"index": 0, "seed": made.c0_seed, "kind": "base", "narrative": made.narrative},
+                                   context=synth)
+    if out.get("record") is not None:
+        return {"candidate": out["record"]}
+    reason = out.get("drop_reason") or "dropped"
+    failed = _FAILED_TOOL.match(reason)
+    kind = DropReason(out.get("drop_kind") or DropReason.UNKNOWN)
+    stage = ("execution" if kind is DropReason.TOOL_FAILED else "judge" if kind in JUDGE_DROPS
+             else "code check")
+    return {"candidate": None, "memory": state.get("memory", []) + [
+        {"round": state["round"], "stage": stage, "reason": reason, "tool": failed.group(1) if failed else None}]}
+
+
+def topology(state: VariantState, runtime: Ctx) -> dict[str, Any]:
+    """Keep the candidate only if its call graph is isomorphic to the seed's; else remember why."""
+    if state.get("candidate") is None:
+        return {}
+    made = VariantPlan.load(state["plan"])
+    seed = _seed_of(state)
+    variant = record_to_trajectory(state["candidate"])
+    label = _labeler(runtime.context.toolset, set(made.substitutions) | set(made.substitutions.values()))
+    difference = topology_difference(seed, variant, label)
+    if difference is not None:
         return {"candidate": None, "memory": state.get("memory", []) + [
-            {"round": state["round"], "stage": stage, "reason": reason, "tool": failed.group(1) if failed else None}]}
+            {"round": state["round"], "stage": "topology", "reason": difference, "tool": None}]}
+    record = dict(state["candidate"])
+    record["id"] = f"{state['seed_record']['id']}.v{state.get('index', 0)}"
+    record["meta"] = {**record["meta"], "rods": {
+        "seed_id": state["seed_record"]["id"], "variant": state.get("index", 0), "round": state["round"],
+        "c0_seed": made.c0_seed, "substitutions": made.substitutions, "narrative": made.narrative,
+        "memory": state.get("memory", [])}}
+    return {"records": [record], "status": "kept", "reason": None}
 
-    def topology(state: VariantState) -> dict[str, Any]:
-        if state.get("candidate") is None:
-            return {}
-        made = VariantPlan.load(state["plan"])
-        seed = seed_of(state)
-        variant = record_to_trajectory(state["candidate"])
-        label = _labeler(ctx.toolset, set(made.substitutions) | set(made.substitutions.values()))
-        difference = topology_difference(seed, variant, label)
-        if difference is not None:
-            return {"candidate": None, "memory": state.get("memory", []) + [
-                {"round": state["round"], "stage": "topology", "reason": difference, "tool": None}]}
-        record = dict(state["candidate"])
-        record["id"] = f"{state['seed_record']['id']}.v{state.get('index', 0)}"
-        record["meta"] = {**record["meta"], "rods": {
-            "seed_id": state["seed_record"]["id"], "variant": state.get("index", 0), "round": state["round"],
-            "c0_seed": made.c0_seed, "substitutions": made.substitutions, "narrative": made.narrative,
-            "memory": state.get("memory", [])}}
-        return {"records": [record], "status": "kept", "reason": None}
 
-    def after_topology(state: VariantState) -> Literal["augment", "plan", "__end__"]:
-        if state.get("status") == "kept":
-            return "augment"
-        if state["round"] + 1 < ctx.max_rounds:
-            return "plan"
-        return END
+def route(state: VariantState, runtime: Ctx) -> Literal["augment", "next_round", "give_up"]:
+    """Augment a kept variant; else another round while rounds remain; else give up."""
+    if state.get("status") == "kept":
+        return "augment"
+    return "next_round" if state["round"] + 1 < runtime.context.max_rounds else "give_up"
 
-    def next_round(state: VariantState) -> dict[str, Any]:
-        return {"round": state["round"] + 1}
 
-    def give_up(state: VariantState) -> dict[str, Any]:
-        last = state["memory"][-1]
-        return {"status": "failed", "reason": f"no kept variant in {ctx.max_rounds} rounds; last: {last['stage']}: "
-                                              f"{last['reason']}"}
+def next_round(state: VariantState) -> dict[str, Any]:
+    """Count the round."""
+    return {"round": state["round"] + 1}
 
-    def augment(state: VariantState) -> dict[str, Any]:
-        base_record = state["records"][0]
-        base = record_to_trajectory(base_record)
-        records = [base_record]
-        for kind in state.get("augment", []):
-            out = rewrite(kind, base, ctx.toolset, base.seed)
-            if isinstance(out, RewriteRejected):
-                continue
-            verdict = ctx.judge.judge(out, specs)
-            if not verdict.accepted:
-                continue
-            out.judge = verdict.model_dump(mode="json")
-            meta = {k: v for k, v in base_record["meta"].items()
-                    if k not in ("seed", "toolset", "sap_version", "rewrite_kind", "kind", "missed_function",
-                                 "virtual_history", "judge")}
-            record = to_record(out, ctx.toolset, meta)
-            record["id"] = f"{base_record['id']}-{kind}"
-            records.append(record)
-        return {"records": records}
 
-    builder = StateGraph(VariantState)
+def give_up(state: VariantState, runtime: Ctx) -> dict[str, Any]:
+    """No kept variant in max_rounds rounds: the last failure is the reason."""
+    last = state["memory"][-1]
+    return {"status": "failed", "reason": f"no kept variant in {runtime.context.max_rounds} rounds; last: "
+                                          f"{last['stage']}: {last['reason']}"}
+
+
+def augment(state: VariantState, runtime: Ctx) -> dict[str, Any]:
+    """The kept variant's MissParam / MissFunc variants, made and judged as synthesis makes them."""
+    ctx = runtime.context
+    base_record = state["records"][0]
+    base = record_to_trajectory(base_record)
+    records = [base_record]
+    for kind in state.get("augment", []):
+        out = judged_rewrite(kind, base, ctx.toolset, base.seed, ctx.judge, messenger_clarifier(ctx.messenger))
+        if isinstance(out, RewriteRejected):
+            continue
+        meta = {k: v for k, v in base_record["meta"].items()
+                if k not in ("seed", "toolset", "sap_version", "rewrite_kind", "kind", "missed_function",
+                             "virtual_history", "judge")}
+        record = to_record(out, ctx.toolset, meta)
+        record["id"] = f"{base_record['id']}-{kind}"
+        records.append(record)
+    return {"records": records}
+
+
+@functools.cache
+def compiled_variant_graph() -> CompiledStateGraph:
+    """The variant graph, compiled once per process without a checkpointer."""
+    builder = StateGraph(VariantState, context_schema=VariantContext)
     builder.add_node("plan", plan)
     builder.add_node("execute", execute)
     builder.add_node("topology", topology)
@@ -183,16 +211,18 @@ def variant_graph(ctx: VariantContext, checkpointer: Any = None):
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", after_plan)
     builder.add_edge("execute", "topology")
-
-    def route(state: VariantState) -> Literal["augment", "next_round", "give_up"]:
-        step = after_topology(state)
-        return "augment" if step == "augment" else "next_round" if step == "plan" else "give_up"
-
     builder.add_conditional_edges("topology", route)
     builder.add_edge("next_round", "plan")
     builder.add_edge("give_up", END)
     builder.add_edge("augment", END)
-    return builder.compile(checkpointer=checkpointer)
+    return builder.compile(name="variant")
+
+
+def variant_graph(checkpointer: Any = None) -> CompiledStateGraph:
+    """The variant graph (compiled once per process), bound to `checkpointer` if given; invoke with
+    {"seed_record": rec, "index": i, "augment": [...]} and `context=VariantContext(...)`, one thread per variant."""
+    graph = compiled_variant_graph()
+    return graph if checkpointer is None else graph.copy({"checkpointer": checkpointer})
 
 
 @dataclass
@@ -214,13 +244,14 @@ def make_variants(ctx: VariantContext, seed_record: dict[str, Any], n: int, augm
     bad = [k for k in augment if k not in AUGMENT_KINDS]
     if bad:
         raise ValueError(f"unknown augmentation {bad[0]!r}; kinds are {', '.join(AUGMENT_KINDS)}")
-    graph = variant_graph(ctx, checkpointer)
+    graph = variant_graph(checkpointer)
     outcomes = []
     for index in range(start, start + n):
         config = {"configurable": {"thread_id": f"{seed_record['id']}:v{index}"}} if checkpointer is not None else None
         unfinished = config is not None and graph.get_state(config).next
         out = graph.invoke(None if unfinished else {"seed_record": seed_record, "index": index,
-                                                    "augment": list(augment), "round": 0, "memory": []}, config)
+                                                    "augment": list(augment), "round": 0, "memory": []}, config,
+                           context=ctx)
         outcomes.append(VariantOutcome(seed_record["id"], index, out.get("records", []) if out.get("status") == "kept"
                                        else [], out.get("reason"), out.get("round", 0) + 1, out.get("memory", [])))
     return outcomes

@@ -14,10 +14,19 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
 
+from sap.errors import SapError
 from sap.llm.config import ModelConfig, load_litellm
 from sap.llm.limits import LimiterRegistry, ModelLimiter
+from sap.llm.schema import ResponseSchema, strict_ready
+from sap.llm.secrets import holds_secret, redact
 from sap.llm.structured import ResponseT, StructuredOutputError, parse_structured
 from sap.llm.usage import Budget, UsageLedger, response_cost
 
@@ -28,16 +37,18 @@ FailureKind = Literal["config", "rejected", "transient", "invalid"]
 # Sent to OpenAI-compatible servers (api_base set, no key configured): the openai SDK refuses to send no key at all.
 _PLACEHOLDER_KEY = "sk-none"
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
+HANG_TIMEOUTS = 2  # a request that timed out this many times is given up: a hanging server costs 2 timeouts, not 6
 _CHARS_PER_TOKEN = 4
 
 
-class LLMRoleError(RuntimeError):
+class LLMRoleError(SapError, RuntimeError):
     """A role's LLM call gave up. `kind`: config (no key), rejected (a non-transient error such as 400/401),
-    transient (retries exhausted) or invalid (no valid answer after the validation retries)."""
+    transient (retries exhausted) or invalid (no valid answer after the validation retries); `timed_out` when a
+    transient failure was the server not answering within the request timeout (a hang)."""
 
-    def __init__(self, role: str, model: str, kind: FailureKind, reason: str):
+    def __init__(self, role: str, model: str, kind: FailureKind, reason: str, timed_out: bool = False):
         super().__init__(f"LLM role {role!r} ({model}) failed, {kind}: {reason}")
-        self.role, self.model, self.kind, self.reason = role, model, kind, reason
+        self.role, self.model, self.kind, self.reason, self.timed_out = role, model, kind, reason, timed_out
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -78,22 +89,26 @@ class LLMClient:
         self.budget = budget
 
     async def acomplete(self, role: str, cfg: ModelConfig, messages: list[dict[str, Any]],
-                        response_model: type[ResponseT], check: Check | None = None) -> ResponseT:
+                        response_model: type[ResponseT], check: Check | None = None,
+                        schema: ResponseSchema | None = None) -> ResponseT:
         """The model's answer to `messages` as a `response_model`; raises LLMRoleError or BudgetExceeded.
 
-        `check` validates what the schema cannot (values the role needs): a ValueError it raises is fed back
-        to the model like a schema error."""
+        `schema` is this request's exact response schema (default: the model's own): it is sent (strict where the
+        provider supports it and the schema meets strict mode) and every answer is validated against it before
+        `response_model` parses it. `check` validates what the schema cannot (values the role needs): a
+        ValueError it raises is fed back to the model like a schema error."""
         loop_thread = _llm_loop_thread()
-        call = self._call(role, cfg, messages, response_model, loop_thread.limiters, check)
+        call = self._call(role, cfg, messages, response_model, loop_thread.limiters, check, schema)
         if asyncio.get_running_loop() is loop_thread.loop:
             return await call
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, loop_thread.loop))
 
     def complete(self, role: str, cfg: ModelConfig, messages: list[dict[str, Any]],
-                 response_model: type[ResponseT], check: Check | None = None) -> ResponseT:
+                 response_model: type[ResponseT], check: Check | None = None,
+                 schema: ResponseSchema | None = None) -> ResponseT:
         """The blocking form of `acomplete`, safe to call from many threads at once."""
         return _run_blocking("complete", lambda limiters: self._call(
-            role, cfg, messages, response_model, limiters, check))
+            role, cfg, messages, response_model, limiters, check, schema))
 
     def chat(self, role: str, cfg: ModelConfig, messages: list[dict[str, Any]],
              tools: list[dict[str, Any]]) -> dict[str, Any]:
@@ -117,33 +132,35 @@ class LLMClient:
         return _run_blocking("chat", call)
 
     async def _call(self, role: str, cfg: ModelConfig, messages: list[dict[str, Any]],
-                    response_model: type[ResponseT], limiters: LimiterRegistry, check: Check | None) -> ResponseT:
+                    response_model: type[ResponseT], limiters: LimiterRegistry, check: Check | None,
+                    schema: ResponseSchema | None) -> ResponseT:
         try:
-            return await self._answer(role, cfg, messages, response_model, limiters, check)
+            return await self._answer(role, cfg, messages, response_model, limiters, check, schema)
         except LLMRoleError:
             self.ledger.record_failure(role)
             raise
 
     async def _answer(self, role: str, cfg: ModelConfig, messages: list[dict[str, Any]],
-                      response_model: type[ResponseT], limiters: LimiterRegistry, check: Check | None) -> ResponseT:
+                      response_model: type[ResponseT], limiters: LimiterRegistry, check: Check | None,
+                      schema: ResponseSchema | None) -> ResponseT:
         """Ask until the answer parses and validates, feeding each invalid answer's error back."""
         api_key = _api_key(role, cfg)
-        schema = _schema_json(response_model)
+        exact = schema or ResponseSchema(_schema_name(response_model), json.loads(_schema_json(response_model)))
         request = _base_request(cfg, api_key)
         if cfg.structured == "json_schema":
             request["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": _schema_name(response_model), "schema": json.loads(schema), "strict": False}}
+                "name": exact.name, "schema": exact.schema, "strict": sends_strict(cfg.model, exact.schema)}}
             conversation = [dict(m) for m in messages]
         else:
-            conversation = _with_schema_in_prompt(messages, schema)
+            conversation = _with_schema_in_prompt(messages, json.dumps(exact.schema))
             if cfg.structured == "json_object":
-                request["response_format"] = {"type": "json_object", "schema": json.loads(schema)}
+                request["response_format"] = {"type": "json_object", "schema": exact.schema}
         limiter = limiters.get(cfg)
         last_error: StructuredOutputError | None = None
         for _ in range(cfg.max_validation_retries + 1):
             text = (await self._request(role, cfg, limiter, {**request, "messages": conversation}, api_key)).content or ""
             try:
-                answer = parse_structured(text, response_model)
+                answer = parse_structured(text, response_model, None if schema is None else schema.schema)
                 if check is not None:
                     try:
                         check(answer)
@@ -155,7 +172,7 @@ class LLMClient:
                 last_error = exc
                 conversation = [*conversation, {"role": "assistant", "content": text}, {"role": "user", "content": (
                     f"Your answer was invalid: {exc}. Reply with only a JSON object matching the schema.")}]
-        raise LLMRoleError(role, cfg.model, "invalid", _redacted(
+        raise LLMRoleError(role, cfg.model, "invalid", redact(
             f"no valid answer after {cfg.max_validation_retries + 1} attempts; last error: {last_error}", api_key))
 
     async def _request(self, role: str, cfg: ModelConfig, limiter: ModelLimiter, request: dict[str, Any],
@@ -164,7 +181,7 @@ class LLMClient:
         litellm = load_litellm()
         estimated_tokens = _estimated_tokens(request["messages"], cfg.max_tokens) if cfg.tpm else 0
         retrying = AsyncRetrying(
-            retry=retry_if_exception(is_transient), stop=stop_after_attempt(cfg.max_retries + 1),
+            retry=retry_if_exception(is_transient), stop=_transient_stop(cfg),
             wait=_transient_wait(cfg), reraise=True,
             before_sleep=lambda state: self.ledger.record_transient_retry(role, state.upcoming_sleep))
         try:
@@ -180,11 +197,13 @@ class LLMClient:
                         grant.tokens = prompt_tokens + completion_tokens
         except tuple(litellm.LITELLM_EXCEPTION_TYPES) as exc:
             transient = is_transient(exc)
-            reason = _redacted(f"{'after ' + str(cfg.max_retries) + ' retries, ' if transient else ''}"
+            retries = retrying.statistics.get("attempt_number", 1) - 1
+            reason = redact(f"{'after ' + str(retries) + ' retries, ' if transient else ''}"
                                f"{type(exc).__name__}: {exc}", api_key)
-            error = LLMRoleError(role, cfg.model, "transient" if transient else "rejected", reason)
-            # A server may echo the key in its error text: then the original exception is not chained.
-            raise error from (None if api_key and api_key in str(exc) else exc)
+            error = LLMRoleError(role, cfg.model, "transient" if transient else "rejected", reason,
+                                 timed_out=isinstance(exc, litellm.Timeout))
+            # A server may echo a key in its error text: then the original exception is not chained.
+            raise error from (None if holds_secret(str(exc), api_key) else exc)
         cost, priced = response_cost(cfg, prompt_tokens, completion_tokens, response)
         self.ledger.record_response(role, prompt_tokens, completion_tokens, cost, priced)
         return response.choices[0].message
@@ -238,6 +257,21 @@ def _run_blocking(method: str, make_call: Callable[[LimiterRegistry], Any]) -> A
         raise
 
 
+def sends_strict(model: str, schema: dict[str, Any]) -> bool:
+    """Whether a json_schema request to `model` carries `strict: true`: LiteLLM knows the model to support response
+    schemas (OpenAI's, Azure's, ...) and the schema meets strict mode's rules."""
+    return strict_ready(schema) and _supports_response_schema(model)
+
+
+@functools.lru_cache(maxsize=64)
+def _supports_response_schema(model: str) -> bool:
+    """LiteLLM's word on whether `model` takes a json_schema response_format (False for models it does not know)."""
+    try:
+        return bool(load_litellm().supports_response_schema(model=model))
+    except Exception:  # LiteLLM raises on model names it cannot map to a provider
+        return False
+
+
 def _base_request(cfg: ModelConfig, api_key: str | None) -> dict[str, Any]:
     """The LiteLLM arguments every request of `cfg` carries."""
     request: dict[str, Any] = {
@@ -271,8 +305,20 @@ def _api_key(role: str, cfg: ModelConfig) -> str | None:
     return key
 
 
-def _redacted(text: str, api_key: str | None) -> str:
-    return text.replace(api_key, "***") if api_key else text
+def _transient_stop(cfg: ModelConfig) -> Callable[[RetryCallState], bool]:
+    """Tenacity stop: after max_retries retries, or once the request has timed out HANG_TIMEOUTS times (each
+    timeout waits a whole `timeout`, so retrying a hang max_retries times multiplied the wait by 6)."""
+    attempts = stop_after_attempt(cfg.max_retries + 1)
+    timeout_class = load_litellm().Timeout
+    timeouts = 0
+
+    def stop(state: RetryCallState) -> bool:
+        nonlocal timeouts
+        exc = state.outcome.exception() if state.outcome is not None else None
+        timeouts += isinstance(exc, timeout_class)
+        return attempts(state) or timeouts >= HANG_TIMEOUTS
+
+    return stop
 
 
 def _transient_wait(cfg: ModelConfig) -> Callable[[RetryCallState], float]:

@@ -8,6 +8,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from sap.errors import SapError
+from sap.llm.schema import schema_errors
+
 ResponseT = TypeVar("ResponseT", bound=BaseModel)
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
@@ -16,13 +19,16 @@ _MAX_REPORTED_ERRORS = 5
 _MAX_INPUT_CHARS = 40
 
 
-class StructuredOutputError(ValueError):
+class StructuredOutputError(SapError, ValueError):
     """An answer with no usable JSON, or JSON that breaks the schema; the message is written to be fed back."""
 
 
-def parse_structured(text: str, response_model: type[ResponseT]) -> ResponseT:
-    """The answer in `text` as a `response_model`; raises StructuredOutputError naming what is wrong."""
+def parse_structured(text: str, response_model: type[ResponseT], schema: dict[str, Any] | None = None) -> ResponseT:
+    """The answer in `text` as a `response_model`, first validated against `schema` when given; raises
+    StructuredOutputError naming what is wrong."""
     value = extract_json(text)
+    if schema is not None and (errors := schema_errors(value, schema)):
+        raise StructuredOutputError("; ".join(errors))
     try:
         return response_model.model_validate(value)
     except ValidationError as exc:

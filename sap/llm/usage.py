@@ -6,6 +6,7 @@ import threading
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from sap.errors import SapError
 from sap.llm.config import ModelConfig, load_litellm
 
 
@@ -114,7 +115,7 @@ class UsageLedger:
                 self._role(role).add(RoleUsage(**counters))
 
 
-class BudgetExceeded(RuntimeError):
+class BudgetExceeded(SapError, RuntimeError):
     """The run has spent its cap; no further LLM request is sent."""
 
     def __init__(self, spent_usd: float, max_cost_usd: float):

@@ -1,12 +1,18 @@
 """Deterministic code check of a trajectory: every provenance reference is legal and every value is honest."""
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from sap.agents.messenger import describe_value
-from sap.model import ArgProvenance, Tag, Trajectory
+from sap.model import ArgProvenance, Selector, Tag, Trajectory
 from sap.provenance.jsonpath import PathError, resolve
+from sap.provenance.selectors import output_selector, selector_words, stated_selector
+from sap.text import describe_value
+
+# an explicit yes in a message of its own: "yes", "yes, please go ahead.", "yes, I confirm." (no further request)
+CONFIRMATION = re.compile(r"(yes|yeah|yep|correct|confirmed|i confirm)\b[a-z ,'!.]{0,40}", re.I)
+CONFIRM_QUESTION = "Do you confirm (yes/no)?"  # how the assistant's recap of a write to confirm ends
 
 
 def normalize_text(text: str) -> str:
@@ -14,13 +20,113 @@ def normalize_text(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
+def mention_texts(value: Any) -> list[str]:
+    """The texts a message must hold for `mentions(message, value)`: each scalar of a list or object, as written
+    (whitespace collapsed)."""
+    if isinstance(value, list):
+        return [t for v in value for t in mention_texts(v)]
+    if isinstance(value, dict) and value:
+        return [t for v in value.values() for t in mention_texts(v)]
+    return [re.sub(r"\s+", " ", describe_value(value).strip('"')).strip()]
+
+
 def mentions(message: str, value: Any) -> bool:
     """Whether `value` appears verbatim (case- and whitespace-insensitive) in `message`."""
-    if isinstance(value, list):
-        return all(mentions(message, v) for v in value)
-    if isinstance(value, dict) and value:
-        return all(mentions(message, v) for v in value.values())
-    return normalize_text(describe_value(value).strip('"')) in normalize_text(message)
+    return all(normalize_text(text) in normalize_text(message) for text in mention_texts(value))
+
+
+def states_selector(message: str, sel: Selector, value: Any) -> bool:
+    """Whether `message` conveys the selector: the value itself, or (unless the selector names the value) one
+    word of each of the selector's groups."""
+    if mentions(message, value):
+        return True
+    groups = selector_words(sel)
+    if sel.named or not groups:
+        return False
+    return all(any(mentions(message, w) for w in g) for g in groups)
+
+
+def _check_selector(recorded: Selector | None, expected: Selector | None, message: str, value: Any) -> str | None:
+    """A reference to one value among several must carry the selector that singles it out, stated in the message."""
+    if expected is None:
+        return None if recorded is None else f"selector {_said(recorded)} where nothing competes with the value"
+    if recorded is None:
+        return f"ambiguous reference: {value!r} is one among several and nothing says which ({_said(expected)})"
+    if recorded != expected:
+        return f"selector {_said(recorded)} does not single out {value!r} ({_said(expected)} does)"
+    if not states_selector(message, recorded, value):
+        return f"unresolvable reference: the user message states neither {_said(recorded)} nor {value!r}"
+    return None
+
+
+def _said(sel: Selector) -> str:
+    """A selector as a problem text shows it."""
+    return json.dumps(sel.model_dump(mode="json", exclude_defaults=True), sort_keys=True)
+
+
+def is_confirmation(text: str) -> bool:
+    """Whether a user message is an explicit yes and nothing else."""
+    return CONFIRMATION.fullmatch(text.strip()) is not None and not re.search(r"\d|\?", text)
+
+
+def answers_recap(traj: Trajectory, turn: int) -> bool:
+    """Whether turn `turn`'s user message is an explicit yes to a recap the assistant ended the turn before with."""
+    return 0 < turn < len(traj.turns) and is_confirmation(traj.turns[turn].user_message) and \
+        traj.turns[turn - 1].assistant_message.rstrip().endswith(CONFIRM_QUESTION)
+
+
+def request_start(traj: Trajectory, turn: int) -> int:
+    """The first turn of the request that turn `turn` serves: a call-less exchange right before it (the assistant
+    asked for a withheld value, or said it lacked a tool) belongs to the same request, and so does the turn whose
+    recap the user confirms."""
+    start = turn
+    while start > 0 and (not traj.turns[start - 1].calls or answers_recap(traj, start)):
+        start -= 1
+    return start
+
+
+def request_text(traj: Trajectory, turn: int) -> str:
+    """The user messages of the request turn `turn` serves, joined."""
+    return " ".join(t.user_message for t in traj.turns[request_start(traj, turn):turn + 1])
+
+
+def stating_text(traj: Trajectory, turn: int) -> str:
+    """The text that must state turn `turn`'s new and config values: its user message, or for a yes to a recap,
+    the request it confirms."""
+    return request_text(traj, turn) if answers_recap(traj, turn) else traj.turns[turn].user_message
+
+
+def statements(traj: Trajectory) -> list[tuple[int, str, Any]]:
+    """Every (turn, param, value) the user states verbatim: new and config values in their turn, restated values
+    at their anchor turn, and the virtual history."""
+    out = []
+    for turn, _, call in traj.calls():
+        for name, prov in call.args_prov.items():
+            tag = prov.effective_tag()
+            if tag in (Tag.self_create, Tag.initial_state):
+                out.append((turn, name, call.args_exec.get(name)))
+            elif tag == Tag.prev_user_msg and prov.turn is not None:
+                out.append((prov.turn, name, call.args_exec.get(name)))
+    return out + [(v["turn"], v["param"], v["value"]) for v in traj.virtual_history
+                  if isinstance(v.get("turn"), int) and "param" in v]
+
+
+def _output_competitors(traj: Trajectory, turn: int, index: int, prov: ArgProvenance, value: Any) -> tuple[list[Any], bool]:
+    """Results of the same tool as the source, before the using call: the earlier ones, and whether a newer one
+    holds another value at the path (then no selector can name the source)."""
+    src = traj.turns[prov.turn].calls[prov.call]
+    earlier, newer = [], False
+    for t, i, c in traj.calls():
+        if (t, i) >= (turn, index) or c.name != src.name or (t, i) == (prov.turn, prov.call) or not c.ok:
+            continue
+        if (t, i) < (prov.turn, prov.call):
+            earlier.append(c.result)
+            continue
+        try:
+            newer |= resolve(c.result, prov.path or "") != value
+        except PathError:
+            continue
+    return earlier, newer
 
 
 def _check_output_ref(traj: Trajectory, turn: int, index: int, prov: ArgProvenance, value: Any) -> str | None:
@@ -40,25 +146,32 @@ def _check_output_ref(traj: Trajectory, turn: int, index: int, prov: ArgProvenan
         return str(exc)
     if found != value and [found] != value:
         return f"prev_output value {value!r} differs from {found!r} at {prov.path}"
-    return None
+    earlier, newer = _output_competitors(traj, turn, index, prov, value)
+    if newer:
+        return f"unresolvable reference: a newer {src.name} result holds another value at {prov.path}"
+    expected = output_selector(src.result, prov.path, found, prov.turn >= request_start(traj, turn), earlier)
+    return _check_selector(prov.selector, expected, request_text(traj, turn), value)
 
 
 def code_check(traj: Trajectory) -> list[str]:
-    """Violations found in `traj` (an empty list means it passes)."""
+    """Violations found in `traj` (an empty list means it passes); `policy.policy_check` adds a toolset's rules."""
     problems: list[str] = []
+    said = statements(traj)
     for turn_no, index, call in traj.calls():
         where = f"turn {turn_no} call {index} ({call.name})"
         if set(call.args_prov) != set(call.args_exec):
             problems.append(f"{where}: arguments without provenance: {sorted(set(call.args_exec) ^ set(call.args_prov))}")
         if not call.ok:
             problems.append(f"{where}: committed call failed: {call.error}")
-        message = traj.turns[turn_no].user_message
+        message = stating_text(traj, turn_no)
         for name, prov in call.args_prov.items():
             value = call.args_exec.get(name)
             problem = None
             tag = prov.effective_tag()
             if prov.tag == Tag.fallback and prov.fallback_from is None:
                 problem = "fallback without fallback_from"
+            elif prov.tag == Tag.fallback and tag not in (Tag.initial_state, Tag.self_create):
+                problem = f"fallback from a {tag.value} source: P_f recovers only from c0 or a new value"
             if problem is None and tag == Tag.prev_output:
                 problem = _check_output_ref(traj, turn_no, index, prov, value)
             elif problem is None and tag == Tag.initial_state:
@@ -74,6 +187,10 @@ def code_check(traj: Trajectory) -> list[str]:
                     problem = f"prev_user_msg anchor {prov.turn} is not an earlier turn"
                 elif not mentions(traj.turns[prov.turn].user_message, value):
                     problem = f"value {value!r} does not appear in the user message of anchor turn {prov.turn}"
+                else:
+                    start = request_start(traj, turn_no)
+                    problem = _check_selector(prov.selector, stated_selector(name, value, [s for s in said if s[0] < start]),
+                                              request_text(traj, turn_no), value)
             elif problem is None and tag == Tag.self_create and not mentions(message, value):
                 problem = f"new value {value!r} not stated in the user message"
             if problem:

@@ -22,29 +22,41 @@ matched leaf by leaf: it is `unknown` if one leaf is, and otherwise takes the ta
 leaf that appeared last, since the whole value exists only from then on. A one-item list counts as
 its item.
 
-The origin of a value is the earliest turn where it appears in a user message or a tool return. A
-value seen only in the initial configuration (or nowhere) enters the dialogue when it is first
-used, as in `sap.provenance.stats`; a later use of the same matchable value keeps that origin.
-L = turn of use - origin.
+Chain lengths follow SAP 3.4 as `sap.provenance.stats` does for sap records: a `prev_output` or
+`prev_user_msg` value's origin is the earliest turn where it appears in a tool return or user message,
+every other argument has L = 0. L = turn of use - origin. The broader `value_reuse` figures count
+from the earliest use or appearance of an equal matchable value, whatever its tag.
 
 BFCL multi-turn data has no tool returns: its possible_answer file holds the ground-truth calls but
-not what they returned. For BFCL, only the user messages and `initial_config` are searched, so a
-value that the real dialogue would carry from one call's result to the next shows up as
-`initial_state` (when the configuration holds it) or `unknown`, and `prev_output` is never inferred.
+not what they returned. When bfcl-eval is installed, the ground truth is replayed on sap's BFCL
+executors (the record's `involved_classes` loaded with its `initial_config`), and the replayed results
+are the tool returns, so a value carried from one call's result to the next is `prev_output` as in the
+real dialogue. Without bfcl-eval (or with `replay=False`), only the user messages and `initial_config`
+are searched: such a value shows up as `initial_state` or `unknown`, and `prev_output` is never inferred.
 """
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from sap.model import Tag
-from sap.provenance.stats import (ArgNode, RecordSummary, _key, dataset_stats, has_parallel_calls, record_kind,
-                                  summarize)
-from sap.validate import read_records
+from sap.executors.bfcl import BfclExecutor
+from sap.jsonutil import read_records
+from sap.model import Tag, ToolCall
+from sap.provenance.stats import (
+    CARRIED,
+    ArgNode,
+    RecordSummary,
+    dataset_stats,
+    has_parallel_calls,
+    record_kind,
+    summarize,
+    value_key,
+)
 
 UNKNOWN = "unknown"
 EXTERNAL_TAGS = [Tag.initial_state.value, Tag.prev_output.value, Tag.self_create.value, Tag.prev_user_msg.value, UNKNOWN]
@@ -232,15 +244,17 @@ def infer_nodes(dialogue: Dialogue) -> list[ArgNode]:
                     # the leaf that became available last decides; None (config only) means "at first use"
                     tag, origin = max(results, key=lambda r: turn if r[1] is None else r[1])
                 matchable = bool(leaves) and all(_Matcher(leaf).matchable for leaf in leaves)
+                sap_origin = origin if tag in CARRIED and origin is not None else turn
                 if matchable:
-                    key = _key(value)
+                    key = value_key(value)
                     earlier = first_seen.get(key)
                     candidates = [x for x in (origin, earlier) if x is not None]
-                    origin = min(candidates) if candidates else turn
-                    first_seen[key] = origin
+                    reuse = min(candidates) if candidates else turn
+                    announced = tag == Tag.prev_user_msg.value and earlier is None
+                    first_seen[key] = reuse
                 else:
-                    origin = turn
-                nodes.append(ArgNode(turn, name, tag, origin))
+                    reuse, announced = turn, False
+                nodes.append(ArgNode(turn, name, tag, sap_origin, announced, reuse))
     return nodes
 
 
@@ -348,12 +362,81 @@ def load_bfcl(questions: str | Path, answers: str | Path | None = None) -> list[
     return records
 
 
-def bfcl_dialogue(record: dict[str, Any]) -> Dialogue:
+@dataclass(frozen=True)
+class ReplayedCall:
+    """One ground-truth call replayed on an executor: its result, whether it failed, whether it changed state."""
+
+    turn: int
+    name: str
+    args: dict[str, Any]
+    ok: bool
+    result: Any
+    changed: bool
+
+
+def bfcl_executor(record: dict[str, Any]) -> BfclExecutor | None:
+    """A BfclExecutor for the record's `involved_classes`, reset to its `initial_config`; None when bfcl-eval is
+    not installed or a class is not one sap knows."""
+    from sap.toolsets.bfcl import BFCL_CLASSES, BfclUnavailable, backend_class
+
+    classes = record.get("involved_classes") or []
+    if not classes or any(c not in BFCL_CLASSES for c in classes):
+        return None
+    try:
+        types = [backend_class(c) for c in classes]
+    except BfclUnavailable:
+        return None
+    ex = BfclExecutor(types, long_context="long_context" in str(record.get("id", "")))
+    ex.reset(record.get("initial_config") or {})
+    return ex
+
+
+def replay_calls(ex: Any, calls: Iterable[tuple[int, str, dict[str, Any]]]) -> list[ReplayedCall]:
+    """Run (turn, name, args) calls in order on a reset executor; a dotted name (`TwitterAPI.post_tweet`) runs
+    as its last part."""
+    out = []
+    before = json.dumps(ex.state(), sort_keys=True, default=repr)
+    for i, (turn, name, args) in enumerate(calls):
+        res = ex.execute(ToolCall(call_id=f"replay_{i}", name=name.rsplit(".", 1)[-1], args_exec=args, args_prov={}))
+        after = json.dumps(ex.state(), sort_keys=True, default=repr)
+        out.append(ReplayedCall(turn, name, args, res.ok, res.value if res.value is not None or res.ok else
+                                {"error": res.error}, after != before))
+        before = after
+    return out
+
+
+def named_arguments(classes: list[type], name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """A call's arguments with positional ones (`_0`, `_1`, as `parse_call` names them) under the parameter names
+    of the backend method `name` (the last part of a dotted name); unknown methods keep them as they are."""
+    method = next((getattr(c, name.rsplit(".", 1)[-1]) for c in classes if hasattr(c, name.rsplit(".", 1)[-1])), None)
+    if method is None or not any(k.startswith("_") for k in args):
+        return args
+    params = [p for p in inspect.signature(method).parameters if p != "self"]
+    return {params[int(k[1:])] if k[:1] == "_" and k[1:].isdigit() and int(k[1:]) < len(params) else k: v
+            for k, v in args.items()}
+
+
+def replay_bfcl(record: dict[str, Any]) -> list[ReplayedCall] | None:
+    """The record's ground truth replayed on sap's BFCL executors, or None when that cannot be done."""
+    ex = bfcl_executor(record)
+    if ex is None:
+        return None
+    try:
+        calls = [(turn, *parse_call(text)) for turn, texts in enumerate(record["ground_truth"]) for text in texts]
+        return replay_calls(ex, [(turn, name, named_arguments(ex.classes, name, args)) for turn, name, args in calls])
+    except ValueError:
+        return None
+    finally:
+        ex.close()
+
+
+def bfcl_dialogue(record: dict[str, Any], replay: bool = True) -> Dialogue:
     """The dialogue of a BFCL question record merged with its ground truth (see `load_bfcl`).
 
     Each entry of `question` is one turn (a list of messages, possibly empty); `ground_truth[i]` is
-    the list of call strings of turn i. There are no tool returns. Tool docs are known only when the
-    record carries a `function` list.
+    the list of call strings of turn i. With `replay` (and bfcl-eval installed) each call is followed
+    by its replayed result as a tool return; else there are no tool returns. Tool docs are known only
+    when the record carries a `function` list.
     """
     rid = str(record.get("id", ""))
     questions, truth = record["question"], record["ground_truth"]
@@ -363,6 +446,7 @@ def bfcl_dialogue(record: dict[str, Any]) -> Dialogue:
     tools = {str(f["name"]) for f in docs if isinstance(f, dict) and "name" in f} if isinstance(docs, list) else None
     d = Dialogue(id=rid, initial_config=record.get("initial_config"), tools=tools, parallel=None,
                  kind=_bfcl_kind(rid), turns=len(questions))
+    replayed = iter(replay_bfcl(record) or []) if replay else iter(())
     for turn, messages in enumerate(questions):
         if isinstance(messages, dict):
             messages = [messages]
@@ -374,6 +458,9 @@ def bfcl_dialogue(record: dict[str, Any]) -> Dialogue:
             except ValueError as exc:
                 raise ValueError(f"BFCL record {rid} turn {turn}: {exc}") from exc
             d.events.append(("call", turn, name, args))
+            done = next(replayed, None)
+            if done is not None:
+                d.events.append(("return", turn, json.dumps(done.result)))
     return d
 
 
@@ -415,21 +502,26 @@ def load_any(path: str | Path, answers: str | Path | None = None) -> tuple[str, 
     return fmt, [rec for _, rec in rows]
 
 
-def external_stats(fmt: str, records: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """The `dataset_stats` figures of openai or bfcl records, with inferred tags (and an "unknown" bucket)."""
+def external_stats(fmt: str, records: Iterable[dict[str, Any]], replay: bool = True) -> dict[str, Any]:
+    """The `dataset_stats` figures of openai or bfcl records, with inferred tags (and an "unknown" bucket);
+    BFCL ground truth is replayed for its tool returns when `replay` and bfcl-eval allow."""
     if fmt == "openai":
         dialogues = (openai_dialogue(r, i) for i, r in enumerate(records, 1))
     elif fmt == "bfcl":
-        dialogues = (bfcl_dialogue(r) for r in records)
+        dialogues = (bfcl_dialogue(r, replay) for r in records)
     else:
         raise ValueError(f"not an external format: {fmt!r}")
     stats = summarize((_summary(d) for d in dialogues), EXTERNAL_TAGS)
     stats["fallback_rate"] = None
+    stats["source_columns"]["P_f"] = None  # a fallback cannot be seen in someone else's data
     return stats
 
 
-def file_stats(path: str | Path, answers: str | Path | None = None) -> dict[str, Any]:
-    """The statistics of any supported file, with its `format` first."""
+def file_stats(path: str | Path, answers: str | Path | None = None, replay: bool = True) -> dict[str, Any]:
+    """The statistics of any supported file, with its `format` first (and, for BFCL, whether the ground truth
+    was replayed for its tool returns)."""
     fmt, records = load_any(path, answers)
-    stats = dataset_stats(records) if fmt == "sap" else external_stats(fmt, records)
+    stats = dataset_stats(records) if fmt == "sap" else external_stats(fmt, records, replay)
+    if fmt == "bfcl":
+        stats["replayed"] = replay and bool(records) and bfcl_executor(records[0]) is not None
     return {"format": fmt, **stats}

@@ -101,6 +101,42 @@ def _collect(doc: Any, path: str, key: str | None, parent: str | None, siblings:
         out.append(Field(path, _names(key, parent), doc, siblings))
 
 
+def is_listing(container: Any, key: str | int | None) -> bool:
+    """Whether a container's entries are alternatives of one kind: a list, or a keyed map of objects (under a key)."""
+    if isinstance(container, list):
+        return True
+    return (key is not None and isinstance(container, dict) and len(container) > 1
+            and all(isinstance(v, dict) for v in container.values()))
+
+
+def _is_short_scalar(v: Any) -> bool:
+    """A value that can identify an entity: a string, number or boolean (not a collection)."""
+    return isinstance(v, (str, int, float)) and v is not None
+
+
+def entities(doc: Any) -> list[dict[str, Any]]:
+    """The objects of `doc` that each describe one thing (not listings), as their scalar fields plus those of their
+    plain sub-objects (a user's `name.first_name` and `address.zip` belong to the user), in document order."""
+    out: list[dict[str, Any]] = []
+
+    def walk(node: Any, key: str | None) -> None:
+        if isinstance(node, dict):
+            if not is_listing(node, key):
+                flat = {k: v for k, v in node.items() if _is_short_scalar(v)}
+                for k, v in node.items():
+                    if isinstance(v, dict) and not is_listing(v, k):
+                        flat.update({kk: vv for kk, vv in v.items() if _is_short_scalar(vv) and kk not in flat})
+                out.append(flat)
+            for k, v in node.items():
+                walk(v, str(k))
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+
+    walk(doc, None)
+    return out
+
+
 def type_ok(value: Any, schema: dict[str, Any]) -> bool:
     """Whether `value` fits the JSON-schema type and enum of a parameter."""
     if "enum" in schema and value not in schema["enum"]:
@@ -153,10 +189,19 @@ class FieldIndex:
 
     def __init__(self, doc: Any) -> None:
         self.by_name: dict[str, list[tuple[int, Field]]] = {}
+        self.doc = doc
+        self._entities: list[dict[str, Any]] | None = None
         self.fields = list(iter_fields(doc))
         for order, f in enumerate(self.fields):
             for name in set(f.names):
                 self.by_name.setdefault(name, []).append((order, f))
+
+    @property
+    def entities(self) -> list[dict[str, Any]]:
+        """`entities(doc)`, computed on first use."""
+        if self._entities is None:
+            self._entities = entities(self.doc)
+        return self._entities
 
     def named(self, alias: str) -> list[tuple[int, Field]]:
         """Fields named `alias`, or, for an alias starting with `$`, the fields at the paths it stands for."""

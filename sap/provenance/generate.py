@@ -1,11 +1,19 @@
-"""Type- and name-aware generators for values a user introduces (self_create)."""
+"""Values a user introduces (self_create), from the domain first: the schema's enum and closed choices in the
+description, values of the same field in c0 (for reads), airport codes c0 holds; then format-aware generators
+(a date format the description declares, Luhn-valid card numbers, credentials, addresses; Faker, seeded from the
+caller's RNG, so the same seed gives the same value), documented examples; word pairs only where nothing else fits
+(`is_word_pair` counts them)."""
 from __future__ import annotations
 
+import datetime as dt
 import math
 import random
 import re
 import string
+import threading
 from typing import Any
+
+from faker import Faker
 
 _FIRST = ["Mia", "Noah", "Ava", "Liam", "Sofia", "Ethan", "Yara", "Omar", "Lena", "Kenji", "Priya", "Mateo"]
 _LAST = ["Garcia", "Chen", "Okafor", "Novak", "Silva", "Kim", "Haddad", "Larsen", "Rossi", "Patel"]
@@ -16,6 +24,155 @@ _SENTENCES = ["Remember to confirm the schedule", "Quarterly numbers look stable
               "Ship the revised draft", "Collect feedback from the team", "Renew the subscription"]
 _EXTS = [".txt", ".md", ".csv", ".log"]
 _CLOSED_CHOICE = re.compile(r"\b(?:either|one of)\s+('[^']+'(?:\s*,\s*'[^']+')*,?\s+or\s+'[^']+')")
+_EXAMPLES = re.compile(r"\b(?:e\.g\.|for example|such as|like)\s*[:,]?\s*((?:['\"][^'\"]+['\"](?:\s*(?:,|or|and)\s*)?)+)",
+                       re.I)
+_WORD_PAIR = re.compile("(?:" + "|".join(_WORDS) + ")_(?:" + "|".join(_WORDS) + ")")
+_TICKERS = ["AAPL", "MSFT", "GOOG", "AMZN", "NVDA", "TSLA", "META", "NFLX", "AMD", "INTC", "ORCL", "IBM"]
+_NEW_NAMES = re.compile(r"name|file|dir|folder|path|source|destination|password|title|content|text|message|id$",
+                        re.I)
+REFERENCE_DATE = dt.date(2025, 1, 15)  # "today" for generated dates when c0 holds none
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
+_FAKER = threading.local()
+_FORMAT = re.compile(r"format(?: of)?\s*['\"]?((?:YYYY|YY|MM|DD|HH|SS|[-/:T. ])*(?:YYYY|YY|MM|DD|SS))")
+_FORMAT_TOKENS = re.compile(r"YYYY|YY|MM|DD|HH|SS")
+_AIRPORT_CODE = re.compile(r"[A-Z]{3}")
+_TRIP_END = re.compile(r"^(?:travel|flight|trip)_(?:from|to)$|^(?:origin|departure|arrival)(?:_airport)?$", re.I)
+_AIRPORTS = ["JFK", "LAX", "SFO", "ORD", "BOS", "SEA", "ATL", "DFW", "MIA", "DEN", "LHR", "CDG", "HND", "PEK"]
+_FOLDERS = ["invoices", "photos", "drafts", "reports", "archive", "backups", "receipts", "projects", "music",
+            "research", "slides", "contracts", "notes", "exports"]
+_CARD_TYPES = ["visa16", "mastercard", "amex", "discover"]  # the common networks (Faker's own mix has 12-digit Maestro)
+_INSURANCE = ["comprehensive", "basic", "premium", "trip cancellation", "medical"]
+_CARD_CODE = re.compile(r"cvv|cvc|verification|security_code", re.I)
+
+
+def faker_for(rng: random.Random) -> Faker:
+    """This thread's Faker (en_US), seeded from `rng` so the next values follow from the caller's seed."""
+    fake = getattr(_FAKER, "instance", None)
+    if fake is None:
+        fake = _FAKER.instance = Faker("en_US")
+    fake.seed_instance(rng.getrandbits(64))
+    return fake
+
+
+def is_word_pair(value: Any) -> bool:
+    """Whether a value is a generator word pair ("archive_report"), the placeholder of last resort."""
+    return isinstance(value, str) and _WORD_PAIR.fullmatch(value.split(".")[0]) is not None
+
+
+def described_examples(schema: dict[str, Any]) -> list[str]:
+    """Documented example values of a string parameter: JSON-schema `examples`, or quoted values after "e.g.",
+    "for example", "such as" in its description."""
+    if schema.get("examples"):
+        return [e for e in schema["examples"] if isinstance(e, str)]
+    m = _EXAMPLES.search(schema.get("description", ""))
+    return re.findall(r"['\"]([^'\"]+)['\"]", m.group(1)) if m else []
+
+
+def c0_values(name: str, c0: Any) -> list[str]:
+    """Distinct string values that c0 holds under a field called `name` (at any depth), in order of appearance."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == name and isinstance(v, str) and v not in found:
+                    found.append(v)
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(c0)
+    return found
+
+
+def reference_date(c0: Any) -> dt.date:
+    """The latest ISO date in c0 (the scenario's "now"), or REFERENCE_DATE."""
+    return calendar(c0)[1]
+
+
+def calendar(c0: Any) -> tuple[dt.date, dt.date]:
+    """The earliest and the latest ISO date in c0 (both REFERENCE_DATE when it holds none)."""
+    dates = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+        elif isinstance(node, str) and _ISO.match(node):
+            try:
+                dates.append(dt.date.fromisoformat(node[:10]))
+            except ValueError:
+                pass
+
+    walk(c0)
+    return (min(dates), max(dates)) if dates else (REFERENCE_DATE, REFERENCE_DATE)
+
+
+def is_birth_param(name: str) -> bool:
+    """Whether a parameter holds a date of birth (a date in the past)."""
+    n = name.lower()
+    return "birth" in n or n == "dob"
+
+
+def declared_format(schema: dict[str, Any]) -> str | None:
+    """The strftime pattern of the date format a parameter's description declares ("in the format MM/YYYY",
+    "format of YYYY-MM-DDTHH:MM:SS"), or None; MM after HH: is minutes, elsewhere the month."""
+    m = _FORMAT.search(schema.get("description", ""))
+    if not m:
+        return None
+    text, out, pos = m.group(1), [], 0
+    for tok in _FORMAT_TOKENS.finditer(text):
+        out.append(text[pos:tok.start()])
+        clock = tok.group() == "MM" and text[:tok.start()].rstrip(":").endswith("HH")
+        out.append("%M" if clock else {"YYYY": "%Y", "YY": "%y", "MM": "%m", "DD": "%d", "HH": "%H", "SS": "%S"}[tok.group()])
+        pos = tok.end()
+    return "".join(out) + text[pos:]
+
+
+def _dated(name: str, pattern: str, fake: Faker, c0: Any) -> str:
+    """A date or time in `pattern`: an expiry years ahead, a birth date adult's, a modification time in the past,
+    others in the scenario's calendar (as ISO dates are)."""
+    n, now = name.lower(), reference_date(c0)
+    if "expir" in n or "valid_until" in n:
+        day = fake.date_between(now + dt.timedelta(days=60), now + dt.timedelta(days=5 * 365))
+    elif is_birth_param(n):
+        day = fake.date_between(dt.date(1950, 1, 1), now - dt.timedelta(days=18 * 366))
+    elif any(k in n for k in ("modified", "created", "since", "after", "before", "last")):
+        day = fake.date_between(now - dt.timedelta(days=3 * 365), now)
+    else:
+        first, last = calendar(c0)
+        day = fake.date_between(first, last) if first < last else \
+            fake.date_between(last + dt.timedelta(days=1), last + dt.timedelta(days=180))
+    moment = dt.datetime.combine(day, dt.time(fake.random_int(0, 23), fake.random_int(0, 59), fake.random_int(0, 59)))
+    return moment.strftime(pattern)
+
+
+def _airport_codes(schema: dict[str, Any], name: str, c0: Any) -> list[str]:
+    """Airport codes for a parameter that takes one ("the 3 letter code of the departing airport"): those c0
+    holds, else the documented examples, else major airports; [] for other parameters."""
+    text = f"{name} {schema.get('description', '')}".lower()
+    if not (("airport" in text and ("code" in text or "airport" in name.lower())) or _TRIP_END.search(name)):
+        return []
+    held = [f for f in _strings(c0) if _AIRPORT_CODE.fullmatch(f)] if c0 is not None else []
+    return list(dict.fromkeys(held)) or described_examples(schema) or _AIRPORTS
+
+
+def _strings(node: Any) -> list[Any]:
+    """Every string inside a JSON value."""
+    if isinstance(node, dict):
+        return [s for v in node.values() for s in _strings(v)]
+    if isinstance(node, list):
+        return [s for v in node for s in _strings(v)]
+    return [node] if isinstance(node, str) else []
+
+
+def _opaque(fake: Faker, length: int) -> str:
+    """A random letters-and-digits credential (a client secret, a refresh token)."""
+    return fake.lexify("?" * length, letters=string.ascii_letters + string.digits)
 
 
 def _word_pair(rng: random.Random) -> str:
@@ -24,42 +181,85 @@ def _word_pair(rng: random.Random) -> str:
     return f"{a}_{b}"
 
 
-def _string_for(name: str, rng: random.Random) -> str:
-    """A plausible string for a parameter called `name`."""
-    n = name.lower()
+def _string_for(name: str, rng: random.Random, c0: Any = None, schema: dict[str, Any] | None = None) -> str | None:
+    """A plausible string for a parameter called `name` (a date format its description declares, then Faker
+    formats by name, c0's dates as "now"), or None when no format knows the name."""
+    n, described = name.lower(), (schema or {}).get("description", "").lower()
+    fake = faker_for(rng)
+    pattern = declared_format(schema or {})
+    if pattern is not None:
+        return _dated(n, pattern, fake, c0)
+    if "card" in n and ("number" in n or n.endswith("card")):
+        return fake.credit_card_number(rng.choice(_CARD_TYPES))  # Luhn-valid
+    if _CARD_CODE.search(n):
+        return fake.credit_card_security_code()
+    if "expir" in n:
+        return _dated(n, "%m/%y", fake, c0)
+    if "passport" in n:
+        return fake.bothify("US#######")  # a US passport: the country prefix, seven digits
+    if "username" in n or "user_name" in n or n in ("user", "handle"):
+        return fake.user_name()
+    if "secret" in n or "token" in n or "api_key" in n:
+        return _opaque(fake, 32 if "token" in n else 24)
+    if "insurance" in n and "type" in n:
+        return rng.choice(_INSURANCE)
+    if described.startswith("if true"):  # a flag passed as text
+        return rng.choice(["true", "false"])
+    if "street" in described and "city" in described:  # "in the format of street, city, state"
+        return f"{fake.street_address()}, {fake.city()}, {fake.state_abbr()}"
     if "email" in n:
-        return f"{rng.choice(_FIRST).lower()}.{rng.choice(_LAST).lower()}{rng.randint(1, 99)}@example.com"
-    if "first_name" in n:
-        return rng.choice(_FIRST)
-    if "last_name" in n:
-        return rng.choice(_LAST)
-    if n.endswith("name") and any(k in n for k in ("guest", "passenger", "user", "person", "customer", "full")):
-        return f"{rng.choice(_FIRST)} {rng.choice(_LAST)}"
+        return fake.email()
+    if "first_name" in n or n == "first":
+        return fake.first_name()
+    if "last_name" in n or n == "last":
+        return fake.last_name()
+    if n.endswith("name") and any(k in n for k in ("guest", "passenger", "user", "person", "customer", "full",
+                                                   "traveler", "holder", "contact", "recipient")):
+        return fake.name()
     if "zip" in n or "postal" in n:
-        return f"{rng.randint(10000, 99999)}"
+        return fake.postcode()
     if "phone" in n:
-        return f"+1-555-{rng.randint(100, 999)}-{rng.randint(1000, 9999)}"
-    if "date" in n or n in ("check_in", "check_out", "dob") or n.endswith("_on") or "birth" in n:
-        return f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        return fake.numerify("+1-###-###-####")
+    if is_birth_param(n):
+        return fake.date_between(dt.date(1950, 1, 1), reference_date(c0) - dt.timedelta(days=18 * 366)).isoformat()
+    if "date" in n or n in ("check_in", "check_out") or n.endswith("_on"):
+        first, last = calendar(c0)
+        if first < last:  # the scenario's own calendar (a travel window, order dates)
+            return fake.date_between(first, last).isoformat()
+        return fake.date_between(last + dt.timedelta(days=1), last + dt.timedelta(days=180)).isoformat()
     if "city" in n:
-        return rng.choice(_CITIES)
+        return fake.city()
+    if "country" in n:
+        return fake.country()
     if "state" == n:
-        return rng.choice(["CA", "TX", "NY", "WA", "CO"])
-    if "address" in n:
-        return f"{rng.randint(10, 999)} {rng.choice(_LAST)} Street"
+        return fake.state_abbr()
+    if "address" in n or "street" in n:
+        return fake.street_address()
+    if "symbol" in n or "ticker" in n or n == "stock":
+        return rng.choice(_TICKERS)
+    if "company" in n:
+        return fake.company()
+    if "password" in n:
+        return fake.password(length=12)
     if "file" in n or n in ("source", "destination", "target", "path"):
-        return _word_pair(rng) + rng.choice(_EXTS)
+        return fake.file_name(extension=rng.choice(_EXTS)[1:])
     if "dir" in n or "folder" in n:
-        return _word_pair(rng)
-    if any(k in n for k in ("content", "text", "message", "body", "note", "reason", "description")):
-        return rng.choice(_SENTENCES)
+        return rng.choice(_FOLDERS)
+    if any(k in n for k in ("summary", "title", "subject")):
+        return fake.sentence(nb_words=5).rstrip(".")
+    if any(k in n for k in ("content", "text", "message", "body", "note", "reason", "description", "comment")):
+        return fake.sentence(nb_words=8)
     if "expression" in n or "formula" in n:
         return f"{rng.randint(2, 400)} {rng.choice('+-*')} {rng.randint(2, 60)}"
     if "pattern" in n or "query" in n or "keyword" in n:
         return rng.choice(_WORDS)
+    if "url" in n or "link" in n:
+        return fake.url()
+    if "color" in n or "colour" in n:
+        return fake.color_name()
     if n.endswith("_id") or n == "id":
         return "".join(rng.choices(string.ascii_uppercase + string.digits, k=8))
-    return _word_pair(rng)
+    return None
 
 
 def _number(schema: dict[str, Any], integer: bool, rng: random.Random) -> int | float:
@@ -81,6 +281,18 @@ def _number(schema: dict[str, Any], integer: bool, rng: random.Random) -> int | 
     return min(hi, max(lo, round(rng.uniform(float(lo), float(hi)), 2)))
 
 
+def _typical_range(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with the usual range of a quantity its bounds leave open: a card code's three digits, a cabin
+    temperature in degrees Celsius."""
+    if any(k in schema for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
+        return schema
+    if _CARD_CODE.search(name):
+        return {**schema, "minimum": 100, "maximum": 999}
+    if "temperature" in name.lower():
+        return {**schema, "minimum": 16, "maximum": 28}
+    return schema
+
+
 def described_choices(schema: dict[str, Any]) -> list[str]:
     """The closed set of values a string parameter's description names ("should be either 'a' or 'b'",
     "one of 'a', 'b' or 'c'"), or []: examples ("such as 'x'") are not a closed set."""
@@ -90,25 +302,44 @@ def described_choices(schema: dict[str, Any]) -> list[str]:
     return re.findall(r"'([^']+)'", m.group(1)) if m else []
 
 
-def generate(name: str, schema: dict[str, Any], rng: random.Random) -> Any:
-    """A fresh value for parameter `name` fitting `schema`: enums (declared, or a closed choice in the
-    description), bounds and types are honoured."""
+def generate(name: str, schema: dict[str, Any], rng: random.Random, c0: Any = None, *,
+             reuse_existing: bool = True) -> Any:
+    """A fresh value for parameter `name` fitting `schema`, from the domain first: enums (declared, or a closed
+    choice in the description); with `reuse_existing` (a read, such as a search, that should find something) a
+    value c0 holds under the same field name, for a string that names no new thing; then the format generators
+    by type and name; then documented examples (a format hint: reused verbatim before a generator, every new
+    address would be the docstring's "445 Maple Drive"); word pairs last. A write passes `reuse_existing=False`:
+    c0's value of the field is what the write would replace, and writing it again changes nothing. Bounds and
+    types are honoured."""
     if "enum" in schema and schema["enum"]:
         return rng.choice(schema["enum"])
     choices = described_choices(schema)
     if choices:
         return rng.choice(choices)
     kind = schema.get("type", "string")
+    if kind == "string" and reuse_existing and c0 is not None and not _NEW_NAMES.search(name):
+        known = c0_values(name, c0)
+        if known:
+            return rng.choice(known)
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
     if kind == "boolean":
         return rng.random() < 0.5
     if kind in ("integer", "number"):
-        return _number(schema, kind == "integer", rng)
+        return _number(_typical_range(name, schema), kind == "integer", rng)
     if kind == "array":
         item = schema.get("items", {"type": "string"})
-        return [generate(name.rstrip("s"), item, rng) for _ in range(rng.randint(1, 2))]
+        return [generate(name.rstrip("s"), item, rng, c0, reuse_existing=reuse_existing)
+                for _ in range(rng.randint(1, 2))]
     if kind == "object":
         props = schema.get("properties", {})
-        return {k: generate(k, v, rng) for k, v in props.items() if k in schema.get("required", props)}
-    return _string_for(name, rng)
+        return {k: generate(k, v, rng, c0, reuse_existing=reuse_existing)
+                for k, v in props.items() if k in schema.get("required", props)}
+    airports = _airport_codes(schema, name, c0)
+    if airports:
+        return rng.choice(airports)
+    formatted = _string_for(name, rng, c0, schema)
+    if formatted is not None:
+        return formatted
+    examples = described_examples(schema)
+    return rng.choice(examples) if examples else _word_pair(rng)

@@ -5,11 +5,13 @@ import json
 import re
 from typing import Any
 
+from sap.errors import SapError
+
 PATH_TOKEN = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
 KEY_OF = "~"  # a path ending in `~` names the key of the entry it reaches (JSONPath-Plus), not the entry's value
 
 
-class PathError(LookupError):
+class PathError(SapError, LookupError):
     """A path that does not resolve inside its document."""
 
 

@@ -1,4 +1,5 @@
-"""Provenance statistics over records: tag distribution, SAP 3.4 chain lengths, turns, tool coverage."""
+"""Provenance statistics over records: tag distribution and SAP's source columns, SAP 3.4 chain lengths, value
+reuse, turns, tool coverage."""
 from __future__ import annotations
 
 import json
@@ -7,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from sap.model import Tag
+from sap.provenance.generate import is_word_pair
 
 
-def _key(value: Any) -> str:
+def value_key(value: Any) -> str:
     """A canonical key for a value instance (one-item lists count as their item)."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
@@ -18,43 +20,90 @@ def _key(value: Any) -> str:
 
 @dataclass(frozen=True)
 class ArgNode:
-    """One argument binding in the dependency graph: where it is used and where its value first entered."""
+    """One argument binding: where it is used, its SAP origin and the earliest turn an equal value was bound."""
 
     turn: int
     name: str
     tag: str
-    origin: int
+    origin: int  # SAP 3.4: the turn its value entered through P_o / P_u sources; its own turn for P_i, P_c, P_f
+    announced: bool = False  # a user-stated value no call used before: the user announced it ahead of its use
+    reuse_origin: int | None = None  # the origin of the earliest binding of an equal value, whatever its tag
 
     @property
     def chain_length(self) -> int:
         """L(v) = turn(v) - origin(v)."""
         return self.turn - self.origin
 
+    @property
+    def reuse_length(self) -> int:
+        """Turns since an equal value was first bound (the broader `value_reuse` measure)."""
+        return self.turn - (self.origin if self.reuse_origin is None else self.reuse_origin)
+
+
+SAP_TAGS = frozenset(t.value for t in Tag)
+CARRIED = (Tag.prev_output.value, Tag.prev_user_msg.value)  # the tags whose source is an earlier turn
+
 
 def arg_nodes(record: dict[str, Any]) -> list[ArgNode]:
-    """The record's argument bindings in dialogue order, each linked to the earliest occurrence of its value."""
+    """The record's argument bindings in dialogue order, with SAP 3.4 origins.
+
+    A P_i, P_c or P_f argument has its own turn as origin (L = 0). A P_u argument's origin is the user turn
+    that stated it. A P_o argument's origin is the turn of the result it reads, or earlier when the call that
+    produced that result was itself given the same value through P_o or P_u (the value was carried through it).
+    """
     args_by_call = {}
     for msg in record["messages"]:
         for tc in msg.get("tool_calls") or []:
             args_by_call[tc["id"]] = json.loads(tc["function"]["arguments"])
-    first_seen: dict[str, int] = {}  # value key -> origin turn of its earliest binding
+    carried: dict[tuple[int, str], int] = {}  # (turn, value key) -> origin of a P_o / P_u binding at that turn
+    first_seen: dict[str, int] = {}  # value key -> reuse origin of its earliest binding
     nodes = []
     for entry in record["provenance"]:
         turn, args = entry["turn"], args_by_call[entry["call_id"]]
         for name, prov in entry["args"].items():
             tag, src = prov["tag"], prov.get("source") or {}
-            key = _key(args.get(name))
+            key = value_key(args.get(name))
+            origin = turn
+            if tag in CARRIED and src.get("turn") is not None:
+                origin = src["turn"]
+                if tag == Tag.prev_output.value:
+                    origin = min(origin, carried.get((origin, key), origin))
+                carried[(turn, key)] = min(origin, carried.get((turn, key), origin))
             earlier = first_seen.get(key)
-            if tag == Tag.self_create.value:
-                origin = turn
-            elif src.get("turn") is not None:
-                origin = min(src["turn"], earlier if earlier is not None else src["turn"])
-            else:
-                origin = earlier if earlier is not None else turn
-            first_seen.setdefault(key, origin)
-            first_seen[key] = min(first_seen[key], origin)
-            nodes.append(ArgNode(turn, name, tag, origin))
+            reuse = origin if earlier is None else min(origin, earlier)
+            announced = tag == Tag.prev_user_msg.value and earlier is None
+            first_seen[key] = reuse
+            nodes.append(ArgNode(turn, name, tag, origin, announced, reuse))
     return nodes
+
+
+def lengths_summary(lengths: Sequence[int]) -> dict[str, Any]:
+    """Mean and max of chain lengths and the share with L >= 1."""
+    return {"mean_chain_length": sum(lengths) / len(lengths) if lengths else 0.0,
+            "max_chain_length": max(lengths, default=0),
+            "dependent_share": sum(x >= 1 for x in lengths) / len(lengths) if lengths else 0.0}
+
+
+def source_columns(tag_counts: Counter, extra: Sequence[str] = ()) -> dict[str, float]:
+    """The source shares of SAP's Tables 5 and 6: P_i, P_o, P_c with P_u counted inside it, and P_f, plus any
+    `extra` buckets (an inferred "unknown"); they sum to 1 over the arguments counted."""
+    total = sum(tag_counts.values())
+    counts = {"P_i": tag_counts[Tag.initial_state.value], "P_o": tag_counts[Tag.prev_output.value],
+              "P_c": tag_counts[Tag.self_create.value] + tag_counts[Tag.prev_user_msg.value],
+              "P_f": tag_counts[Tag.fallback.value], **{b: tag_counts[b] for b in extra}}
+    return {k: (v / total if total else 0.0) for k, v in counts.items()}
+
+
+def chain_split(nodes: Sequence[ArgNode]) -> dict[str, dict[str, Any]]:
+    """Chain lengths apart by where the dependency comes from: `output_derived` (prev_output arguments),
+    `user_derived` (prev_user_msg) and, among those, `announced` (a value the user stated turns ahead of
+    any call using it, "keep in mind for later ..."): per group its argument count, share of all arguments,
+    mean and max L and the share with L >= 1."""
+    groups = {"output_derived": [n for n in nodes if n.tag == Tag.prev_output.value],
+              "user_derived": [n for n in nodes if n.tag == Tag.prev_user_msg.value],
+              "announced": [n for n in nodes if n.announced]}
+    return {name: {"arguments": len(group), "share": len(group) / len(nodes) if nodes else 0.0,
+                   **lengths_summary([n.chain_length for n in group])} for name, group in groups.items()}
 
 
 def _turns(record: dict[str, Any]) -> int:
@@ -111,8 +160,10 @@ def summarize(summaries: Iterable[RecordSummary], tags: Sequence[str]) -> dict[s
     summaries = list(summaries)
     tag_counts: Counter = Counter()
     lengths: list[int] = []
+    reuse: list[int] = []
     used: Counter = Counter()
     kinds: Counter = Counter()
+    all_nodes: list[ArgNode] = []
     documented: set[str] | None = None
     turns = calls = parallel = 0
     parallel_known = False
@@ -126,9 +177,11 @@ def summarize(summaries: Iterable[RecordSummary], tags: Sequence[str]) -> dict[s
         if s.parallel is not None:
             parallel_known = True
             parallel += s.parallel
+        all_nodes += s.nodes
         for node in s.nodes:
             tag_counts[node.tag] += 1
             lengths.append(node.chain_length)
+            reuse.append(node.reuse_length)
     n_args = sum(tag_counts.values())
     share = {t: (tag_counts[t] / n_args if n_args else 0.0) for t in tags}
     n = len(summaries)
@@ -137,11 +190,12 @@ def summarize(summaries: Iterable[RecordSummary], tags: Sequence[str]) -> dict[s
         "records": n,
         "arguments": n_args,
         "tag_distribution": share,
+        "source_columns": source_columns(tag_counts, [t for t in tags if t not in SAP_TAGS]),
         "fallback_rate": share.get(Tag.fallback.value),
-        "mean_chain_length": sum(lengths) / len(lengths) if lengths else 0.0,
-        "max_chain_length": max(lengths, default=0),
-        "dependent_share": sum(1 for x in lengths if x >= 1) / len(lengths) if lengths else 0.0,
+        **lengths_summary(lengths),
         "chain_length_counts": {str(k): v for k, v in sorted(Counter(lengths).items())},
+        "chains": chain_split(all_nodes),
+        "value_reuse": lengths_summary(reuse),
         "mean_turns": turns / n if n else 0.0,
         "mean_calls": calls / n if n else 0.0,
         "parallel_share": (parallel / n if n else 0.0) if parallel_known or not n else None,
@@ -160,9 +214,15 @@ def dataset_stats(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     Besides the tag shares and chain figures: `parallel_share` is the share of records with an
     assistant message carrying 2+ tool calls, `kind_counts` counts `meta.kind` (or `meta.rewrite_kind`,
     default "base"), `frequency_spread` is the largest over the smallest call count among the tools
-    called at least once (None if none was), and `uncalled_tools` counts the offered tools never called.
+    called at least once (None if none was), `uncalled_tools` counts the offered tools never called, and
+    `word_pair_values` counts the user-created values that are generator word pairs (the last resort).
     """
+    records = list(records)
     stats = summarize((sap_summary(r) for r in records), [t.value for t in Tag])
+    stats["word_pair_values"] = sum(is_word_pair(json.loads(tc["function"]["arguments"]).get(name))
+                                    for r in records for m in r["messages"] for tc in m.get("tool_calls") or []
+                                    for p in r["provenance"] if p["call_id"] == tc["id"]
+                                    for name, prov in p["args"].items() if prov["tag"] == Tag.self_create.value)
     if stats["tool_coverage"] is None:  # no records: sap records always carry their tools
         stats["tool_coverage"], stats["uncalled_tools"] = 0.0, 0
     return stats

@@ -27,12 +27,14 @@ def arg_group(tag: str | None) -> ArgGroup:
 
 @dataclass(frozen=True)
 class GoldCall:
-    """One ground-truth call: function, arguments and each argument's provenance tag (the effective tag of a
-    fallback; absent when unknown)."""
+    """One ground-truth call: function, arguments, each argument's provenance tag (the effective tag of a
+    fallback; absent when unknown) and, per argument carried over from an earlier result, the (turn, call)
+    of the ground-truth call that produced it: the provenance edges R_orch checks."""
 
     name: str
     args: dict[str, Any]
     tags: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,10 @@ def exact(gold: GoldCall, pred: PredCall) -> bool:
 
 
 def gold_turns(traj: Trajectory) -> list[list[GoldCall]]:
-    """The ground-truth calls of a trajectory per turn, each argument tagged with its effective provenance."""
-    return [[GoldCall(c.name, dict(c.args_exec), {k: p.effective_tag().value for k, p in c.args_prov.items()})
+    """The ground-truth calls of a trajectory per turn, each argument tagged with its effective provenance and,
+    for an argument taken from an earlier result, the (turn position, call) of its source."""
+    position = {turn.index: t for t, turn in enumerate(traj.turns)}
+    return [[GoldCall(c.name, dict(c.args_exec), {k: p.effective_tag().value for k, p in c.args_prov.items()},
+                      {k: (position[p.turn], p.call) for k, p in c.args_prov.items()
+                       if p.effective_tag() == Tag.prev_output and p.turn in position and p.call is not None})
              for c in turn.calls] for turn in traj.turns]

@@ -15,7 +15,9 @@ every response and accepts a float or a dict whose "score" is the reward (other 
   response carries no turn boundaries.
 
 The returned score is the graduated reward (R_atomic and R_orch, equal weights by default) of
-`sap.rewards.graded`; the progress reward needs executor states, which a response string does not have.
+`sap.rewards.graded`, also under "graduated" (the key a pool with `zone_reward="graduated"` reads); the
+progress reward needs executor states, which a response string does not have. `sap export --format verl`
+writes rows whose `reward_model.ground_truth` this function reads.
 """
 from __future__ import annotations
 
@@ -24,14 +26,16 @@ import re
 from typing import Any
 
 from sap.rewards.calls import GoldCall, PredCall
-from sap.rewards.graded import graduated_reward
+from sap.rewards.graded import flatten, graduated_reward
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
 
 def ground_truth_json(turns: list[list[GoldCall]]) -> str:
-    """The `ground_truth` string of a task: its calls per turn with arguments and provenance tags."""
-    return json.dumps({"turns": [[{"name": g.name, "arguments": g.args, "tags": g.tags} for g in turn]
+    """The `ground_truth` string of a task: its calls per turn with arguments, provenance tags and the sources
+    (`[turn, call]` per argument) of arguments carried over from earlier results."""
+    return json.dumps({"turns": [[{"name": g.name, "arguments": g.args, "tags": g.tags,
+                                   "sources": {a: list(src) for a, src in g.sources.items()}} for g in turn]
                                  for turn in turns]}, ensure_ascii=False)
 
 
@@ -40,8 +44,9 @@ def parse_ground_truth(ground_truth: str | dict[str, Any]) -> list[list[GoldCall
     doc = json.loads(ground_truth) if isinstance(ground_truth, str) else ground_truth
     if not isinstance(doc, dict) or not isinstance(doc.get("turns"), list):
         raise ValueError("ground_truth must be a JSON object with a 'turns' list (see sap.rewards.verl.ground_truth_json)")
-    return [[GoldCall(c["name"], dict(c.get("arguments") or {}), dict(c.get("tags") or {})) for c in turn]
-            for turn in doc["turns"]]
+    return [[GoldCall(c["name"], dict(c.get("arguments") or {}), dict(c.get("tags") or {}),
+                      {a: (int(src[0]), int(src[1])) for a, src in (c.get("sources") or {}).items()})
+             for c in turn] for turn in doc["turns"]]
 
 
 def _call(obj: Any) -> PredCall | None:
@@ -78,13 +83,17 @@ def parse_solution(solution_str: str) -> list[PredCall]:
 
 def compute_score(data_source: str, solution_str: str, ground_truth: str | dict[str, Any],
                   extra_info: dict[str, Any] | None = None) -> dict[str, float]:
-    """{"score": graduated reward, "r_atomic": ..., "r_orch": ...} of one response (see the module docstring)."""
+    """{"score" and "graduated": the graduated reward, "r_atomic": ..., "r_orch": ...} of one response (see the
+    module docstring)."""
     extra_info = extra_info or {}
     turns = parse_ground_truth(ground_truth)
     if extra_info.get("turn") is not None:
-        gold = [turns[int(extra_info["turn"])]]
+        t = int(extra_info["turn"])  # edges from earlier turns count as met: those turns are not scored here
+        gold = [[GoldCall(g.name, g.args, g.tags, {a: (0, c) for a, (st, c) in g.sources.items() if st == t})
+                 for g in turns[t]]]
     else:
-        gold = [[g for turn in turns for g in turn]]
+        gold = flatten(turns)
     reward = graduated_reward(gold, [parse_solution(solution_str)], float(extra_info.get("w_atomic", 0.5)),
                               float(extra_info.get("w_orch", 0.5)))
-    return {"score": reward.score, "r_atomic": reward.atomic.score, "r_orch": reward.orch.score}
+    return {"score": reward.score, "graduated": reward.score, "r_atomic": reward.atomic.score,
+            "r_orch": reward.orch.score}

@@ -9,22 +9,38 @@ import sqlite3
 import threading
 from collections import Counter
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Callable, Iterator
 
-from sqlalchemy import and_, create_engine, delete, event, func, or_, select, text, update
-from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlalchemy import and_, create_engine, delete, event, func, inspect, or_, select, text, update
+from sqlalchemy.exc import DatabaseError, DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential
 
+from sap.drops import DropReason
+from sap.errors import StoreError
 from sap.llm.usage import UsageLedger
-from sap.store.schema import (SCHEMA_VERSION, Base, FSMRow, PoolRow, PoolTaskRow, RecordRow, RejectionRow, RunRow,
-                              SchemaInfo, SlotRow, UsageRow)
+from sap.store.schema import (
+    SCHEMA_VERSION,
+    Base,
+    FSMRow,
+    PoolRow,
+    PoolTaskRow,
+    RecordRow,
+    RejectionRow,
+    RunOutputRow,
+    RunRow,
+    SchemaInfo,
+    SlotRow,
+    UsageRow,
+)
 
-
+DB_RETRY_SECONDS = 120.0  # a busy, locked or reconnecting database is retried this long before the run stops
+RECORD_BATCH = 20  # records fetched at a time by iter_records (a decoded record takes 100-250 KB)
+SQLITE_BUSY_MS = 30_000  # SQLite waits this long for another connection's lock before a retry
+# tables that may share a run database with sap's: LangGraph's checkpointer
+CHECKPOINT_TABLES = frozenset({"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations",
+                               "writes"})
 SETUP_LOCK = 7_253_010  # PostgreSQL advisory locks held while creating tables: this key (run store), +1 (checkpointer)
-
-
-class StoreError(RuntimeError):
-    """The run database cannot be used (unreadable, foreign, locked, full, unreachable)."""
 
 
 class RunConflict(StoreError):
@@ -47,7 +63,16 @@ def _worker_alive(worker: str) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _is_zombie(int(pid))
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether process `pid` has exited but not been reaped yet (Linux /proc: state Z); False where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def is_disk_full(exc: BaseException | None) -> bool:
@@ -59,6 +84,32 @@ def is_disk_full(exc: BaseException | None) -> bool:
             return True
         exc = getattr(exc, "orig", None) or exc.__cause__
     return False
+
+
+def psycopg_errors() -> tuple[type[BaseException], ...]:
+    """psycopg's connection-level errors, subclasses included (AdminShutdown, a pool's PoolTimeout); an empty
+    tuple if psycopg is absent."""
+    try:
+        import psycopg
+    except ImportError:
+        return ()
+    return (psycopg.OperationalError,)
+
+
+def is_transient_db_error(exc: BaseException) -> bool:
+    """Whether `exc` is a database state that passes: SQLite busy or locked, a PostgreSQL connection that was
+    dropped (restart, pg_terminate_backend), or psycopg's OperationalError (or a subclass) from the checkpointer."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    if isinstance(exc, (OperationalError, sqlite3.OperationalError, *psycopg_errors())):
+        text = str(getattr(exc, "orig", None) or exc).lower()
+        return any(word in text for word in ("locked", "busy", "terminat", "connection", "server closed", "shut"))
+    return False
+
+
+db_retry = retry(retry=retry_if_exception(is_transient_db_error), stop=stop_after_delay(DB_RETRY_SECONDS),
+                 wait=wait_exponential(multiplier=0.05, max=2.0), reraise=True)
+"""Retry a store call whose database is busy, locked or reconnecting, with backoff, for up to DB_RETRY_SECONDS."""
 
 
 def sqlalchemy_url(url: str) -> str:
@@ -74,6 +125,19 @@ def sqlite_path(url: str) -> str | None:
     return url[len("sqlite:///"):] if url.startswith("sqlite:///") else None
 
 
+def missing_database(url: str) -> str | None:
+    """The file of a `sqlite:///PATH` URL when it does not exist (opening it would create it), else None."""
+    path = sqlite_path(url)
+    return path if path and path != ":memory:" and not os.path.exists(path) else None
+
+
+def existing_store(url: str) -> RunStore:
+    """The run store of `url`, for reading: a StoreError naming the file if that SQLite database does not exist."""
+    if path := missing_database(url):
+        raise StoreError(f"no run database at {path} (--db {url})")
+    return RunStore(url)
+
+
 class RunStore:
     """Access to one run database; every write is one short transaction."""
 
@@ -84,7 +148,7 @@ class RunStore:
         # for another's write (WAL snapshot), so claims are serialized here instead
         self._claim_lock = threading.Lock()
         try:
-            self.engine = create_engine(sqlalchemy_url(url))
+            self.engine = create_engine(sqlalchemy_url(url), pool_pre_ping=True)
         except Exception as exc:  # a malformed URL or a missing driver
             raise StoreError(f"cannot open run database {url!r}: {exc}") from exc
         if url.startswith("sqlite"):
@@ -93,14 +157,21 @@ class RunStore:
                 cur = conn.cursor()
                 cur.execute("PRAGMA journal_mode=WAL")
                 cur.execute(f"PRAGMA synchronous={'FULL' if full_sync else 'NORMAL'}")
-                cur.execute("PRAGMA busy_timeout=5000")
+                cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
                 cur.close()
         self.session = sessionmaker(self.engine, expire_on_commit=False)
         try:
             with self.engine.begin() as conn:
                 if not self.single_process:  # workers starting together must not race to create the tables
                     conn.execute(text(f"SELECT pg_advisory_xact_lock({SETUP_LOCK})"))
+                tables = set(inspect(conn).get_table_names())
+                foreign = sorted(t for t in tables if not t.startswith("sap_") and t not in CHECKPOINT_TABLES)
+                if foreign and "sap_schema" not in tables:
+                    raise StoreError(f"{url} is not a sap run database: it holds tables of another program "
+                                     f"({', '.join(foreign[:5])}); give --db a new or sap's own database")
                 Base.metadata.create_all(conn)
+                if "kind" not in {c["name"] for c in inspect(conn).get_columns("sap_rejections")}:  # made before kinds
+                    conn.execute(text("ALTER TABLE sap_rejections ADD COLUMN kind VARCHAR(64)"))
             with self.session.begin() as s:
                 info = s.get(SchemaInfo, 1)
                 if info is None:
@@ -126,6 +197,7 @@ class RunStore:
             s.add(FSMRow(run_id=run_id, fsm=fsm))
         return run_id
 
+    @db_retry
     def run(self, run_id: str) -> RunRow:
         """The run `run_id`; StoreError listing the known runs if there is none."""
         with self.session() as s:
@@ -135,11 +207,41 @@ class RunStore:
                 raise StoreError(f"no run {run_id!r} in {self.url}; runs: {', '.join(known) or 'none'}")
             return row
 
+    @db_retry
+    def set_output(self, run_id: str, path: str, drop_truncated: bool = False) -> None:
+        """Remember the file run `run_id` writes (as an absolute path), so `sap resume` can bring it to the full count."""
+        with self._tx() as s:
+            s.merge(RunOutputRow(run_id=run_id, path=os.path.abspath(path), drop_truncated=drop_truncated))
+
+    @db_retry
+    def output(self, run_id: str) -> RunOutputRow | None:
+        """The file run `run_id` writes, if it was given one."""
+        with self.session() as s:
+            return s.get(RunOutputRow, run_id)
+
+    @db_retry
+    def output_owner(self, path: str) -> str | None:
+        """The latest run that writes `path`, if any."""
+        with self.session() as s:
+            rows = s.execute(select(RunOutputRow.run_id).join(RunRow, RunRow.id == RunOutputRow.run_id)
+                             .where(RunOutputRow.path == os.path.abspath(path)).order_by(RunRow.created)).all()
+            return rows[-1][0] if rows else None
+
+    def shown_status(self, run: RunRow) -> str:
+        """A run's status as `sap runs` shows it: a running run that no live worker holds is `interrupted`."""
+        if run.status != "running" or not self.single_process:
+            return run.status
+        live = run.worker is not None and run.lease_expiry is not None and run.lease_expiry > _now() \
+            and _worker_alive(run.worker)
+        return "running" if live else "interrupted"
+
+    @db_retry
     def fsm(self, run_id: str) -> dict[str, Any]:
         """The FSM the run was created with."""
         with self.session() as s:
             return s.get(FSMRow, run_id).fsm
 
+    @db_retry
     def acquire(self, run_id: str, worker: str, lease_seconds: float) -> None:
         """On SQLite, hold the run for `worker` (RunConflict if a live worker's lease has not expired);
         on PostgreSQL workers share a run and this is a no-op (slots are claimed one by one)."""
@@ -155,6 +257,7 @@ class RunStore:
                                   f"{row.lease_expiry:%H:%M:%S} UTC); on SQLite only one process may work on a run")
             row.worker, row.lease_expiry = worker, _now() + timedelta(seconds=lease_seconds)
 
+    @db_retry
     def release(self, run_id: str, worker: str, status: str | None = None) -> None:
         """Give the run up (and set its status)."""
         with self._tx() as s:
@@ -164,11 +267,28 @@ class RunStore:
             if status:
                 row.status = status
 
-    def next_slot(self, run_id: str, worker: str, lease_seconds: float) -> int | None:
+    @db_retry
+    def set_status(self, run_id: str, status: str) -> None:
+        """Set a run's status (`running` while a driver works on it)."""
+        with self._tx() as s:
+            s.execute(update(RunRow).where(RunRow.id == run_id).values(status=status))
+
+    @db_retry
+    def retry_failed(self, run_id: str) -> int:
+        """Put the run's failed slots back to pending; how many. Their rejection rows stay until the retry ends,
+        so `finish` knows a slot is a retry (see `finish`)."""
+        with self._tx() as s:
+            return s.execute(update(SlotRow).where(SlotRow.run_id == run_id, SlotRow.status == "failed")
+                             .values(status="pending", worker=None, lease_expiry=None)).rowcount
+
+    @db_retry
+    def next_slot(self, run_id: str, worker: str, lease_seconds: float,
+                  ready_below: Callable[[int], int] | None = None) -> int | None:
         """Claim the slot to work on: the lowest claimable unfinished one (FOR UPDATE SKIP LOCKED), else a new
         one after the last, unless accepted plus in-flight slots already meet the target (then None).
         A slot whose worker died is claimable again once its lease expires, or at once if that worker was a
-        process of this host that no longer exists."""
+        process of this host that no longer exists. With `ready_below`, a new slot i is made only once every
+        slot below ready_below(i) has finished (else None: the caller waits), so what i reads from them is fixed."""
         with self._claim_lock, self._tx() as s:
             # SQLite: one process at a time, so a running slot of another worker was left by a process that stopped
             claimable = or_(SlotRow.status == "pending", and_(SlotRow.status == "running", SlotRow.worker != worker))
@@ -193,6 +313,12 @@ class RunStore:
                     return None
                 last = s.execute(select(func.max(SlotRow.index)).where(SlotRow.run_id == run_id)).scalar()
                 index = 0 if last is None else last + 1
+                if ready_below is not None and index and ready_below(index) != ready_below(index - 1):
+                    unfinished = s.execute(select(func.count()).where(
+                        SlotRow.run_id == run_id, SlotRow.index < ready_below(index),
+                        SlotRow.status.in_(("pending", "running")))).scalar()
+                    if unfinished:
+                        return None
                 slot = SlotRow(run_id=run_id, index=index, thread_id=f"{run_id}:{index}", status="pending", attempts=0)
                 s.add(slot)
             slot.status, slot.worker = "running", worker
@@ -200,6 +326,7 @@ class RunStore:
             slot.attempts = (slot.attempts or 0) + 1
             return slot.index
 
+    @db_retry
     def renew(self, run_id: str, index: int, worker: str, lease_seconds: float) -> bool:
         """Extend `worker`'s lease on slot `index` (and on SQLite on the run); False if it no longer holds the slot."""
         expiry = _now() + timedelta(seconds=lease_seconds)
@@ -212,10 +339,12 @@ class RunStore:
                           .values(lease_expiry=expiry))
         return held
 
+    @db_retry
     def finish(self, run_id: str, index: int, worker: str, record: dict[str, Any] | None, reason: str | None,
-               verdict: dict[str, Any] | None, failed: bool = False) -> bool:
+               verdict: dict[str, Any] | None, failed: bool = False, kind: str | None = None) -> bool:
         """Store a slot's outcome in one transaction if `worker` still holds the slot (else nothing); whether it did.
-        `failed` marks a slot that could not be synthesized (an LLM role gave up) rather than rejected."""
+        `failed` marks a slot that could not be synthesized (an LLM role gave up) rather than rejected; `kind` is
+        the drop's DropReason value, stored beside `reason`."""
         with self._tx() as s:
             status = "accepted" if record is not None else "failed" if failed else "rejected"
             held = s.execute(update(SlotRow).where(SlotRow.run_id == run_id, SlotRow.index == index,
@@ -224,12 +353,18 @@ class RunStore:
             if not held:
                 return False
             if record is not None:
-                calls = Counter(p["name"] for p in record["provenance"])
-                s.merge(RecordRow(run_id=run_id, index=index, record=record, tool_calls=dict(calls)))
+                # A retried failed slot adds nothing to the tool histogram H: slots above its schedule bound may
+                # already have read H without it, so H counts each slot as it first ended (failed: no calls).
+                retried = s.execute(delete(RejectionRow).where(RejectionRow.run_id == run_id,
+                                                               RejectionRow.index == index)).rowcount
+                calls = {} if retried else dict(Counter(p["name"] for p in record["provenance"]))
+                s.merge(RecordRow(run_id=run_id, index=index, record=record, tool_calls=calls))
             else:
-                s.merge(RejectionRow(run_id=run_id, index=index, reason=reason or "unknown", verdict=verdict))
+                s.merge(RejectionRow(run_id=run_id, index=index, reason=reason or "unknown", verdict=verdict,
+                                    kind=kind))
         return True
 
+    @db_retry
     def unclaim(self, run_id: str, index: int, worker: str) -> None:
         """Put a slot `worker` holds back to pending (its checkpoint stays, so the next claim continues it)."""
         with self._tx() as s:
@@ -237,11 +372,13 @@ class RunStore:
                                             SlotRow.worker == worker, SlotRow.status == "running")
                       .values(status="pending", worker=None, lease_expiry=None))
 
+    @db_retry
     def save_usage(self, run_id: str, worker: str, usage: dict[str, Any]) -> None:
         """Store this worker's LLM usage snapshot on the run (replacing its previous one)."""
         with self._tx() as s:
             s.merge(UsageRow(run_id=run_id, worker=worker, usage=usage))
 
+    @db_retry
     def usage(self, run_id: str) -> UsageLedger:
         """The run's LLM usage: every worker's snapshot merged."""
         ledger = UsageLedger()
@@ -250,15 +387,14 @@ class RunStore:
                 ledger.merge(usage)
         return ledger
 
-    def histogram_before(self, run_id: str, index: int) -> Counter:
-        """H for slot `index`: tool calls in the run's accepted records of lower slots."""
+    @db_retry
+    def tool_calls_between(self, run_id: str, lo: int, hi: int) -> list[dict[str, int]]:
+        """Tool calls of each accepted record of slots lo <= index < hi (the increments of the run's histogram H)."""
         with self.session() as s:
-            rows = s.execute(select(RecordRow.tool_calls).where(RecordRow.run_id == run_id, RecordRow.index < index))
-            total: Counter = Counter()
-            for (calls,) in rows:
-                total.update(calls)
-            return total
+            return [calls for (calls,) in s.execute(select(RecordRow.tool_calls).where(
+                RecordRow.run_id == run_id, RecordRow.index >= lo, RecordRow.index < hi))]
 
+    @db_retry
     def counts(self, run_id: str) -> dict[str, int]:
         """Slots per status."""
         with self.session() as s:
@@ -266,17 +402,26 @@ class RunStore:
                              .group_by(SlotRow.status))
             return {status: n for status, n in rows}
 
+    @db_retry
     def records(self, run_id: str) -> list[dict[str, Any]]:
         """The accepted records in slot order."""
         with self.session() as s:
             return [r for (r,) in s.execute(select(RecordRow.record).where(RecordRow.run_id == run_id)
                                             .order_by(RecordRow.index))]
 
+    def iter_records(self, run_id: str, batch: int = RECORD_BATCH) -> Iterator[dict[str, Any]]:
+        """The accepted records in slot order, fetched `batch` rows at a time (memory flat in the run's size)."""
+        with self.session() as s:
+            yield from s.scalars(select(RecordRow.record).where(RecordRow.run_id == run_id)
+                                 .order_by(RecordRow.index).execution_options(yield_per=batch))
+
+    @db_retry
     def rejections(self, run_id: str) -> list[dict[str, Any]]:
         """The rejections in slot order."""
         with self.session() as s:
             rows = s.execute(select(RejectionRow).where(RejectionRow.run_id == run_id).order_by(RejectionRow.index))
-            return [{"index": r.index, "reason": r.reason, "verdict": r.verdict} for (r,) in rows]
+            return [{"index": r.index, "reason": r.reason, "verdict": r.verdict,
+                     "kind": r.kind or DropReason.of_text(r.reason).value} for (r,) in rows]
 
     def runs(self) -> list[RunRow]:
         """Every run, oldest first."""
@@ -315,3 +460,17 @@ class RunStore:
             tasks = [(t.task, t.payload) for (t,) in s.execute(
                 select(PoolTaskRow).where(PoolTaskRow.pool_id == pool_id).order_by(PoolTaskRow.task_id))]
             return row.config, row.state, tasks
+
+
+class StoredRecords:
+    """A run's accepted records as a stream that can be read more than once and has a length: an export reads them
+    without holding them all."""
+
+    def __init__(self, store: RunStore, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self.store.iter_records(self.run_id)
+
+    def __len__(self) -> int:
+        return self.store.counts(self.run_id).get("accepted", 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 SCHEMA_VERSION = 1
@@ -70,6 +70,7 @@ class RejectionRow(Base):
     index: Mapped[int] = mapped_column(Integer, primary_key=True)
     reason: Mapped[str] = mapped_column(Text)
     verdict: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    kind: Mapped[str | None] = mapped_column(String(64), nullable=True)  # a DropReason value; None on older rows
 
 
 class UsageRow(Base):
@@ -107,3 +108,12 @@ class PoolTaskRow(Base):
     status: Mapped[str] = mapped_column(String(20))  # candidate / active / retired
     task: Mapped[dict] = mapped_column(JSON)
     payload: Mapped[dict | list | None] = mapped_column(JSON, nullable=True)
+
+
+class RunOutputRow(Base):
+    """Where a run writes its records (`-o`), kept apart from its fingerprinted config so resume can finish it."""
+
+    __tablename__ = "sap_run_outputs"
+    run_id: Mapped[str] = mapped_column(ForeignKey("sap_runs.id"), primary_key=True)
+    path: Mapped[str] = mapped_column(Text)  # absolute path of the JSONL file
+    drop_truncated: Mapped[bool] = mapped_column(Boolean, default=False)  # truncated records left out of the file

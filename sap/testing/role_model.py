@@ -8,15 +8,16 @@ import json
 import re
 from typing import Any, Callable
 
-from sap.agents.messenger import describe_value
 from sap.prompts import prompt
+from sap.testing.scripted_llm import request_schema
+from sap.text import describe_value
 
 _OPEN_NEW = re.compile(r"^- (\w+) \(NEW, code's draft: (.*)\)$")
-_OPEN_CHOOSE = re.compile(r"^- (\w+) \(CHOOSE one index\):$")
+_OPEN_CHOOSE = re.compile(r"^- (\w+) \(CHOOSE one (?:index|value)\):$")
 _PICK = re.compile(r"^(\d+): .*\(code's pick\)$")
 _CALL = re.compile(r"^call \d+: task: (.*)$")
 _VERBATIM = re.compile(r"^\[(?:NEW|FROM_CONFIG|FALLBACK from \w+)\] ([^:]+): (.*)$")
-_REFERRED = re.compile(r"^\[(?:FROM_HISTORY|FALLBACK from \w+)\] ([^:]+): refer to it")
+_REFERRED = re.compile(r"^\[(?:FROM_HISTORY|FALLBACK from \w+)\] ([^:]+): refer to it as (.*?)(?: \(say which one.*)?$")
 _AHEAD = re.compile(r"^(?:Also state these values in this turn.*?: |also state, for later: )(.*)$")
 _TOOL = re.compile(r"^- (\w+) \((\w+)(; needs login)?\): ")
 _ARG = re.compile(r"^\s+(\w+): first turn (\w+|not possible); later (\w+)(?: \(from results of (.*)\))?")
@@ -25,18 +26,23 @@ _CHAIN_STEP = re.compile(r"^step \d+: (\w+): (.*); state verbatim: (\{.*\}); do 
                          r"result\): (\{.*\})$")
 
 
-def _planner(user: str) -> dict[str, Any]:
-    values, choices = {}, {}
+def _planner(user: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """Code's draft for each NEW argument; code's pick (else the first option) for each CHOOSE one, as the
+    schema asks for it: the option's value from its enum, or its index."""
+    answer: dict[str, Any] = {}
+    picks: dict[str, int] = {}
     choosing = None
     for line in (raw.strip() for raw in user.splitlines()):
         if m := _OPEN_NEW.match(line):
-            values[m.group(1)], choosing = json.loads(m.group(2)), None
+            answer[m.group(1)], choosing = json.loads(m.group(2)), None
         elif m := _OPEN_CHOOSE.match(line):
             choosing = m.group(1)
-            choices[choosing] = 0
+            picks[choosing] = 0
         elif choosing and (m := _PICK.match(line)):
-            choices[choosing] = int(m.group(1))
-    return {"values": values, "choices": choices}
+            picks[choosing] = int(m.group(1))
+    for name, index in picks.items():
+        answer[name] = schema["properties"][name]["enum"][index]
+    return answer
 
 
 def _fragments(block: list[str]) -> tuple[list[str], str]:
@@ -52,7 +58,7 @@ def _fragments(block: list[str]) -> tuple[list[str], str]:
         elif (m := _VERBATIM.match(line)) and fragments:
             fragments[-1].append(f"{m.group(1)} {m.group(2)}")
         elif (m := _REFERRED.match(line)) and fragments:
-            fragments[-1].append(f"the {m.group(1)} from before")
+            fragments[-1].append(f"{m.group(1)}: {m.group(2)}")
         elif (m := _AHEAD.match(line)) and m.group(1) != "(none)":
             ahead = f" For later, note {m.group(1)}."
     return [f"Please {t} ({'; '.join(d)})." if d else f"Please {t}." for t, d in zip(tasks, fragments)], ahead
@@ -61,7 +67,8 @@ def _fragments(block: list[str]) -> tuple[list[str], str]:
 def _messenger_turn(user: str) -> dict[str, Any]:
     fragments, ahead = _fragments(user.splitlines())
     fragments[-1] += ahead
-    return {"fragments": fragments, "assistant_message": "Done, here is what I found."}
+    return {"fragments": {f"call_{i}": f for i, f in enumerate(fragments)},
+            "assistant_message": "Done, here is what I found."}
 
 
 def _messenger_global(user: str) -> dict[str, Any]:
@@ -71,10 +78,10 @@ def _messenger_global(user: str) -> dict[str, Any]:
             blocks.append([])
         elif blocks:
             blocks[-1].append(line)
-    turns = []
-    for block in blocks:
+    turns = {}
+    for k, block in enumerate(blocks):
         fragments, ahead = _fragments(block)
-        turns.append({"user_message": " ".join(fragments) + ahead, "assistant_message": "Done."})
+        turns[f"turn_{k}"] = {"user_message": " ".join(fragments) + ahead, "assistant_message": "Done."}
     return {"turns": turns}
 
 
@@ -122,8 +129,8 @@ def _fsm_draft(user: str) -> dict[str, Any]:
     used = {e["from"] for e in edges} | {e["to"] for e in edges} | {"start"}
     types = {"start": "INITIAL", "authed": "AUTH_COMPLETED", "found": "FOUND", "done": "ACTION_COMPLETED",
              "end": "COMPLETED"}
-    return {"states": [{"id": s, "type": k} for s, k in types.items() if s in used], "initial": "start",
-            "finals": [s for s in ("done", "end") if s in used], "transitions": edges}
+    return {"states": [{"id": s, "type": k, "description": s} for s, k in types.items() if s in used],
+            "initial": "start", "finals": [s for s in ("done", "end") if s in used], "transitions": edges}
 
 
 def _repair(user: str) -> dict[str, Any]:
@@ -152,35 +159,41 @@ def _replan(user: str) -> dict[str, Any]:
 
 def _cache_query(user: str) -> dict[str, Any]:
     """One sentence per chain step: its task, its values to state (verbatim), the earlier results it uses."""
-    sentences, echo = [], []
+    sentences, echo = [], {}
     for line in user.splitlines():
         if m := _CHAIN_STEP.match(line.strip()):
             stated, taken = json.loads(m.group(3)), json.loads(m.group(4))
             details = [f"{p.replace('_', ' ')} {describe_value(v)}" for p, v in stated.items()]
             details += [f"the {p.replace('_', ' ')} from that result" for p in taken]
             sentences.append(f"Please {m.group(2)}" + (f" ({'; '.join(details)})." if details else "."))
-            echo.append({"function": m.group(1), "arguments": stated})
+            echo[f"step_{len(echo)}"] = {"function": m.group(1), "arguments": stated}
     return {"query": " Then ".join(sentences), "echo": echo}
 
 
-# each sap prompt the model answers, with its answer to the request's user text
-_ANSWERS: dict[str, Callable[[str], dict[str, Any]]] = {
+def _text_only(answer: Callable[[str], dict[str, Any]]) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """An answer that reads the request's user text only, as a table entry."""
+    return lambda user, _schema: answer(user)
+
+
+# each sap prompt the model answers, with its answer to the request's user text and response schema
+ANSWERS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "planner_bind": _planner,
-    "planner_narrative": lambda _: {"narrative": "A customer wants to get a few errands done, one after another."},
-    "messenger_turn": _messenger_turn,
-    "messenger_global": _messenger_global,
-    "messenger_clarify": _messenger_clarify,
-    "judge": lambda _: {"findings": []},
-    "fsm_draft": _fsm_draft,
-    "repair": _repair,
-    "replan": _replan,
-    "cache_query": _cache_query,
+    "planner_narrative": _text_only(lambda _: {
+        "narrative": "A customer wants to get a few errands done, one after another."}),
+    "messenger_turn": _text_only(_messenger_turn),
+    "messenger_global": _text_only(_messenger_global),
+    "messenger_clarify": _text_only(_messenger_clarify),
+    "judge": _text_only(lambda _: {"findings": []}),
+    "fsm_draft": _text_only(_fsm_draft),
+    "repair": _text_only(_repair),
+    "replan": _text_only(_replan),
+    "cache_query": _text_only(_cache_query),
 }
 
 
 def _which(system: str) -> str:
     """The sap prompt whose system text starts the request's system message."""
-    for name in _ANSWERS:
+    for name in ANSWERS:
         if system.startswith(prompt(name).system):
             return name
     raise ValueError(f"not a sap role prompt: {system[:60]!r}")
@@ -189,4 +202,4 @@ def _which(system: str) -> str:
 def role_model(request: dict[str, Any]) -> str:
     """A ScriptedLLMServer responder: the JSON answer a competent model would give to this sap prompt."""
     messages = request["messages"]
-    return json.dumps(_ANSWERS[_which(messages[0]["content"])](messages[1]["content"]))
+    return json.dumps(ANSWERS[_which(messages[0]["content"])](messages[1]["content"], request_schema(request)))

@@ -50,6 +50,7 @@ class Status:
     code: int
     retry_after: float | None = None
     message: str = "scripted error"
+    echo_key: bool = False  # append the request's Authorization header, as a careless server's error text might
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,23 @@ class Hang:
 
 Step = Reply | ToolCalls | Malformed | SchemaViolation | Status | Hang
 Responder = Callable[[dict[str, Any]], "str | ToolCalls"]
+
+
+_SCHEMA_IN_PROMPT = "Reply with only a JSON object that matches this JSON schema:\n"
+
+
+def request_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The response schema a chat request carries: in response_format (json_schema or json_object with schema),
+    or else as the schema instruction of its system message; None if it has none."""
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") == "json_schema":
+        return response_format["json_schema"]["schema"]
+    if "schema" in response_format:
+        return response_format["schema"]
+    system = next((m.get("content") for m in body.get("messages", []) if m.get("role") == "system"), None)
+    if isinstance(system, str) and _SCHEMA_IN_PROMPT in system:
+        return json.loads(system.split(_SCHEMA_IN_PROMPT, 1)[1])
+    return None
 
 
 class _QuietHTTPServer(ThreadingHTTPServer):
@@ -143,6 +161,13 @@ class ScriptedLLMServer:
         with self._lock:
             self._steps.extend(steps)
 
+    def clear(self) -> int:
+        """Drop the steps not yet consumed (the responder answers from now on); how many there were."""
+        with self._lock:
+            dropped = len(self._steps)
+            self._steps.clear()
+            return dropped
+
     def close(self) -> None:
         """Stop serving; hanging and delayed answers are cut short."""
         self._closing.set()
@@ -169,15 +194,16 @@ class ScriptedLLMServer:
         with self._lock:
             self._in_flight -= 1
 
-    def _answer(self, number: int, step: Step | None,
-                body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
+    def _answer(self, number: int, step: Step | None, body: dict[str, Any],
+                authorization: str = "") -> tuple[int, dict[str, str], dict[str, Any]]:
         """The status, extra headers and JSON body for one chat request."""
         if isinstance(step, Hang):
             self._closing.wait(step.seconds)
             step = None
         if isinstance(step, Status):
             headers = {} if step.retry_after is None else {"Retry-After": f"{step.retry_after:g}"}
-            return step.code, headers, {"error": {"message": step.message, "type": "scripted", "code": step.code}}
+            message = f"{step.message} (you sent {authorization!r})" if step.echo_key else step.message
+            return step.code, headers, {"error": {"message": message, "type": "scripted", "code": step.code}}
         if step is None and self._responder is not None:
             step = self._responder(body)
             step = Reply(step) if isinstance(step, str) else step
@@ -252,12 +278,13 @@ class ScriptedLLMServer:
                     self._send_json(404, {}, {"error": {"message": f"no route {self.path}", "code": 404}})
                     return
                 body = json.loads(raw or b"{}")
-                number, step = server._begin(body, {k.lower(): v for k, v in self.headers.items()})
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                number, step = server._begin(body, headers)
                 try:
                     if server._latency:
                         server._closing.wait(server._latency)
-                    status, headers, doc = server._answer(number, step, body)
-                    self._send_json(status, headers, doc)
+                    status, extra, doc = server._answer(number, step, body, headers.get("authorization", ""))
+                    self._send_json(status, extra, doc)
                 finally:
                     server._end()
 

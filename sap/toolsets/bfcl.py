@@ -12,6 +12,7 @@ from sap.executors.bfcl import BfclExecutor
 from sap.model import Toolset, ToolSpec
 from sap.toolsets.bfcl_configs import sample_bfcl_config
 from sap.toolsets.code_enums import checked_values
+from sap.toolsets.errors import ToolsetUnavailable
 from sap.toolsets.loaders import load_bfcl_func_doc
 
 PREFIX = "bfcl/"
@@ -48,7 +49,9 @@ BFCL_COMBINATIONS = [
 # Field names (or `$` path patterns), besides a parameter's own, whose values can fill it: class -> tool ->
 # parameter -> names. GorillaFileSystem names files and folders only as the items of `ls`'s listing and as keys of
 # its config tree's `contents` (those of the directory it starts in); the tools that act on an existing entry take
-# them, not those that create one (touch, mkdir, echo). MathAPI answers every operation with a bare `result`,
+# them, not those that create one (touch, mkdir, echo). VehicleControlAPI's results name what other tools take:
+# the nearest tire shop is a navigation destination, a city's zipcode an end of a distance estimate, a liter
+# conversion the fuel to add, the fuel level a gallon amount to convert. MathAPI answers every operation with a bare `result`,
 # which the next operation's operands take.
 ENTRY_NAMES = ["current_directory_content", "$.GorillaFileSystem.root.*.contents.*~"]
 OPERANDS = ("a", "b", "number", "value", "base", "part", "whole")
@@ -60,13 +63,19 @@ VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
         "cp": {"source": ENTRY_NAMES, "destination": ENTRY_NAMES},
         "mv": {"source": ENTRY_NAMES, "destination": ENTRY_NAMES},
     },
+    "VehicleControlAPI": {
+        "set_navigation": {"destination": ["shopLocation"]},
+        "estimate_distance": {"cityA": ["zipcode"], "cityB": ["zipcode"]},
+        "fillFuelTank": {"fuelAmount": ["gallon"]},
+        "gallon_to_liter": {"gallon": ["fuelLevel"]},
+    },
     "MathAPI": {tool: {p: ["result"] for p in OPERANDS}
                 for tool in ("absolute_value", "add", "divide", "imperial_si_conversion", "logarithm", "multiply",
                              "percentage", "power", "round_number", "si_unit_conversion", "square_root", "subtract")},
 }
 
 
-class BfclUnavailable(LookupError):
+class BfclUnavailable(ToolsetUnavailable):
     """bfcl-eval is not installed (or its backend modules do not import)."""
 
 
@@ -155,6 +164,24 @@ def _with_checked_values(spec: ToolSpec, method: Any) -> ToolSpec:
     return spec.model_copy(update={"parameters": {**spec.parameters, "properties": props}})
 
 
+def _shared_enums(specs: list[ToolSpec]) -> list[ToolSpec]:
+    """`specs` (one class's tools) with an enum on each string parameter that has none while the class's other
+    tools give the same-named parameter exactly one enum (TravelAPI's `book_flight.travel_class` takes the
+    classes that `get_flight_cost.travel_class` enumerates)."""
+    enums: dict[str, set[tuple[Any, ...]]] = {}
+    for spec in specs:
+        for name, schema in spec.properties.items():
+            if schema.get("enum"):
+                enums.setdefault(name, set()).add(tuple(schema["enum"]))
+    out = []
+    for spec in specs:
+        props = {name: {**schema, "enum": list(next(iter(enums[name])))}
+                 if not schema.get("enum") and schema.get("type") == "string" and len(enums.get(name, ())) == 1
+                 else schema for name, schema in spec.properties.items()}
+        out.append(spec.model_copy(update={"parameters": {**spec.parameters, "properties": props}}))
+    return out
+
+
 def _own_words(description: str) -> str:
     """A func-doc description without BFCL's per-class preamble ("This tool belongs to ... Tool description: ")."""
     return description.split(TOOL_DESCRIPTION_MARK, 1)[-1].strip()
@@ -167,8 +194,8 @@ def load_bfcl_toolset(name: str, timeout: float = 5.0) -> Toolset:
     tools = []
     for cls_name, cls in zip(classes, types):
         by_tool = VALUE_FIELDS.get(cls_name, {})
-        for spec in load_bfcl_func_doc(data_dir() / "multi_turn_func_doc" / BFCL_CLASSES[cls_name][1]):
-            spec = _with_checked_values(_with_enums(spec), getattr(cls, spec.name, None))
+        docs = load_bfcl_func_doc(data_dir() / "multi_turn_func_doc" / BFCL_CLASSES[cls_name][1])
+        for spec in _shared_enums([_with_checked_values(_with_enums(s), getattr(cls, s.name, None)) for s in docs]):
             tools.append(spec.model_copy(update={
                 "owner": cls_name, "description": _own_words(spec.description),
                 "value_fields": {p: names for p, names in by_tool.get(spec.name, {}).items() if p in spec.properties}}))

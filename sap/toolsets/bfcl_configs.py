@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
+from sap.provenance.generate import faker_for
+
 PEOPLE = ["Alice", "Bob", "Catherine", "Daniel", "Eva", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Keiko", "Liam",
           "Maya", "Nikolai", "Olivia", "Pedro", "Quinn", "Rosa", "Sven", "Tara"]
 SURNAMES = ["Smith", "Garcia", "Chen", "Kowalski", "Okafor", "Tanaka", "Nguyen", "Rossi", "Schmidt", "Dubois"]
@@ -48,7 +50,7 @@ def gorilla_file_system(rng: random.Random) -> dict[str, Any]:
 
 def twitter_api(rng: random.Random) -> dict[str, Any]:
     """A logged-out account with a few tweets of its own and of others."""
-    username = f"{rng.choice(PEOPLE).lower()}_{rng.choice(TOPICS)}"
+    username = faker_for(rng).user_name()
     others = [p.lower() for p in rng.sample(PEOPLE, 4)]
     tweets = {}
     for i in range(rng.randint(2, 5)):
@@ -105,7 +107,7 @@ def trading_bot(rng: random.Random) -> dict[str, Any]:
                                     "status": rng.choice(["Completed", "Pending", "Open"])}
     return {"orders": orders,
             "account_info": {"account_id": rng.randint(10000, 99999), "balance": float(rng.randint(5, 60) * 1000),
-                             "binding_card": rng.randint(10**15, 10**16 - 1)},
+                             "binding_card": int(faker_for(rng).credit_card_number("visa16"))},
             "authenticated": False, "market_status": rng.choice(["Open", "Closed"]),
             "order_counter": counter + len(orders), "stocks": stocks,
             "watch_list": rng.sample(symbols, rng.randint(1, 3)), "transaction_history": [],
@@ -118,7 +120,7 @@ def travel_api(rng: random.Random) -> dict[str, Any]:
     cards = {}
     for _ in range(rng.randint(1, 3)):
         card_id = str(rng.randint(10**11, 10**12 - 1))
-        cards[card_id] = {"card_number": str(rng.randint(10**15, 10**16 - 1)),
+        cards[card_id] = {"card_number": faker_for(rng).credit_card_number("visa16"),
                           "expiration_date": f"{rng.randint(1, 12):02d}/{rng.randint(2027, 2031)}",
                           "cardholder_name": f"{first} {last}", "card_verification_number": rng.randint(100, 999),
                           "balance": float(rng.randint(10, 90) * 100)}

@@ -1,4 +1,5 @@
-"""Valid values of string parameters read from a method's own code: the keys of the dict it tests them against."""
+"""Valid values of string parameters read from a method's own code: the keys of the dict it tests them against,
+or the literals of an if/elif chain comparing them with `==`."""
 from __future__ import annotations
 
 import ast
@@ -38,9 +39,25 @@ def _template(node: ast.JoinedStr, params: set[str]) -> tuple[re.Pattern[str], l
     return (re.compile("".join(parts) + r"\Z"), names) if names else None
 
 
+EQUALITY_CHAIN = 3  # distinct `param == "literal"` tests that make a closed set (fewer may be special cases)
+
+
+def _equality_literals(func: ast.AST, params: set[str]) -> dict[str, list[str]]:
+    """Per parameter, the string literals it is compared with by `==` (`if city == "Rivermist": ... elif ...`),
+    kept when there are at least EQUALITY_CHAIN of them."""
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(func):
+        if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id in params
+                and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)
+                and isinstance(node.comparators[0], ast.Constant) and isinstance(node.comparators[0].value, str)):
+            found.setdefault(node.left.id, []).append(node.comparators[0].value)
+    return {name: list(dict.fromkeys(v)) for name, v in found.items() if len(set(v)) >= EQUALITY_CHAIN}
+
+
 def checked_values(method: Callable[..., Any]) -> dict[str, list[str]]:
     """Per parameter of `method`, the values its code accepts: the keys of a dict literal that the parameter (or
-    an f-string of parameters) is tested against with `in` / `not in`; empty if the source is unavailable."""
+    an f-string of parameters) is tested against with `in` / `not in`, else the literals of an `==` chain; empty
+    if the source is unavailable."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
     except (OSError, TypeError, SyntaxError):
@@ -72,4 +89,4 @@ def checked_values(method: Callable[..., Any]) -> dict[str, list[str]]:
             for m in filter(None, map(pattern.match, keys)):
                 for name in names:
                     found.setdefault(name, []).append(m.group(name))
-    return {name: list(dict.fromkeys(values)) for name, values in found.items()}
+    return {**_equality_literals(func, params), **{name: list(dict.fromkeys(v)) for name, v in found.items()}}

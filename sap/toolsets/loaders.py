@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from sap.errors import ToolsetError
 from sap.model import ToolSpec
 
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null"})
@@ -17,7 +18,7 @@ TYPE_SUBSTITUTES = ("enum", "anyOf", "oneOf", "allOf", "const", "$ref")
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
-class ToolDocError(ValueError):
+class ToolDocError(ToolsetError, ValueError):
     """A malformed tool document, located by file, tool and field path."""
 
     def __init__(self, message: str, *, file: str | None = None, tool: str | None = None, field: str | None = None):

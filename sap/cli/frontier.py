@@ -6,11 +6,11 @@ import argparse
 import json
 import sys
 import tomllib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sap.eval.cli import add_model_args, model_config
+from sap.cli.common import agents_args, agents_config, db_args, open_store, write_jsonl
+from sap.cli.eval import add_model_args, model_config
 
 OUTPUTS = ("variants.jsonl", "tasks.jsonl", "rollouts.jsonl", "summary.json")
 
@@ -57,8 +57,9 @@ def _pool_config(path: str | None) -> Any:
 def _seeds(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     """(task type = toolset, record) of every seed; each is checked to be a usable task, naming file and line."""
     from sap.eval.tasks import tasks_from_records
+    from sap.jsonutil import read_records
     from sap.provenance.external import detect_format
-    from sap.validate import read_records
+    from sap.toolsets import data_toolset_name
 
     rows = list(read_records(args.data))
     if not rows:
@@ -77,7 +78,7 @@ def _seeds(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
         if record["id"] in seen:
             raise ValueError(f"{args.data}:{line}: seed id {record['id']!r} repeats line {seen[record['id']]}")
         seen[record["id"]] = line
-    return [(args.toolset or record["meta"]["toolset"], record) for _, record in rows]
+    return [(data_toolset_name(record["meta"].get("toolset"), args.toolset), record) for _, record in rows]
 
 
 def _graduated(path: Path) -> dict[str, list[float]]:
@@ -93,15 +94,22 @@ def _graduated(path: Path) -> dict[str, list[float]]:
     return out
 
 
-def run_frontier_command(args: argparse.Namespace, open_store: Callable[[], Any], agents_config: Any,
-                         write_jsonl: Callable[[Path, list[dict[str, Any]]], None]) -> int:
+def run_frontier_command(args: argparse.Namespace) -> int:
     """Load the seeds into the pool of (model, seeds) in the run store (or continue it), step it with rollouts of
     the model, make variants of its boundary seeds in the background, then write the outputs and print the
-    summary. The store is opened (`open_store()`) once the input has been checked; `write_jsonl(path, rows)`
-    writes a JSONL file atomically."""
+    summary. The store is opened once the input has been checked."""
     from sap.agents.config import build_agents
-    from sap.curriculum.frontier import (FrontierSettings, ModelUnreachable, StepLog, frontier_summary,
-                                         kept_variants, open_pool, pool_id_for, run_frontier, task_rows)
+    from sap.curriculum.frontier import (
+        FrontierSettings,
+        ModelUnreachable,
+        StepLog,
+        frontier_summary,
+        kept_variants,
+        open_pool,
+        pool_id_for,
+        run_frontier,
+        task_rows,
+    )
     from sap.curriculum.online import OnlineSynthesis, variant_maker
     from sap.graphs.variant import VariantContext
     from sap.llm import LLMClient
@@ -119,7 +127,7 @@ def run_frontier_command(args: argparse.Namespace, open_store: Callable[[], Any]
     config = _pool_config(args.pool_config)
     seeds = _seeds(args)
     cfg = model_config(args)
-    store = open_store()
+    store = open_store(args)
     out_dir.mkdir(parents=True, exist_ok=True)
 
     toolsets: dict[str, Any] = {}
@@ -130,7 +138,7 @@ def run_frontier_command(args: argparse.Namespace, open_store: Callable[[], Any]
         return toolsets[name]
 
     agents_client = LLMClient()
-    agents = build_agents(agents_config, agents_client)
+    agents = build_agents(agents_config(args, "agents-"), agents_client)
     makers = {name: variant_maker(VariantContext.from_agents(toolset(name), agents, max_rounds=args.rounds),
                                   per_seed=args.per_seed) for name in {t for t, _ in seeds}}
     pool, continued = open_pool(store, pool_id_for(args.model, [r for _, r in seeds]), seeds, config)
@@ -195,3 +203,13 @@ def _print_summary(s: dict[str, Any]) -> None:
         print(f"  LLM, {who}: {usage['calls']} calls, {usage['prompt_tokens']}+{usage['completion_tokens']} "
               f"tokens, ${usage['cost_usd']:.4f}")
     print("  -> " + ", ".join(s["outputs"].values()))
+
+
+def add_commands(sub: Any) -> None:
+    """Register `sap frontier`."""
+    p = sub.add_parser("frontier", help="RODS offline: find a model's boundary tasks by rollouts and grow variants "
+                       "of them")
+    add_frontier_args(p)
+    agents_args(p, prefix="agents-")
+    db_args(p)
+    p.set_defaults(fn=run_frontier_command)

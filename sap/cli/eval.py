@@ -3,21 +3,22 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from typing import Any
 
-from sap.llm import ModelConfig
+from sap.cli.common import DeprecatedAlias, LineWriter, check_writable, pct
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
     """The options of the model under test and its rollouts, shared by `sap eval` and `sap frontier`."""
-    p.add_argument("--model", required=True, help="LiteLLM model string of the assistant, e.g. openai/qwen2.5-7b")
-    p.add_argument("-k", type=int, default=1, help="samples per task (default %(default)s)")
+    p.add_argument("--assistant-model", "--model", dest="model", required=True, action=DeprecatedAlias,
+                   deprecated=("--model",), help="LiteLLM model string of the model under test (the assistant), e.g. "
+                   "openai/qwen2.5-7b; --model is its deprecated alias")
+    p.add_argument("-k", type=int, default=1, help="samples per task")
     p.add_argument("--api-base", help="base URL of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...)")
     p.add_argument("--api-key-env", help="environment variable holding the API key (default: none for --api-base, "
                    "else LiteLLM's own variable for the provider)")
-    p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--max-tokens", type=int, default=1024)
+    p.add_argument("--temperature", type=float, default=0.7, help="the assistant's sampling temperature")
+    p.add_argument("--max-tokens", type=int, default=1024, help="the assistant's longest answer, in tokens")
     p.add_argument("--max-steps", type=int, default=8, help="model requests per turn before the turn is cut")
     p.add_argument("--concurrency", type=int, default=4, help="rollouts in flight at once")
     p.add_argument("--w-atomic", type=float, default=0.5, help="weight of R_atomic in the graduated reward")
@@ -25,8 +26,10 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--toolset", help="toolset of every sap record (default: each record's meta.toolset)")
 
 
-def model_config(args: argparse.Namespace) -> ModelConfig:
+def model_config(args: argparse.Namespace) -> Any:
     """The assistant's ModelConfig from the options of `add_model_args`."""
+    from sap.llm import ModelConfig
+
     return ModelConfig(model=args.model, api_base=args.api_base, api_key_env=args.api_key_env,
                        temperature=args.temperature, max_tokens=args.max_tokens, concurrency=args.concurrency)
 
@@ -42,25 +45,19 @@ def add_eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1%}"
-
-
 def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def run_eval(args: argparse.Namespace, check_writable: Callable[[str], None], line_writer: Callable[[str], Any]) -> int:
-    """Load the tasks, run K rollouts each, write each task's rewards as it finishes, print the summary.
-
-    `line_writer(path)` opens the output: an object with write(row) (one whole JSON line) and close()."""
+def run_eval(args: argparse.Namespace) -> int:
+    """Load the tasks, run K rollouts each, write each task's rewards as it finishes, print the summary."""
     from sap.eval import evaluate, load_tasks
 
     if args.output:
         check_writable(args.output)
     cfg = model_config(args)
     tasks = load_tasks(args.data, args.answers, args.toolset)
-    out = line_writer(args.output) if args.output else None
+    out = LineWriter(args.output) if args.output else None
     try:
         result = evaluate(tasks, cfg, k=args.k, max_steps=args.max_steps, concurrency=args.concurrency,
                           w_atomic=args.w_atomic, w_orch=args.w_orch, on_task=out.write if out else None)
@@ -77,14 +74,21 @@ def run_eval(args: argparse.Namespace, check_writable: Callable[[str], None], li
           + (f" -> {args.output}" if args.output else ""))
     if s["first_failure"]:
         print(f"  first model error: {s['first_failure']}")
-    print(f"  turn accuracy {_pct(s['turn_accuracy'])}, call accuracy {_pct(s['call_accuracy'])}")
+    print(f"  turn accuracy {pct(s['turn_accuracy'])}, call accuracy {pct(s['call_accuracy'])}")
     print(f"  reward {_num(s['reward'])} (R_atomic {_num(s['r_atomic'])}, R_orch {_num(s['r_orch'])}), "
           f"progress {_num(s['progress'])}")
     args_acc = s["arg_accuracy"]
-    print(f"  argument accuracy: query-derived {_pct(args_acc['query'])}, "
-          f"dependency-propagated {_pct(args_acc['dependent'])}")
+    print(f"  argument accuracy: query-derived {pct(args_acc['query'])}, "
+          f"dependency-propagated {pct(args_acc['dependent'])}")
     print("  errors: " + ", ".join(f"{k} {v}" for k, v in s["errors"].items()))
     usage = s["usage"]
     print(f"  LLM: {usage['calls']} calls, {usage['prompt_tokens']}+{usage['completion_tokens']} tokens, "
           f"${usage['cost_usd']:.4f}" + ("" if usage["priced"] else " (unpriced model: counted as 0)"))
     return status
+
+
+def add_commands(sub: Any) -> None:
+    """Register `sap eval`."""
+    p = sub.add_parser("eval", help="run a model as the assistant on sap records or BFCL multi-turn files and score it")
+    add_eval_args(p)
+    p.set_defaults(fn=run_eval)

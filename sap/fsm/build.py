@@ -13,6 +13,24 @@ READ_VERBS = ("get", "list", "search", "find", "show", "view", "check", "lookup"
               "convert", "estimate", "sort")
 
 
+UPDATE_VERBS = ("modify", "update", "change", "set", "edit", "rename")
+
+
+def named_update(spec: ToolSpec) -> bool:
+    """Meant to change something: declared not read-only, else an update verb leading its name (`modify_...`);
+    such a call that leaves the state as it was did nothing (a pure function, such as MathAPI's, never does)."""
+    if spec.read_only is not None:
+        return not spec.read_only
+    return spec.name.lower().split("_")[0] in UPDATE_VERBS
+
+
+def named_read(spec: ToolSpec) -> bool:
+    """Read-only by the doc's flag, else when a word of its name is a read verb (`posting_get_login_status`)."""
+    if spec.read_only is not None:
+        return spec.read_only
+    return any(w in READ_VERBS for w in spec.name.lower().split("_"))
+
+
 class FSMBuilder(Protocol):
     """Builds a provenance-tagged FSM for a toolset (rule or LLM)."""
 
@@ -96,6 +114,11 @@ def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(
         else:
             tags[name] = Tag.self_create
     return tags
+
+
+def action_tools(roles: dict[str, ToolRole]) -> list[str]:
+    """The tools classified as actions (they change the state: a call of one that does not is a no-op)."""
+    return sorted(name for name, r in roles.items() if r.kind == "action")
 
 
 def stated_params(roles: dict[str, ToolRole]) -> frozenset[str]:
@@ -195,7 +218,8 @@ class RuleFSMBuilder:
         states = [s for s in states if s.id in used or s.id == "start"]
         finals = [s for s in ("done", "end") if s in used]
         self._normalize(edges)
-        return FSM(states=states, initial="start", finals=finals, transitions=edges, producers=producers)
+        return FSM(states=states, initial="start", finals=finals, transitions=edges, producers=producers,
+                   writes=action_tools(roles))
 
     def _pair_edges(self, src: str, work: list[ToolRole], roles: dict[str, ToolRole],
                     stated: frozenset[str]) -> list[Transition]:
@@ -277,4 +301,4 @@ class FlatFSMBuilder(RuleFSMBuilder):
         producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
         self._normalize(edges)
         return FSM(states=states, initial="start", finals=["end"], transitions=edges,
-                   producers={t: ps for t, ps in producers.items() if ps})
+                   producers={t: ps for t, ps in producers.items() if ps}, writes=action_tools(roles))

@@ -13,15 +13,19 @@ from typing import Any, Callable
 
 from sqlalchemy.exc import SQLAlchemyError
 
-import sap
 from sap.agents.config import AgentsConfig, build_agents, prompt_hashes
-from sap.api import slot_input
+from sap.drops import DropReason
 from sap.graphs.synthesis import SynthesisContext, synthesis_graph, toolset_hash
 from sap.llm import Budget, BudgetExceeded, LLMClient, LLMRoleError
+from sap.llm.secrets import redact
 from sap.model import FSM, Toolset
-from sap.store.runs import RunStore, StoreError
+from sap.runs.health import RunHealth, is_infrastructure
+from sap.runs.slots import ScheduledHistogram, histogram_bound, slot_input
+from sap.store.runs import RunStore, StoreError, is_transient_db_error
+from sap.version import __version__
 
 LEASE_SECONDS = 60.0
+DB_PAUSE_SECONDS = 1.0  # a slot whose checkpoint write found the database busy waits this long before going on
 IDLE_POLL_SECONDS = 0.2  # PostgreSQL: how often an idle slot thread looks for a slot another worker gave up
 _SQLITE_IDLE_WAIT = 5.0  # SQLite: only this process's slots end; the wait is woken by them, this is a backstop
 
@@ -33,7 +37,7 @@ class FingerprintMismatch(StoreError):
 def fingerprint_parts(toolset: Toolset, config: dict[str, Any]) -> dict[str, Any]:
     """What a run's output depends on: its config (seed, target, mix, limits, agents), the tool docs, sap's version
     and, when LLM agents are configured, the hash of every prompt file."""
-    parts = {"config": config, "tool_docs": toolset_hash(toolset), "sap_version": sap.__version__}
+    parts = {"config": config, "tool_docs": toolset_hash(toolset), "sap_version": __version__}
     if config.get("agents"):
         parts["prompts"] = prompt_hashes()
     return parts
@@ -72,14 +76,15 @@ def run_config(n: int, seed: int, mix: dict[str, float] | None, context: dict[st
     return config
 
 
-def start_run(store: RunStore, toolset: Toolset, config: dict[str, Any]) -> str:
-    """Create a run: build and verify its FSM now with the configured FSM builder (rule or LLM), store it with
-    the config and fingerprint (and, if the rule FSM stood in for an LLM draft, why); the run id."""
+def start_run(store: RunStore, toolset: Toolset, config: dict[str, Any], live: dict[str, Any] | None = None) -> str:
+    """Create a run: build and verify its FSM now with the configured FSM builder (rule or LLM, or one in `live`,
+    SynthesisContext objects given from Python), store it with the config and fingerprint (and, if the rule FSM
+    stood in for an LLM draft, why); the run id."""
     builder, client = {}, LLMClient()
     if config.get("agents"):
         agents = build_agents(AgentsConfig.model_validate(config["agents"]), client)
         builder = {"fsm_builder": agents["fsm_builder"]}
-    ctx = SynthesisContext(toolset=toolset, run_seed=config["seed"], **config["context"], **builder)
+    ctx = SynthesisContext(toolset=toolset, run_seed=config["seed"], **config["context"], **{**builder, **(live or {})})
     _, fsm = ctx.fsm()
     stored = fsm.model_dump(mode="json", by_alias=True)
     if (note := ctx.fsm_fallback()) is not None:
@@ -157,14 +162,18 @@ class RunProgress:
     target: int
     slots: int
     status: str
+    why: str | None = None  # why a run stopped before its end (paused by an outage, failing), else None
 
 
 class RunDriver:
     """Works on one stored run: claims slots in order, runs or resumes each slot's thread, stores outcomes."""
 
+    ready_below: Callable[[int], int] | None = staticmethod(histogram_bound)  # a new slot waits for the slots below
+
     def __init__(self, store: RunStore, run_id: str, toolset: Toolset, checkpointer: Any,
                  worker: str | None = None, lease_seconds: float = LEASE_SECONDS,
-                 max_cost: float | None = None) -> None:
+                 max_cost: float | None = None, live: dict[str, Any] | None = None) -> None:
+        """`live`: SynthesisContext objects given from Python (agents, a timing dict), not stored with the run."""
         self.store, self.run_id, self.toolset, self.checkpointer = store, run_id, toolset, checkpointer
         self.worker, self.lease_seconds = worker or worker_name(), lease_seconds
         self.lost: list[int] = []  # slots taken over by another worker mid-run: that worker stores the outcome
@@ -175,8 +184,10 @@ class RunDriver:
             if self.config.get("agents") else {}
         stored_fsm = store.fsm(run_id)
         self.ctx = SynthesisContext(toolset=toolset, run_seed=run.seed, fsm_preset=FSM.model_validate(stored_fsm),
-                                    fsm_note=stored_fsm.get("fallback_note"), **self.config["context"], **agents)
-        self.graph = synthesis_graph(self.ctx, checkpointer=checkpointer)
+                                    fsm_note=stored_fsm.get("fallback_note"), **self.config["context"],
+                                    **{**agents, **(live or {})})
+        self.graph = synthesis_graph(checkpointer)
+        self.histogram = ScheduledHistogram(lambda lo, hi: store.tool_calls_between(run_id, lo, hi))
 
     def _client(self, max_cost: float | None) -> LLMClient:
         """This worker's LLM client; its budget is what `max_cost` leaves after the run's usage so far."""
@@ -191,6 +202,12 @@ class RunDriver:
             raise FingerprintMismatch(f"run {self.run_id} cannot be resumed: "
                                       f"{describe_change(run.fingerprint_parts, parts)}")
 
+    def admit(self) -> None:
+        """Check the fingerprint and hold the run (SQLite): FingerprintMismatch or RunConflict if this worker may
+        not work on it; repeating it is harmless."""
+        self.check_fingerprint()
+        self.store.acquire(self.run_id, self.worker, self.lease_seconds)
+
     def _outcome(self, index: int) -> dict[str, Any]:
         """Run slot `index` to its end: from its checkpoint if it has one, else from the start."""
         cfg = {"configurable": {"thread_id": f"{self.run_id}:{index}"}}
@@ -198,28 +215,28 @@ class RunDriver:
         if snap.values and not snap.next and not snap.tasks and "record" in snap.values:
             return snap.values  # finished before the process stopped, outcome not yet stored
         if snap.values:
-            return self.graph.invoke(None, cfg, durability="sync")
-        return self.graph.invoke(self._slot_input(index), cfg, durability="sync")
+            return self.graph.invoke(None, cfg, context=self.ctx, durability="sync")
+        return self.graph.invoke(self._slot_input(index), cfg, context=self.ctx, durability="sync")
 
     def _slot_input(self, index: int) -> dict[str, Any]:
         """The graph's input for a slot that has no checkpoint yet."""
-        histogram = self.store.histogram_before(self.run_id, index)
-        return slot_input(self.ctx.run_seed, index, histogram, self.config.get("mix"))
+        return slot_input(self.ctx.run_seed, index, self.histogram.for_slot(index), self.config.get("mix"))
 
     def run(self, on_record: Callable[[dict[str, Any]], None] | None = None,
             on_slot: Callable[[int, str], None] | None = None, concurrency: int = 1) -> RunProgress:
         """Fill the run's target (or exhaust its slot budget) with `concurrency` slots in flight at once.
 
-        At concurrency 1 slots run in index order and a run's bytes do not depend on interruptions; above 1
-        the long-tail histogram H a slot starts from depends on which lower slots finished first (as with
-        several workers), so records are valid and unique but not byte-identical to a sequential run."""
+        A slot's input depends only on the seed and on the slots below its histogram bound, which have all
+        finished before it is made, so the records are byte-identical at any concurrency, with any number of
+        workers and after any interruption."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        self.check_fingerprint()
-        self.store.acquire(self.run_id, self.worker, self.lease_seconds)
+        self.admit()
         self._stop, self._status, self._callback_lock = threading.Event(), "running", threading.Lock()
         self._usage_lock = threading.Lock()
         self._slot_ends, self._ended = threading.Condition(), 0
+        self.health, self._why = RunHealth(), None
+        self.store.set_status(self.run_id, "running")
         try:
             if concurrency == 1:
                 self._work(on_record, on_slot)
@@ -237,11 +254,12 @@ class RunDriver:
             self.store.release(self.run_id, self.worker, self._status if self._status != "running" else None)
         counts = self.store.counts(self.run_id)
         return RunProgress(self.run_id, counts.get("accepted", 0), self.config["target"], sum(counts.values()),
-                           self._status)
+                           self._status, self._why)
 
-    def _end(self, status: str) -> None:
+    def _end(self, status: str, why: str | None = None) -> None:
         """Record why the run stops and tell every slot thread to start no new slot."""
-        self._status = status
+        if self._status == "running":  # the first reason to stop is the one reported
+            self._status, self._why = status, why
         self._stop.set()
         self._wake_idle(every=True)
 
@@ -267,6 +285,7 @@ class RunDriver:
     def _work(self, on_record: Callable[[dict[str, Any]], None] | None,
               on_slot: Callable[[int, str], None] | None) -> None:
         """One slot thread: claim, run and store slots until the run is complete, exhausted or stopped."""
+        waited = False
         while not self._stop.is_set():
             counts = self.store.counts(self.run_id)
             target, limit = self.config["target"], self.config["max_slots"]
@@ -278,10 +297,14 @@ class RunDriver:
                 return
             self.store.acquire(self.run_id, self.worker, self.lease_seconds)
             seen = self._ended
-            index = self.store.next_slot(self.run_id, self.worker, self.lease_seconds)
-            if index is None:  # other workers (or threads) hold the last slots the target needs: wait for them
-                self._wait_idle(seen)
+            index = self.store.next_slot(self.run_id, self.worker, self.lease_seconds, self.ready_below)
+            if index is None:  # other workers (or threads) hold the last slots the target needs, or the slots
+                self._wait_idle(seen)  # a new slot's histogram reads: wait for them
+                waited = True
                 continue
+            if waited:  # one slot's end wakes one idle thread: pass the wake on, a schedule gate may have opened
+                self._wake_idle()
+                waited = False
             try:
                 with LeaseKeeper(self.store, self.run_id, index, self.worker, self.lease_seconds) as lease:
                     out = self._outcome(index)
@@ -292,7 +315,29 @@ class RunDriver:
             except LLMRoleError as exc:  # the role gave up on this slot: recorded as failed, with the reason
                 if exc.kind == "config":  # no API key: every slot would fail the same way
                     raise
-                out = {"record": None, "drop_reason": str(exc), "status": "failed"}
+                if exc.kind == "transient":  # an outage is not the slot's fault: it goes back to pending
+                    self.store.unclaim(self.run_id, index, self.worker)
+                    self._wake_idle()
+                    if (why := self.health.transient(str(exc), exc.timed_out)) is not None:
+                        self._end("paused", why)
+                    continue
+                out = {"record": None, "drop_reason": str(exc), "drop_kind": DropReason.ROLE_FAILED.value,
+                       "status": "failed"}
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM mid-slot: the slot goes back to pending, checkpoint kept
+                self.store.unclaim(self.run_id, index, self.worker)
+                raise
+            except Exception as exc:  # a bug in this trajectory (a tool, sample_config, a role): only its slot fails
+                if is_transient_db_error(exc):  # the checkpoints' database is busy: the slot waits, then continues
+                    self.store.unclaim(self.run_id, index, self.worker)
+                    self._wake_idle()
+                    if (why := self.health.transient(f"run database: {exc}", False)) is not None:
+                        self._end("paused", why)
+                    self._stop.wait(DB_PAUSE_SECONDS)
+                    continue
+                if is_infrastructure(exc):
+                    raise
+                out = {"record": None, "drop_reason": redact(f"{type(exc).__name__}: {exc}"),
+                       "drop_kind": DropReason.CRASHED.value, "status": "failed"}
             finally:  # one save at a time per process: concurrent first saves would both insert the worker's row,
                 with self._usage_lock:  # and the snapshot taken last is the one stored
                     usage = self.client.ledger.snapshot()
@@ -301,11 +346,14 @@ class RunDriver:
             record = out.get("record")
             stored = not lease.lost and self.store.finish(
                 self.run_id, index, self.worker, record, out.get("drop_reason"), out.get("verdict"),
-                failed=out.get("status") == "failed")
+                failed=out.get("status") == "failed", kind=out.get("drop_kind"))
             self._wake_idle()
             if not stored:
                 self.lost.append(index)
                 continue
+            failed = out.get("drop_reason") if out.get("status") == "failed" else None
+            if (why := self.health.finished(failed)) is not None:
+                self._end("failing", why)
             self.checkpointer.delete_thread(f"{self.run_id}:{index}")
             with self._callback_lock:
                 if record is not None and on_record is not None:

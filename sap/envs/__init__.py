@@ -1,0 +1,7 @@
+"""sap tasks as live RL environments: an episode per task on a real executor, a task catalog, an HTTP server, and
+the TRL adapter (sap.envs.trl)."""
+from sap.envs.catalog import TaskCatalog
+from sap.envs.episode import Step, ToolEnv, gold_message, rewards_row
+from sap.envs.server import EnvServer
+
+__all__ = ["EnvServer", "Step", "TaskCatalog", "ToolEnv", "gold_message", "rewards_row"]

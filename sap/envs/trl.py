@@ -1,0 +1,126 @@
+"""TRL adapter: sap tasks as `GRPOTrainer(environment_factory=...)` environments (the `trl` extra).
+
+TRL lists an environment's public methods as the model's tools, reading each one's signature and docstring, so
+every group of tasks with the same tools gets a class of its own whose methods are those tools (built from the tool
+specs by sap.envs.tools), plus `finish_turn`: TRL ends a rollout when the model answers without a tool call, so a
+multi-turn task hands the model each later user turn as the result of `finish_turn(reply)`. `get_reward` scores the
+episode (turns never reached count as turns with no calls) and returns the chosen reward, progress or graduated.
+
+    factory, rows = trl_environments(catalog)
+    GRPOTrainer(model, args=GRPOConfig(...), train_dataset=Dataset.from_list(rows), environment_factory=factory,
+                reward_funcs=[env_reward("progress")])   # optional further columns read from the environments
+
+With several groups `factory` is a dict keyed by each row's `environment` column, as TRL expects."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from sap.envs.catalog import TaskCatalog
+from sap.envs.episode import ToolEnv
+from sap.envs.tools import tool_names, typed_callable
+from sap.eval.tasks import EvalTask
+
+REWARDS = ("progress", "graduated", "r_atomic", "r_orch")
+RESERVED = frozenset({"reset", "get_reward", "finish_turn"})
+NO_STEP_CAP = 10**9  # TRL's max_tool_calling_iterations bounds a rollout, not ToolEnv's per-turn cap
+
+
+class SapTrlEnv:
+    """The base of the per-tool-group environment classes: one instance per rollout, reset per task."""
+
+    catalog: ClassVar[TaskCatalog]
+    reward_name: ClassVar[str] = "graduated"
+
+    def __init__(self) -> None:
+        self.env: ToolEnv | None = None
+
+    def reset(self, task_index: int, **row: Any) -> None:
+        """Start the episode of the catalog's task at `task_index` (the dataset row's other columns are ignored)."""
+        if self.env is not None:
+            self.env.close()
+        self.env = ToolEnv(self.catalog.get(index=task_index), max_steps=NO_STEP_CAP)
+        self.env.reset()
+
+    def _episode(self) -> ToolEnv:
+        if self.env is None:
+            raise ValueError("the environment was not reset")
+        return self.env
+
+    def _run(self, name: str, arguments: dict[str, Any]) -> str:
+        return str(self._episode().call(name, arguments)["content"])
+
+    def finish_turn(self, reply: str) -> str:
+        """Give the user your reply to their current request, once its tool calls are done, and get their next request.
+
+        Args:
+            reply: Your answer to the user's current request.
+
+        Returns:
+            The user's next request, or a note that the conversation is over.
+        """
+        episode = self._episode()
+        episode.messages.append({"role": "assistant", "content": reply})
+        user = episode.end_turn(answered=True)
+        return str(user["content"]) if user else "The conversation is over."
+
+    def _rewards(self) -> dict[str, Any]:
+        """The episode's rewards_row, ending it where it stands (private: TRL offers public methods as tools)."""
+        return self._episode().finish()
+
+    def get_reward(self) -> float:
+        """The episode's `reward_name` reward (TRL calls this once per finished rollout)."""
+        return float(self._rewards()[self.reward_name])
+
+
+def environment_class(name: str, tools: list[dict[str, Any]], catalog: TaskCatalog, reward: str) -> type[SapTrlEnv]:
+    """A SapTrlEnv subclass named `sap_<name>` whose methods are `tools`; a tool named like the protocol's own
+    methods (reset, get_reward, finish_turn) or not a Python identifier is refused, named."""
+    clash = RESERVED.intersection(tool_names(tools))
+    if clash:
+        raise ValueError(f"{name}: tool {sorted(clash)[0]!r} has the name of an environment method")
+    methods = {tool["function"]["name"]: typed_callable(tool, SapTrlEnv._run, method=True) for tool in tools}
+    return type(f"sap_{name}", (SapTrlEnv,), {**methods, "catalog": catalog, "reward_name": reward,
+                                              "__doc__": f"sap tasks with the tools of {name}."})
+
+
+def _group(task: EvalTask) -> str:
+    return str(task.meta.get("toolset") or task.meta.get("format") or "tasks")
+
+
+def trl_environments(catalog: TaskCatalog, reward: str = "graduated") -> tuple[
+        Callable[[], SapTrlEnv] | dict[str, Callable[[], SapTrlEnv]], list[dict[str, Any]]]:
+    """The `environment_factory` for GRPOTrainer and the training rows (prompt: system and first user message;
+    task_index, task_id; `environment` when the catalog has several tool groups)."""
+    if reward not in REWARDS:
+        raise ValueError(f"reward: {reward!r} is not one of {', '.join(REWARDS)}")
+    groups: dict[tuple[str, ...], str] = {}
+    classes: dict[str, type[SapTrlEnv]] = {}
+    rows = []
+    for i, task in enumerate(catalog):
+        key = tuple(tool_names(task.tools))
+        if key not in groups:
+            base = _group(task)
+            name = base if base not in classes else f"{base}_{sum(n.startswith(base) for n in classes) + 1}"
+            groups[key] = name
+            classes[name] = environment_class(name, task.tools, catalog, reward)
+        rows.append({"prompt": [{"role": "system", "content": task.system},
+                                {"role": "user", "content": task.turns[0].user if task.turns else ""}],
+                     "task_index": i, "task_id": task.id, "environment": groups[key]})
+    if len(classes) == 1:
+        for row in rows:
+            del row["environment"]
+        return next(iter(classes.values())), rows
+    return dict(classes), rows
+
+
+def env_reward(name: str) -> Callable[..., list[float]]:
+    """A GRPOTrainer reward function reading reward `name` from each rollout's environment."""
+    if name not in REWARDS:
+        raise ValueError(f"reward: {name!r} is not one of {', '.join(REWARDS)}")
+
+    def reward(environments: list[SapTrlEnv], **_: Any) -> list[float]:
+        return [float(env._rewards()[name]) for env in environments]
+
+    reward.__name__ = f"sap_{name}"
+    return reward

@@ -1,0 +1,154 @@
+"""Selectors: how a reference singles out its value when it is one among several (elements of a listing, results
+of the same tool, values the user stated for one parameter), shared by the planner and the code check."""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sap.model import Selector
+from sap.provenance.fields import is_listing, match_score, singular
+from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, resolve
+
+_ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
+_RECENT_WORDS = ("most recent", "latest", "last")
+_SHORT = 40  # longest string a field selector may quote
+
+
+def ordinal(n: int) -> str:
+    """1 -> "first", 12 -> "12th"."""
+    if n <= len(_ORDINALS):
+        return _ORDINALS[n - 1]
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _steps(path: str) -> list[str | int]:
+    """The keys and indices of a plain path (without a trailing `~`)."""
+    out: list[str | int] = []
+    for m in PATH_TOKEN.finditer(path, 1):
+        out.append(int(m.group(2)) if m.group(2) is not None else json.loads(m.group(3)) if m.group(3) else m.group(1))
+    return out
+
+
+def _at(doc: Any, steps: Sequence[str | int], key_of: bool) -> Any:
+    """The value at `steps` in `doc` (its last key itself when `key_of`); PathError if absent."""
+    cur = doc
+    for s in steps:
+        try:
+            cur = cur[s]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise PathError(str(s)) from exc
+    return steps[-1] if key_of else cur
+
+
+def _entries(container: Any) -> list[str | int]:
+    """The indices or keys of a listing, in document order."""
+    return list(range(len(container))) if isinstance(container, list) else list(container)
+
+
+def _scalar(v: Any) -> bool:
+    """A value a selector may quote: a short string or a number."""
+    return (isinstance(v, str) and 0 < len(v) <= _SHORT) or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def _field_criterion(entry: Any, others: list[Any], own: str | int | None, value: Any) -> tuple[str, Any] | None:
+    """A field of `entry` whose value no other entry shares: not the bound field, nor one that restates the
+    bound value (a path holding the file name); strings before numbers, ids last."""
+    if not isinstance(entry, dict):
+        return None
+    bound = str(value).lower()
+    keys = [k for k in entry if k != own and _scalar(entry[k])
+            and str(entry[k]).lower() not in bound and bound not in str(entry[k]).lower()]
+    keys.sort(key=lambda k: (str(k).lower().endswith("id"), not isinstance(entry[k], str)))
+    for k in keys:
+        if all(not isinstance(o, dict) or o.get(k) != entry[k] for o in others):
+            return str(k), entry[k]
+    return None
+
+
+def output_selector(result: Any, path: str, value: Any, same_turn: bool,
+                    earlier_same_tool: Sequence[Any] = ()) -> Selector | None:
+    """How to single out the value at `path` in `result`, or None if nothing else competes with it.
+
+    Within `result`, the innermost listing whose other entries hold a different value at the same place names
+    the element by a field value no sibling shares, else by its position (or, when the user cannot have seen the
+    listing yet, `same_turn`, by the value itself). `earlier_same_tool` are earlier results of the same tool: if
+    one holds a different value at `path`, the reference is to the most recent result."""
+    key_of = path.endswith(KEY_OF)
+    steps = _steps(path[:-len(KEY_OF)] if key_of else path)
+    sel: Selector | None = None
+    for depth in range(len(steps) - 1, -1, -1):
+        try:
+            container = _at(result, steps[:depth], False)
+        except PathError:
+            return None
+        if not is_listing(container, steps[depth - 1] if depth else None):
+            continue
+        rest = steps[depth + 1:]
+        alts = []
+        for e in _entries(container):
+            if e == steps[depth]:
+                continue
+            try:
+                alts.append((e, _at(container, [e, *rest], key_of and not rest) if rest or not key_of else e))
+            except PathError:
+                continue
+        if not any(v != value for _, v in alts):
+            continue
+        noun = humanize_key(steps[depth - 1]) if depth and isinstance(steps[depth - 1], str) else "entry"
+        crit = _field_criterion(container[steps[depth]], [container[e] for e, _ in alts], rest[0] if rest else None,
+                                value)
+        if crit is not None:
+            sel = Selector(noun=noun, field=crit[0], value=crit[1])
+        elif same_turn:
+            sel = Selector(noun=noun, named=True)
+        else:
+            sel = Selector(noun=noun, position=_entries(container).index(steps[depth]) + 1)
+        break
+    competing = False
+    for other in earlier_same_tool:
+        try:
+            competing |= resolve(other, path) != value
+        except PathError:
+            continue
+    if competing:
+        sel = (sel or Selector(noun="result")).model_copy(update={"latest": True})
+    return sel
+
+
+def humanize_key(key: str) -> str:
+    """A listing's key as a singular noun in words: `current_directory_content` -> "current directory content"."""
+    return singular(key).replace("_", " ")
+
+
+def stated_selector(param: str, value: Any, statements: Sequence[tuple[int, str, Any]]) -> Selector | None:
+    """How to single out `value` among the different values the user stated earlier for `param` (statements are
+    (turn, param, value)): the most recent one, else its place in the order they were first stated."""
+    firsts: dict[str, tuple[int, Any]] = {}
+    last: tuple[int, Any] | None = None
+    for turn, name, v in sorted(statements, key=lambda s: s[0]):
+        if not match_score(param, (name,)):
+            continue
+        firsts.setdefault(json.dumps(v, sort_keys=True, default=str), (turn, v))
+        last = (turn, v)
+    if len(firsts) < 2 or last is None:
+        return None
+    noun = param.replace("_", " ")
+    if last[1] == value:
+        return Selector(noun=noun, latest=True)
+    order = [v for _, v in sorted(firsts.values(), key=lambda tv: tv[0])]
+    return Selector(noun=noun, position=order.index(value) + 1) if value in order else None
+
+
+def selector_words(sel: Selector) -> list[tuple[str, ...]]:
+    """What a message must say to convey `sel`: one of the alternatives of every group."""
+    groups: list[tuple[str, ...]] = []
+    if sel.field is not None:
+        groups.append((str(sel.value),))
+    if sel.position is not None:
+        groups.append((ordinal(sel.position), f"{sel.position}{ordinal(sel.position)[-2:]}"
+                       if sel.position <= len(_ORDINALS) else ordinal(sel.position)))
+    if sel.latest:
+        groups.append(_RECENT_WORDS)
+    return groups
+

@@ -1,0 +1,1 @@
+"""Runs: durable, resumable, multi-worker execution of slot programs over the run store."""

@@ -1,0 +1,56 @@
+"""Wording shared by the roles, the rewrite operators and the checks: values, tool and parameter names in words."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from sap.model import ToolSpec
+
+LEAD_VERBS = {"get", "list", "search", "find", "show", "view", "check", "lookup", "fetch", "read", "query", "describe"}
+
+
+def loose_pattern(text: str) -> str:
+    """A regex for `text` in which any run of whitespace matches any run of whitespace."""
+    return r"\s+".join(re.escape(part) for part in text.split())
+
+
+def names_tool(text: str, tools: list[str]) -> bool:
+    """Whether `text` names any tool as a whole word (`cat`, `get_user_details`, `get user details`)."""
+    for name in tools:
+        for form in {name, humanize(name)}:
+            if re.search(r"(?<![A-Za-z0-9_])" + loose_pattern(form) + r"(?![A-Za-z0-9_])", text, re.I):
+                return True
+    return False
+
+
+def describe_value(value: Any) -> str:
+    """A value as it must appear verbatim in text; an object as its fields in words (`first name "Noah", dob
+    "1990-04-05"`), never raw JSON."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return ", ".join(describe_value(v) for v in value)
+    if isinstance(value, dict) and value:  # `title "x", priority 3`: words, not raw JSON
+        return ", ".join(f"{humanize(str(k))} {describe_value(v)}" for k, v in value.items())
+    return json.dumps(value)
+
+
+def humanize(param: str) -> str:
+    """`check_in` -> `check in`."""
+    return param.replace("_", " ")
+
+
+def task_phrase(spec: ToolSpec) -> str:
+    """The tool's first description sentence, as a lower-case imperative phrase."""
+    text = (spec.description or spec.name.replace("_", " ")).strip().split("\n")[0]
+    text = text.split(". ")[0].rstrip(".")
+    return text[:1].lower() + text[1:]
+
+
+def result_noun(tool: str) -> str:
+    """A plain-words name for a tool's result: get_user_details -> "user details", ls -> "ls output"."""
+    words = tool.split("_")
+    if len(words) > 1 and words[0] in LEAD_VERBS:
+        words = words[1:]
+    return " ".join(words) if len(words) > 1 else f"{words[0]} output"

@@ -1,0 +1,195 @@
+"""MCP toolsets and executors against real servers (time, git, the reference filesystem server) and fake ones that
+hang, die, flood or list malformed tools; no server process outlives a test, a Ctrl-C or a killed parent."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli_fixtures import sap, sap_env
+from helpers import call
+from sap.toolsets import UnknownToolset, load_toolset
+
+pytest.importorskip("mcp")
+FAKE = Path(__file__).resolve().parent / "mcp_servers" / "fake_server.py"
+FS_SERVER = (Path(__file__).resolve().parent / ".mcp" / "node_modules" / "@modelcontextprotocol" / "server-filesystem"
+             / "dist" / "index.js")
+
+
+def server_pids() -> set[int]:
+    """Live processes started by sap for MCP (their command lines carry a sap-mcp- working directory or the fake
+    server)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            state = next(line for line in (entry / "status").read_text().splitlines() if line.startswith("State:"))
+        except (OSError, StopIteration):
+            continue
+        if ("sap-mcp-" in cmdline or str(FAKE) in cmdline) and "zombie" not in state and entry.name != str(os.getpid()):
+            found.add(int(entry.name))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_orphans():
+    """Every test leaves no MCP server process behind."""
+    before = server_pids()
+    yield
+    deadline = time.monotonic() + 10
+    while server_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not server_pids() - before
+
+
+def config(tmp_path: Path, servers: dict[str, Any], **own: Any) -> str:
+    """An `mcp:` toolset name for a config file written in tmp_path."""
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": servers, "sap": own}))
+    return f"mcp:{path}"
+
+
+def fake(mode: str) -> dict[str, Any]:
+    """The config entry of the fake server in `mode`."""
+    return {"command": sys.executable, "args": [str(FAKE), mode]}
+
+
+def test_fake_server_tools_and_results(tmp_path: Path) -> None:
+    toolset = load_toolset(config(tmp_path, {"fake": fake("ok")}, timeout=5))
+    echo = toolset.tool("echo")
+    assert echo.read_only is True and echo.owner == "fake" and echo.required == ["text"]
+    ex = toolset.executor_factory()
+    try:
+        ex.reset({})
+        assert ex.execute(call("echo", {"text": '{"a": 1}'})).value == {"a": 1}  # JSON text is parsed
+        failed = ex.execute(call("echo", {"text": "fail"}))  # isError
+        assert not failed.ok and failed.error == "fail"
+        assert not ex.execute(call("nope", {})).ok
+    finally:
+        ex.close()
+
+
+def test_name_collisions_are_prefixed_with_the_server(tmp_path: Path) -> None:
+    toolset = load_toolset(config(tmp_path, {"one": fake("ok"), "two": fake("ok")}))
+    assert sorted(t.name for t in toolset.tools) == ["one_echo", "two_echo"]
+
+
+@pytest.mark.parametrize(("mode", "reason"), [("hang", "timed out after 1 s"),
+                                              ("flood", "line(s) that are not JSON-RPC"),
+                                              ("exit", "tools/call echo")])
+def test_misbehaving_server_is_a_failed_call(tmp_path: Path, mode: str, reason: str) -> None:
+    ex = load_toolset(config(tmp_path, {"fake": fake(mode)}, timeout=1)).executor_factory()
+    try:
+        ex.reset({})
+        res = ex.execute(call("echo", {"text": "hi"}))
+        assert not res.ok and "MCP server 'fake'" in res.error and reason in res.error
+        assert ex.connection("fake").session is not None  # restarted: the run goes on
+    finally:
+        ex.close()
+
+
+def test_malformed_tool_list_names_server_and_tool(tmp_path: Path) -> None:
+    with pytest.raises(UnknownToolset, match=r"MCP server 'fake': tools/list: tool 'broken' .*inputSchema"):
+        load_toolset(config(tmp_path, {"fake": fake("malformed")}))
+
+
+@pytest.mark.parametrize(("servers", "own", "message"), [
+    ({"a": {"args": []}}, {}, "mcpServers.a"),
+    ({"a": fake("ok")}, {"state": "tape"}, "sap.state"),
+    ({"a": fake("ok")}, {"colour": 1}, "sap.colour"),
+])
+def test_bad_config_names_the_field(tmp_path: Path, servers: dict, own: dict, message: str) -> None:
+    with pytest.raises(UnknownToolset, match=message):
+        load_toolset(config(tmp_path, servers, **own))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_no_server_outlives_its_parent(tmp_path: Path, sig: signal.Signals) -> None:
+    name = config(tmp_path, {"fake": fake("ok")})
+    script = ("import sys, time\nfrom sap.toolsets import load_toolset\n"
+              f"ex = load_toolset({name!r}).executor_factory(); ex.reset({{}})\n"
+              "print(ex.connection('fake').pid, flush=True)\ntime.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], env=sap_env(), stdout=subprocess.PIPE, text=True)
+    pid = int(parent.stdout.readline())
+    assert pid in server_pids()
+    parent.send_signal(sig)
+    parent.wait(timeout=60)
+    parent.stdout.close()
+
+
+def test_time_server_stateless(tmp_path: Path) -> None:
+    pytest.importorskip("mcp_server_time")
+    toolset = load_toolset(config(tmp_path, {"time": {"command": sys.executable,
+                                                      "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}},
+                                  masks=[r"\d{4}-\d{2}-\d{2}"], timeout=30))
+    assert {t.name for t in toolset.tools} == {"get_current_time", "convert_time"}
+    ex = toolset.executor_factory()
+    try:
+        ex.reset(toolset.sample_config(0))
+        res = ex.execute(call("convert_time", {"source_timezone": "UTC", "time": "12:00",
+                                               "target_timezone": "Asia/Tokyo"}))
+        assert res.ok and res.value["target"]["datetime"] == "<masked>T21:00:00+09:00"
+        assert not ex.execute(call("convert_time", {"source_timezone": "Nowhere", "time": "12:00",
+                                                    "target_timezone": "UTC"})).ok
+        assert ex.state() == {}
+    finally:
+        ex.close()
+
+
+def fs_git_config(tmp_path: Path) -> str:
+    """The filesystem and git servers over one git repository sap builds from c0."""
+    if not FS_SERVER.is_file():
+        pytest.skip("the filesystem server is not installed: npm install --prefix tests/.mcp "
+                    "@modelcontextprotocol/server-filesystem (.ci/run does)")
+    if importlib.util.find_spec("mcp_server_git") is None:
+        pytest.skip("mcp-server-git is not installed")
+    return config(tmp_path, {"fs": {"command": "node", "args": [str(FS_SERVER), "{workdir}"]},
+                             "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository",
+                                                                         "{workdir}"]}},
+                  state="git", timeout=30, exclude_tools=["get_file_info", "read_media_file"])
+
+
+def test_filesystem_and_git_servers_over_a_repository_from_c0(tmp_path: Path) -> None:
+    toolset = load_toolset(fs_git_config(tmp_path))
+    c0 = toolset.sample_config(3)
+    ex = toolset.executor_factory()
+    try:
+        ex.reset(c0)
+        first = c0["files"][0]
+        assert ex.execute(call("read_text_file", {"path": first["path"]})).value == {"content": first["content"]}
+        assert ex.execute(call("write_file", {"path": "/workspace/new.txt", "content": "x"})).ok
+        assert ex.execute(call("git_add", {"repo_path": "/workspace", "files": ["new.txt"]})).ok
+        commit = ex.execute(call("git_commit", {"repo_path": "/workspace", "message": "add"}))
+        assert commit.ok and "/workspace" not in str(ex.workdir)
+        denied = ex.execute(call("read_text_file", {"path": "/etc/hostname"}))
+        assert not denied.ok and str(ex.workdir) not in denied.error
+        end = ex.state()
+        assert "new.txt" in end
+        ex.reset(c0)  # a fresh directory and fresh servers: the same commit hash again
+        for step in (("write_file", {"path": "/workspace/new.txt", "content": "x"}),
+                     ("git_add", {"repo_path": "/workspace", "files": ["new.txt"]})):
+            ex.execute(call(*step))
+        assert ex.execute(call("git_commit", {"repo_path": "/workspace", "message": "add"})).value == commit.value
+        assert ex.state() == end
+    finally:
+        ex.close()
+
+
+def test_synthesize_and_validate_over_real_servers(tmp_path: Path) -> None:
+    name = fs_git_config(tmp_path)
+    sap("synthesize", "--toolset", name, "-n", "5", "-o", "out.jsonl", "--db", f"sqlite:///{tmp_path}/sap.db",
+        cwd=tmp_path, timeout=900)
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert len(records) == 5
+    done = sap("validate", "out.jsonl", "--toolset", name, cwd=tmp_path, timeout=600)
+    assert "5 records, 0 failed" in done.stdout + done.stderr

@@ -1,0 +1,238 @@
+"""References a reader can resolve (selectors), coherent calls (no-op writes and repeats refused) and
+entity-coherent bindings."""
+import random
+
+import pytest
+from langgraph.runtime import Runtime
+
+from helpers import call, request, spec
+from sap.agents.messenger import RuleMessenger
+from sap.agents.planner import HistoryCall, RulePlanner, StatedValue
+from sap.executors.python_object import PythonObjectExecutor
+from sap.export.records import record_to_trajectory, to_record
+from sap.fsm.build import RuleFSMBuilder
+from sap.graphs.coherence import INCOHERENT, execute_coherently, noop_writes
+from sap.graphs.synthesis import SynthesisContext, execute_call
+from sap.model import Selector, Tag, Toolset, Trajectory, Turn
+from sap.provenance.checks import code_check
+
+STR = {"type": "string"}
+LOOKUP = spec("get_user_details", "Look up a user.", {"user_id": STR})
+CANCEL = spec("cancel_order", "Cancel an order.", {"order_id": STR})
+ORDERS = {"user_id": "u1", "orders": [{"order_id": "#1", "status": "pending"},
+                                      {"order_id": "#2", "status": "delivered"}]}
+
+
+def _lookup(result=ORDERS, call_id="a"):
+    return call("get_user_details", {"user_id": "u1"}, result=result, call_id=call_id)
+
+
+def _bind(tool, tags, history, turn=1, seed=0, **kw):
+    return RulePlanner().bind(request(tool, tags, turn=turn, history=history, seed=seed, **kw))
+
+
+def _trajectory(history_turns, bound_call):
+    turns = [Turn(index=k, state="s", transition=0, calls=calls) for k, calls in enumerate(history_turns)]
+    turns.append(Turn(index=len(turns), state="s", transition=0, calls=[bound_call]))
+    return Trajectory(id="t", toolset="demo", seed=1, c0={}, turns=turns)
+
+
+def _toolset(*tools):
+    return Toolset(name="demo", description="", tools=list(tools), executor_factory=lambda: None,
+                   sample_config=lambda seed: {})
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_selector_round_trip_bound_stated_checked_and_exported(seed):
+    lookup = _lookup()
+    b = _bind(CANCEL, {"order_id": Tag.prev_output}, [HistoryCall(0, 0, lookup)], seed=seed)
+    prov = b.args_prov["order_id"]
+    other = {"#1": "delivered", "#2": "pending"}[b.args_exec["order_id"]]
+    assert prov.selector == Selector(noun="order", field="status", value={"pending": "delivered",
+                                                                           "delivered": "pending"}[other])
+    cancel = call("cancel_order", b.args_exec, prov=b.args_prov, result={"ok": True}, call_id="b")
+    traj = RuleMessenger().write(_trajectory([[lookup]], cancel).turns, {"get_user_details": LOOKUP,
+                                                                           "cancel_order": CANCEL}, random.Random(0))
+    traj = _trajectory([[lookup]], cancel).model_copy(update={"turns": traj})
+    message = traj.turns[1].user_message
+    assert f'whose status is "{prov.selector.value}"' in message and b.args_exec["order_id"] not in message
+    assert code_check(traj) == []
+    back = record_to_trajectory(to_record(traj, _toolset(LOOKUP, CANCEL), {}))
+    assert back.turns[1].calls[0].args_prov["order_id"].selector == prov.selector
+    traj.turns[1].user_message = "Cancel the order from the user details."
+    assert code_check(traj) == [f"turn 1 call 0 (cancel_order) arg order_id: unresolvable reference: the user message "
+                                f"states neither {{\"field\": \"status\", \"noun\": \"order\", \"value\": "
+                                f"\"{prov.selector.value}\"}} nor {b.args_exec['order_id']!r}"]
+    traj.turns[1].calls[0].args_prov["order_id"].selector = None
+    assert "ambiguous reference" in code_check(traj)[0]
+
+
+def test_an_element_without_a_distinct_field_is_named_by_position_or_by_value_in_the_same_turn():
+    listing = {"file_names": ["a.txt", "b.txt", "c.txt"]}
+    ls = call("ls", {}, result=listing, call_id="a")
+    rm = spec("rm", "Delete a file.", {"file_name": STR})
+    later = _bind(rm, {"file_name": Tag.prev_output}, [HistoryCall(0, 0, ls)], seed=1)
+    pos = listing["file_names"].index(later.args_exec["file_name"]) + 1
+    assert later.args_prov["file_name"].selector == Selector(noun="file name", position=pos)
+    same = _bind(rm, {"file_name": Tag.prev_output}, [HistoryCall(1, 0, ls)], seed=1)
+    assert same.args_prov["file_name"].selector == Selector(noun="file name", named=True)
+
+
+def test_of_several_results_of_one_tool_only_the_most_recent_is_referred_to():
+    first = call("get_order", {"order_id": "#1"}, result={"order_id": "#1", "status": "pending"}, call_id="a")
+    second = call("get_order", {"order_id": "#2"}, result={"order_id": "#2", "status": "pending"}, call_id="b")
+    history = [HistoryCall(0, 0, first), HistoryCall(1, 0, second)]
+    for seed in range(5):
+        b = _bind(CANCEL, {"order_id": Tag.prev_output}, history, turn=2, seed=seed)
+        assert b.args_exec["order_id"] == "#2"
+        assert b.args_prov["order_id"].selector == Selector(noun="result", latest=True)
+
+
+def test_a_parameter_stated_twice_is_referred_to_by_which_statement():
+    stated = [StatedValue(0, "city", "Oslo"), StatedValue(1, "city", "Rome")]
+    tool = spec("book", "Book.", {"city": STR})
+    seen = set()
+    for seed in range(12):
+        b = RulePlanner().bind(request(tool, {"city": Tag.prev_user_msg}, turn=2, stated=stated, seed=seed))
+        if b.args_prov["city"].turn in (0, 1) and not b.virtual:
+            sel = b.args_prov["city"].selector
+            seen.add((b.args_exec["city"], sel.latest, sel.position))
+    assert seen == {("Rome", True, None), ("Oslo", False, 1)}
+
+
+class Account:
+    """A tiny account: an address to set, notes to add, and a read of both."""
+
+    def _load_scenario(self, config):
+        self.address = config.get("address", "1 Main St")
+        self.notes = []
+
+    def set_address(self, address: str):
+        """Set the address."""
+        self.address = address
+        return {"address": self.address}
+
+    def relocate(self, address: str):
+        """Move to an address (a write whose name is no update verb)."""
+        self.address = address
+        return {"address": self.address}
+
+    def add_note(self, text: str):
+        """Add a note."""
+        self.notes.append(text)
+        return {"notes": list(self.notes)}
+
+    def get_account(self):
+        """Read the account."""
+        return {"address": self.address, "notes": list(self.notes)}
+
+
+SET, ADD, GET = (spec("set_address", "Set the address.", {"address": STR}), spec("add_note", "Add a note.", {"text": STR}),
+                 spec("get_account", "Read the account."))
+
+
+def _account():
+    ex = PythonObjectExecutor([Account])
+    ex.reset({"address": "1 Main St"})
+    return ex
+
+
+def test_a_write_that_changes_nothing_is_refused_and_one_that_changes_something_is_not():
+    ex = _account()
+    res, changed = execute_coherently(ex, SET, call("set_address", {"address": "1 Main St"}), [], [])
+    assert not res.ok and res.error.startswith(INCOHERENT) and "changes nothing" in res.error and not changed
+    res, changed = execute_coherently(ex, SET, call("set_address", {"address": "2 Side St"}), [], [])
+    assert res.ok and changed
+
+
+RELOCATE = spec("relocate", "Move to an address.", {"address": STR})
+
+
+def test_a_write_of_an_fsm_action_tool_that_changes_nothing_is_refused_by_the_planner_loop_and_the_code_check():
+    same = call("relocate", {"address": "1 Main St"}, call_id="m1")
+    res, changed = execute_coherently(_account(), RELOCATE, same, [], [])
+    assert res.ok and not changed  # not known as a write: a pure-looking call may change nothing
+    res, changed = execute_coherently(_account(), RELOCATE, same, [], [], writes=["relocate"])
+    assert not res.ok and res.error.startswith(INCOHERENT) and "changes nothing" in res.error
+    moved = call("relocate", {"address": "2 Side St"}, call_id="m2")
+    assert execute_coherently(_account(), RELOCATE, moved, [], [], writes=["relocate"])[0].ok
+    specs = {"relocate": RELOCATE}
+    problems = noop_writes(_account(), {"address": "1 Main St"}, [moved, same], specs, ["relocate"])
+    assert problems == []  # moved away, then back: both change the state
+    problems = noop_writes(_account(), {"address": "1 Main St"}, [same, moved], specs, ["relocate"])
+    assert len(problems) == 1 and "m1 (relocate)" in problems[0]
+
+
+def test_the_rule_fsm_lists_the_probed_action_tools_as_writes():
+    ts = Toolset(name="acct", description="", tools=[ADD, GET],
+                 executor_factory=lambda: PythonObjectExecutor([Account]), sample_config=lambda seed: {"address": "x"})
+    assert RuleFSMBuilder(probe_seeds=1).build(ts).writes == ["add_note"]  # not the read
+
+
+def test_a_repeated_identical_call_is_refused_until_the_state_changed_in_between():
+    ex = _account()
+    first = call("add_note", {"text": "hi"}, call_id="n1")
+    res, changed = execute_coherently(ex, ADD, first, [], [])
+    assert res.ok and changed
+    again = call("add_note", {"text": "hi"}, call_id="n2")
+    res, _ = execute_coherently(ex, ADD, again, [first.model_copy(update={"result": res.value})], ["n1"])
+    assert not res.ok and "nothing changed since" in res.error
+    assert ex.state()["Account"]["notes"] == ["hi"]  # refused before it ran
+    moved = call("set_address", {"address": "2 Side St"}, call_id="s1")
+    execute_coherently(ex, SET, moved, [], [])
+    res, _ = execute_coherently(ex, ADD, again, [first, moved], ["n1", "s1"])
+    assert res.ok
+
+
+def test_a_repeated_read_must_observe_a_change():
+    ex = _account()
+    read = call("get_account", {}, call_id="r1")
+    res, _ = execute_coherently(ex, GET.model_copy(update={"read_only": True}), read, [], [])
+    read = read.model_copy(update={"result": res.value})
+    note = call("note_elsewhere", {}, call_id="x")  # a change the read does not observe
+    res, _ = execute_coherently(ex, GET, call("get_account", {}, call_id="r2"), [read, note], ["x"])
+    assert not res.ok and "observes no change" in res.error
+
+
+def test_execute_call_sends_a_refused_call_back_to_the_planner_and_at_the_cap_to_replan():
+    ts = Toolset(name="acct", description="", tools=[SET, ADD, GET], executor_factory=lambda: PythonObjectExecutor([Account]),
+                 sample_config=lambda seed: {"address": "1 Main St"})
+    ctx = SynthesisContext(toolset=ts, max_attempts=2)
+    pending = call("set_address", {"address": "1 Main St"}, call_id="call_0_0").model_dump(mode="json")
+    state = {"index": 0, "seed": 1, "turns": [], "turn_pos": 0, "call_pos": 0, "attempts": 0, "pending": pending,
+             "failed_args": [], "attempt_log": []}
+    out = execute_call(state, Runtime(context=ctx))
+    assert out.goto == "plan_call" and out.update["failed_args"] == [{"address": "1 Main St"}]
+    out = execute_call({**state, "attempts": 1}, Runtime(context=ctx))
+    assert out.goto == "replan"  # a patched c0 cannot make a no-op meaningful: no repair round
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_credentials_are_bound_from_one_account(seed):
+    c0 = {"username": "ann", "password": "pw-ann", "tweets": {"1": {"id": 1, "username": "bob", "content": "x"}}}
+    tweets = call("get_user_tweets", {}, result=[{"id": 2, "username": "bob"}, {"id": 3, "username": "cy"},
+                                                 {"id": 4, "username": "ann"}], call_id="t")
+    login = spec("authenticate", "Log in.", {"username": STR, "password": STR})
+    b = _bind(login, {"username": Tag.prev_output, "password": Tag.initial_state}, [HistoryCall(0, 0, tweets)],
+              seed=seed, c0=c0)
+    assert (b.args_exec["username"], b.args_exec["password"]) == ("ann", "pw-ann")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_read_binds_name_parts_and_zip_of_one_user(seed):
+    c0 = {"users": {"u1": {"name": {"first_name": "Ann", "last_name": "Lee"}, "address": {"zip": "111"}},
+                    "u2": {"name": {"first_name": "Bo", "last_name": "Kim"}, "address": {"zip": "222"}}}}
+    find = spec("find_user", "Find a user.", {"first_name": STR, "last_name": STR, "zip": STR}).model_copy(
+        update={"read_only": True})
+    b = _bind(find, dict.fromkeys(("first_name", "last_name", "zip"), Tag.initial_state), [], seed=seed, c0=c0)
+    assert (b.args_exec["first_name"], b.args_exec["last_name"], b.args_exec["zip"]) in {("Ann", "Lee", "111"),
+                                                                                          ("Bo", "Kim", "222")}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_an_item_is_not_exchanged_for_itself(seed):
+    items = call("get_order", {}, result={"items": [{"item_id": "i1"}, {"item_id": "i2"}]}, call_id="o")
+    exchange = spec("exchange", "Exchange an item.", {"item_id": STR, "new_item_id": STR})
+    b = _bind(exchange, {"item_id": Tag.prev_output, "new_item_id": Tag.prev_output}, [HistoryCall(0, 0, items)],
+              seed=seed)
+    assert b.args_exec["item_id"] != b.args_exec["new_item_id"]

@@ -1,0 +1,101 @@
+"""User-stated values come from the domain and from seeded format-aware generators, identically for one seed."""
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+from sap.provenance.generate import c0_values, described_examples, generate, is_word_pair, reference_date
+
+PARAMS = {"email": {"type": "string"}, "full_name": {"type": "string"}, "phone": {"type": "string"},
+          "date_of_birth": {"type": "string"}, "travel_date": {"type": "string"}, "address": {"type": "string"},
+          "city": {"type": "string"}, "symbol": {"type": "string"}, "summary": {"type": "string"}}
+C0 = {"orders": [{"order_date": "2024-05-15", "city": "Lisbon"}]}
+
+
+def values(seed: int) -> dict[str, object]:
+    """One value per parameter from one seeded RNG."""
+    rng = random.Random(seed)
+    return {name: generate(name, schema, rng) for name, schema in PARAMS.items()}
+
+
+def test_faker_values_are_identical_for_one_seed_and_differ_for_another():
+    assert values(7) == values(7)
+    assert values(7) != values(8)
+
+
+def test_values_have_their_format_and_no_word_pairs():
+    got = values(3)
+    assert "@" in got["email"] and " " in got["full_name"] and got["phone"].startswith("+1-")
+    assert got["symbol"].isupper() and not any(is_word_pair(v) for v in got.values())
+
+
+def test_dates_lie_on_the_right_side_of_the_scenario_date():
+    for seed in range(20):
+        rng = random.Random(seed)
+        birth = dt.date.fromisoformat(generate("date_of_birth", {"type": "string"}, rng, C0))
+        travel = dt.date.fromisoformat(generate("travel_date", {"type": "string"}, rng, C0))
+        assert birth < dt.date(2024, 5, 15) - dt.timedelta(days=18 * 365) and travel > dt.date(2024, 5, 15)
+    assert reference_date(C0) == dt.date(2024, 5, 15)
+
+
+def test_the_domain_comes_first_enum_examples_and_c0():
+    rng = random.Random(0)
+    assert generate("cabin", {"type": "string", "enum": ["economy", "business"]}, rng) in ("economy", "business")
+    schema = {"type": "string", "description": "The airport code, e.g. 'SFO' or 'JFK'."}
+    assert described_examples(schema) == ["SFO", "JFK"] and generate("airport", schema, rng) in ("SFO", "JFK")
+    assert c0_values("city", C0) == ["Lisbon"] and generate("city", {"type": "string"}, rng, C0) == "Lisbon"
+    assert generate("file_name", {"type": "string"}, rng, {"file_name": "a.txt"}) != "a.txt"  # names a new thing
+
+
+def test_word_pairs_are_recognised():
+    assert is_word_pair("archive_report") and is_word_pair("budget_notes.txt")
+    assert not is_word_pair("quarterly report") and not is_word_pair("AAPL")
+
+
+def luhn_ok(number: str) -> bool:
+    """The Luhn checksum of a card number (every second digit from the right doubled)."""
+    digits = [int(c) for c in reversed(number)]
+    return sum(d if i % 2 == 0 else (2 * d - 9 if d > 4 else 2 * d) for i, d in enumerate(digits)) % 10 == 0
+
+
+CARD = {"card_number": {"type": "string", "description": "The credit card number"},
+        "expiration_date": {"type": "string", "description": "The expiration date of the credit card in the format MM/YYYY"},
+        "card_verification_number": {"type": "integer", "description": "The card verification number"},
+        "client_secret": {"type": "string"}, "refresh_token": {"type": "string"}, "username": {"type": "string"},
+        "passport_number": {"type": "string"},
+        "lastModifiedAfter": {"type": "string", "description": "Return in the format of YYYY-MM-DDTHH:MM:SS."},
+        "travel_from": {"type": "string", "description": "The location the travel is from"},
+        "destination": {"type": "string", "description": "The destination in the format of street, city, state."}}
+
+
+def card_values(seed: int, c0: object = None) -> dict[str, object]:
+    """One value per card/credential parameter from one seeded RNG."""
+    rng = random.Random(seed)
+    return {name: generate(name, schema, rng, c0, reuse_existing=False) for name, schema in CARD.items()}
+
+
+def test_card_numbers_are_luhn_valid_and_the_checker_rejects_a_changed_digit():
+    for seed in range(30):
+        number = card_values(seed)["card_number"]
+        assert number.isdigit() and 13 <= len(number) <= 19 and luhn_ok(number)
+    assert not luhn_ok(number[:-1] + str((int(number[-1]) + 1) % 10))
+
+
+def test_credentials_dates_and_codes_have_their_declared_formats_and_repeat_for_a_seed():
+    got = card_values(5, C0)
+    assert got == card_values(5, C0) and got != card_values(6, C0)
+    month, year = got["expiration_date"].split("/")
+    assert 1 <= int(month) <= 12 and dt.date(int(year), int(month), 28) > dt.date(2024, 5, 15)  # ahead of c0's now
+    assert 100 <= got["card_verification_number"] <= 999
+    assert dt.datetime.strptime(got["lastModifiedAfter"], "%Y-%m-%dT%H:%M:%S") <= dt.datetime(2024, 5, 16)
+    assert got["passport_number"].startswith("US") and got["passport_number"][2:].isdigit()
+    assert " " not in got["username"] and got["client_secret"].isalnum() and len(got["refresh_token"]) == 32
+    assert got["destination"].count(",") == 2
+    assert not any(is_word_pair(v) for v in got.values())
+
+
+def test_airport_codes_come_from_c0_first():
+    c0 = {"bookings": [{"travel_from": "SFO", "travel_to": "BOS"}], "name": "Ann"}
+    codes = {generate("travel_to", CARD["travel_from"], random.Random(s), c0, reuse_existing=False) for s in range(20)}
+    assert codes == {"SFO", "BOS"}
+    assert generate("travel_from", CARD["travel_from"], random.Random(0)).isupper()  # no c0: a major airport
