@@ -339,7 +339,7 @@ class RepairAnswer(BaseModel):
 # against c0, which a schema cannot); no operation means no configuration change can fix the call
 REPAIR_SCHEMA = closed({
     "patch": {"type": "array", "maxItems": MAX_OPS, "items": closed({
-        "path": {"type": "string", "minLength": 2, "pattern": "^\\x24"}, "value": {}})},
+        "path": {"type": "string", "minLength": 2, "pattern": "^[\\x24].*$"}, "value": {}})},
     "reason": {"type": "string"}})
 
 

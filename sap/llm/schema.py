@@ -39,10 +39,11 @@ def nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 def escape_literal(text: str) -> str:
     """`text` as a regular-expression literal in the ECMA-262 subset JSON schema patterns use, each special character
-    as a `\\xNN` escape: grammar converters copy that into a GBNF escape their parser takes, where llama.cpp's turns
-    `\\.` or `\\^` into escapes its parser refuses (the server then dies) and a trailing `\\$` into an unterminated
-    string."""
-    return "".join(f"\\x{ord(ch):02x}" if ch in _REGEX_SPECIALS else ch for ch in text)
+    as a one-character class holding its `\\xNN` escape (`.` -> `[\\x2e]`). Grammar converters copy a class
+    whole into a GBNF class their parser takes; llama.cpp's converter turns `\\.` or `\\^` into escapes its parser
+    refuses, a trailing `\\$` into an unterminated string, and splits a bare `\\x24` before `)` or `|` into
+    `"\\x2" "4"` (the server then dies)."""
+    return "".join(f"[\\x{ord(ch):02x}]" if ch in _REGEX_SPECIALS else ch for ch in text)
 
 
 def containing(pieces: Iterable[str | list[str]], min_length: int = 1, max_length: int | None = None) -> dict[str, Any]:

@@ -4,6 +4,7 @@ that obeys the schema and nothing else would say."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from sap.testing.scripted_llm import request_schema
@@ -22,10 +23,10 @@ def pattern_literals(pattern: str) -> list[str]:
     in_group = skipping = False  # skipping: inside a group, past its first alternative
     while i < len(body):
         ch = body[i]
-        if ch == "\\":  # escape_literal's \\xNN, or a plain backslash escape
-            hexed = body[i + 1] == "x"
-            current += "" if skipping else chr(int(body[i + 2:i + 4], 16)) if hexed else body[i + 1]
-            i += 4 if hexed else 2
+        hexed = re.match(r"\[\\x([0-9a-f]{2})\]", body[i:])  # escape_literal's [\xNN]
+        if hexed or ch == "\\":  # or a plain backslash escape
+            current += "" if skipping else chr(int(hexed.group(1), 16)) if hexed else body[i + 1]
+            i += hexed.end() if hexed else 2
             continue
         if body.startswith(".*", i) and not in_group:
             literals.append(current)
