@@ -4,7 +4,10 @@ from __future__ import annotations
 import datetime as dt
 import random
 
+from sap.agents.planner import PlanRequest, RulePlanner
+from sap.model import Tag, ToolSpec
 from sap.provenance.generate import c0_values, described_examples, generate, is_word_pair, reference_date
+from sap.provenance.places import US_PLACES
 
 PARAMS = {"email": {"type": "string"}, "full_name": {"type": "string"}, "phone": {"type": "string"},
           "date_of_birth": {"type": "string"}, "travel_date": {"type": "string"}, "address": {"type": "string"},
@@ -99,3 +102,37 @@ def test_airport_codes_come_from_c0_first():
     codes = {generate("travel_to", CARD["travel_from"], random.Random(s), c0, reuse_existing=False) for s in range(20)}
     assert codes == {"SFO", "BOS"}
     assert generate("travel_from", CARD["travel_from"], random.Random(0)).isupper()  # no c0: a major airport
+
+
+ADDRESS_SPEC = ToolSpec(name="modify_user_address", description="Change the user's address.", read_only=False,
+                        parameters={"type": "object", "required": ["user_id", "address1", "address2", "city", "state",
+                                                                   "country", "zip"],
+                                    "properties": {k: {"type": "string"} for k in
+                                                   ["user_id", "address1", "address2", "city", "state", "country",
+                                                    "zip"]}})
+ADDRESS_C0 = {"users": {f"u{i}": {"user_id": f"u{i}", "address": {
+    "address1": f"{i} Elm Street", "address2": "", "city": city, "state": state, "country": "USA", "zip": zip_code}}
+    for i, (city, state, zip_code) in enumerate([("Columbus", "OH", "43215"), ("Pittsburgh", "PA", "15213")])}}
+
+
+def _address_binding(tags: dict[str, Tag], seed: int) -> dict[str, object]:
+    req = PlanRequest(spec=ADDRESS_SPEC, tags=tags, turn=0, index=0, history=[], stated=[], c0=ADDRESS_C0,
+                      rng=random.Random(seed))
+    return RulePlanner().bind(req).args_exec
+
+
+def test_an_address_is_one_place_however_its_parts_are_sourced():
+    """A new address's city, state and ZIP code belong together, and parts never mix two known addresses or a
+    known street with a new city (the audit's Columbus, OH with a Pennsylvania ZIP)."""
+    known = [u["address"] for u in ADDRESS_C0["users"].values()]
+    prefixes = {(city, state): prefix for city, state, prefix in US_PLACES}
+    mixed = {"address1": Tag.initial_state, "address2": Tag.initial_state, "city": Tag.self_create,
+             "state": Tag.initial_state, "zip": Tag.initial_state, "country": Tag.self_create}
+    for seed in range(30):
+        for tags in ({}, mixed):
+            args = _address_binding({"user_id": Tag.initial_state, **tags}, seed)
+            parts = {k: args[k] for k in ("address1", "city", "state", "zip")}
+            from_c0 = any(all(a[k] == v for k, v in parts.items()) for a in known)
+            new = prefixes.get((args["city"], args["state"]), "-") == args["zip"][:3]
+            assert from_c0 or new, args
+            assert args["country"] == "USA"  # c0's way of writing it, not a random country

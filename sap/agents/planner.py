@@ -10,8 +10,9 @@ from typing import Any, Protocol
 
 from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec
 from sap.provenance.fields import Candidate, candidates, index_of, iter_fields, match_score, type_ok
-from sap.provenance.generate import generate, is_birth_param
+from sap.provenance.generate import c0_values, generate, is_birth_param
 from sap.provenance.jsonpath import PathError, resolve
+from sap.provenance.places import address_part, us_address
 from sap.provenance.selectors import output_selector, stated_selector
 
 _OPTIONAL_RATE = 0.25
@@ -122,6 +123,7 @@ class _CallContext:
     sources: list[tuple[tuple[int, int] | None, str]] = field(default_factory=list)  # (history call or None=c0, path)
     virtual: list[StatedValue] = field(default_factory=list)
     params: list[str] = field(default_factory=list)  # the parameters this call binds
+    address: dict[str, str] | None = None  # the one new postal address this call's address parts are cut from
 
     def failed(self, name: str) -> list[Any]:
         """Values of `name` in the failed attempts of this call, values the last error quoted, and for a `new_x`
@@ -146,7 +148,9 @@ class _CallContext:
         docs = [self.req.c0] + [h.call.result for h in self.req.history if h.call.ok]
         allowed: set[str] | None = None
         for partner in self.params:
-            if partner == name or not (self.req.spec.read_only or _SECRET.search(name) or _SECRET.search(partner)):
+            tied = self.req.spec.read_only or _SECRET.search(name) or _SECRET.search(partner) or (
+                address_part(name) and address_part(partner))  # one address is never cut from two
+            if partner == name or not tied:
                 continue
             objs = [(e[a], e[b]) for doc in docs for e in index_of(doc).entities
                     if (a := _key_for(name, e)) is not None and (b := _key_for(partner, e)) is not None]
@@ -225,6 +229,7 @@ class RulePlanner:
                 if source is None:
                     value, source = self._fallback(declared, name, schema, ctx)
             ctx.bound[name], prov[name] = value, source
+        self._cohere_address(ctx, prov)
         return Binding(ctx.bound, prov, ctx.virtual)
 
     def narrate(self, req: NarrativeRequest) -> str:
@@ -365,6 +370,9 @@ class RulePlanner:
             options = [o for o in schema["enum"] if o not in failed]
         if options:
             return ctx.req.rng.choice(options)
+        part = address_part(name)
+        if part and schema.get("type", "string") == "string" and sum(map(bool, map(address_part, ctx.params))) > 1:
+            return self._address(ctx)[part]
         for _ in range(6):
             value = generate(name, schema, ctx.req.rng, ctx.req.c0, reuse_existing=ctx.req.spec.read_only)
             if isinstance(value, str) and _ISO_DATE.match(value) and not is_birth_param(name):
@@ -372,6 +380,41 @@ class RulePlanner:
             if value not in failed and value not in ctx.bound.values():
                 return value
         return value
+
+    def _cohere_address(self, ctx: _CallContext, prov: dict[str, ArgProvenance]) -> None:
+        """Address parts bound from different sources (a street from one order, a city the user stated, a new
+        ZIP code) are re-bound as one new address; parts from one known address or one coherent new address stay."""
+        parts = [p for p in ctx.params if address_part(p) and isinstance(ctx.bound[p], str)]
+        if len(parts) < 2 or self._one_address(ctx, parts):
+            return
+        ctx.address, ctx.bound = None, {k: v for k, v in ctx.bound.items() if k not in parts}
+        ctx.virtual = [v for v in ctx.virtual if v.param not in parts]
+        address = self._address(ctx)
+        for name in parts:
+            declared = ctx.req.tags.get(name, Tag.self_create)
+            ctx.bound[name] = address[address_part(name)]
+            prov[name] = ArgProvenance(tag=Tag.self_create) if declared == Tag.self_create or ctx.req.free else \
+                ArgProvenance(tag=Tag.fallback, fallback_from=declared)
+        ctx.bound = {name: ctx.bound[name] for name in ctx.params}
+
+    def _one_address(self, ctx: _CallContext, parts: list[str]) -> bool:
+        """Whether the values of `parts` are one address: all cut from the call's new address, or all in one object
+        of c0 or of an earlier result."""
+        if ctx.address is not None and all(ctx.address[address_part(p)] == ctx.bound[p] for p in parts):
+            return True
+        docs = [ctx.req.c0] + [h.call.result for h in ctx.req.history if h.call.ok]
+        return any(all((key := _key_for(p, e)) is not None and e[key] == ctx.bound[p] for p in parts)
+                   for doc in docs for e in index_of(doc).entities)
+
+    def _address(self, ctx: _CallContext) -> dict[str, str]:
+        """The call's new postal address, made once and around the address parts already bound (a city or state
+        from c0), in c0's way of writing the country."""
+        if ctx.address is None:
+            known = {address_part(p): v for p, v in ctx.bound.items() if address_part(p) and isinstance(v, str)}
+            countries = c0_values("country", ctx.req.c0)
+            ctx.address = us_address(ctx.req.rng, known.get("country") or (countries[0] if countries else "USA"),
+                                     known.get("city"), known.get("state"))
+        return ctx.address
 
     def _date(self, ctx: _CallContext) -> str:
         """An ISO date within the span of dates in c0, later than the dates already bound in this call."""

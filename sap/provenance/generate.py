@@ -15,6 +15,8 @@ from typing import Any
 
 from faker import Faker
 
+from sap.provenance.places import US_PLACES, us_address
+
 _FIRST = ["Mia", "Noah", "Ava", "Liam", "Sofia", "Ethan", "Yara", "Omar", "Lena", "Kenji", "Priya", "Mateo"]
 _LAST = ["Garcia", "Chen", "Okafor", "Novak", "Silva", "Kim", "Haddad", "Larsen", "Rossi", "Patel"]
 _CITIES = ["Lisbon", "Denver", "Osaka", "Nairobi", "Toronto", "Krakow", "Austin", "Seville"]
@@ -206,7 +208,8 @@ def _string_for(name: str, rng: random.Random, c0: Any = None, schema: dict[str,
     if described.startswith("if true"):  # a flag passed as text
         return rng.choice(["true", "false"])
     if "street" in described and "city" in described:  # "in the format of street, city, state"
-        return f"{fake.street_address()}, {fake.city()}, {fake.state_abbr()}"
+        place = us_address(rng)
+        return f"{place['address1']}, {place['city']}, {place['state']}"
     if "email" in n:
         return fake.email()
     if "first_name" in n or n == "first":
@@ -228,11 +231,11 @@ def _string_for(name: str, rng: random.Random, c0: Any = None, schema: dict[str,
             return fake.date_between(first, last).isoformat()
         return fake.date_between(last + dt.timedelta(days=1), last + dt.timedelta(days=180)).isoformat()
     if "city" in n:
-        return fake.city()
+        return rng.choice(US_PLACES)[0]
     if "country" in n:
         return fake.country()
     if "state" == n:
-        return fake.state_abbr()
+        return rng.choice(US_PLACES)[1]
     if "address" in n or "street" in n:
         return fake.street_address()
     if "symbol" in n or "ticker" in n or n == "stock":

@@ -6,6 +6,7 @@ import random
 from typing import Any, Callable, Literal, Optional
 
 from sap.jsonutil import json_copy
+from sap.provenance.places import us_address
 from sap.toolsets.domains.common import ToolError, money, tool_method
 
 NAME = "store"
@@ -562,11 +563,6 @@ _FIRST_NAMES = ["Mia", "Liam", "Olivia", "Noah", "Emma", "Ethan", "Ava", "Lucas"
                 "Fatima", "Mei", "Omar", "Isabella", "Daiki", "Amelia", "Raj", "Harper", "Mateo", "Zoe", "Ivan", "Lena"]
 _LAST_NAMES = ["Garcia", "Smith", "Nguyen", "Patel", "Kim", "Johnson", "Silva", "Rossi", "Khan", "Muller", "Lopez",
                "Brown", "Ito", "Hernandez", "Wilson", "Ahmed", "Kowalski", "Davis", "Moreau", "Lee", "Santos", "Novak"]
-_STREETS = ["Maple Drive", "Oak Street", "Cedar Avenue", "Pine Lane", "Elm Court", "Lakeview Road", "Hillcrest Way",
-            "River Road", "Sunset Boulevard", "Park Avenue", "Willow Street", "Highland Drive"]
-_CITIES = [("Austin", "TX"), ("Denver", "CO"), ("Seattle", "WA"), ("Boston", "MA"), ("Chicago", "IL"),
-           ("Phoenix", "AZ"), ("Portland", "OR"), ("Atlanta", "GA"), ("San Diego", "CA"), ("Columbus", "OH"),
-           ("Nashville", "TN"), ("Minneapolis", "MN")]
 _EMAIL_DOMAINS = ["example.com", "mail.example.org", "inbox.example.net"]
 
 
@@ -615,15 +611,12 @@ def _sample_payment_methods(rng: random.Random, taken: set[str]) -> list[dict]:
 
 
 def _sample_user(rng: random.Random, taken: set[str], first: str, last: str) -> dict:
-    city, state = rng.choice(_CITIES)
-    address2 = rng.choice(["", f"Apt {rng.randint(1, 40)}", f"Suite {rng.randint(100, 999)}"])
     return {
         "user_id": _unique(rng, taken, lambda r: f"{first}_{last}_{r.randint(1000, 9999)}".lower()),
         "first_name": first,
         "last_name": last,
         "email": _unique(rng, taken, lambda r: f"{first}.{last}{r.randint(10, 99)}@{r.choice(_EMAIL_DOMAINS)}".lower()),
-        "address": {"address1": f"{rng.randint(10, 9999)} {rng.choice(_STREETS)}", "address2": address2,
-                    "city": city, "state": state, "zip": _digits(5)(rng), "country": "USA"},
+        "address": us_address(rng),
         "payment_methods": _sample_payment_methods(rng, taken),
     }
 
