@@ -43,6 +43,18 @@ def test_ambiguous_reference_needs_the_value_or_a_distinguishing_word():
     assert flawed("ambiguous_reference", dialogue({0: "list", 1: "move that file to x"}, [single, mv()])) == 0
 
 
+
+def test_a_one_character_value_counts_as_said_only_as_a_token_of_its_own():
+    listing = AuditCall(0, "ls", {}, {"current_directory_content": ["a", "b"]}, {})
+    mv = AuditCall(1, "mv", {"source": "a", "destination": "x"}, {}, {"source": po()})
+    assert flawed("ambiguous_reference", dialogue({0: "list", 1: 'move the file "a" to x'}, [listing, mv])) == 0
+    assert flawed("ambiguous_reference", dialogue({0: "list", 1: "move a file to x"}, [listing, mv])) == 1
+    assert flawed("ambiguous_reference", dialogue({0: "list", 1: "move that one to x"}, [listing, mv])) == 1
+    seven = AuditCall(1, "get_ticket", {"ticket_id": 7}, {}, {"ticket_id": po()})
+    tickets = AuditCall(0, "list_tickets", {}, {"tickets": [{"id": 7}, {"id": 17}]}, {})
+    assert flawed("ambiguous_reference", dialogue({0: "list", 1: "open ticket 7"}, [tickets, seven])) == 0
+    assert flawed("ambiguous_reference", dialogue({0: "list", 1: "open ticket 17's twin"}, [tickets, seven])) == 1
+
 def test_noop_write_by_replay_and_by_earlier_reads():
     assert flawed("noop_write", dialogue({}, [AuditCall(0, "set_x", {"x": 1}, {}, changed=False)])) == 1
     assert flawed("noop_write", dialogue({}, [AuditCall(0, "set_x", {"x": 1}, {}, changed=True)])) == 0

@@ -57,6 +57,7 @@ class Finding:
     detail: str
 
 
+_SHORT_WORDS = frozenset("a i an as at be by do go he if in is it me my no of on or so to up us we".split())
 CheckResult = tuple[int, list[Finding]]  # (items looked at, flawed ones)
 
 
@@ -73,9 +74,15 @@ def leaves(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
 
 
 def said(value: Any, text: str) -> bool:
-    """Whether a scalar value (2+ characters as text) appears in case-folded text."""
+    """Whether a scalar value appears in case-folded text; a value of one or two characters ("a", "7") only as a
+    token of its own that is not a common English word unless quoted ("a" in `the file "a"`, not in "a file")."""
     shown = str(value).strip().casefold()
-    return len(shown) >= 2 and shown in text
+    if len(shown) > 2:
+        return shown in text
+    if not shown or re.search(f"[\"'`]{re.escape(shown)}[\"'`]", text):
+        return bool(shown)
+    token = re.search(r"(?<![\w.])" + re.escape(shown) + r"(?![\w])", text)
+    return token is not None and shown not in _SHORT_WORDS
 
 
 def user_text(d: AuditDialogue, turn: int) -> str:
