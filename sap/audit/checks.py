@@ -57,6 +57,7 @@ class Finding:
     detail: str
 
 
+# short English words: a value spelled like one is said only when quoted
 _SHORT_WORDS = frozenset("a i an as at be by do go he if in is it me my no of on or so to up us we".split())
 CheckResult = tuple[int, list[Finding]]  # (items looked at, flawed ones)
 
