@@ -133,6 +133,30 @@ def test_boundary_drift_retires_variants_that_became_mastered_or_out_of_reach():
     assert p.end_epoch().retired == {"drift": ["down", "up"]}
 
 
+
+def test_no_retirement_ablation_keeps_drifted_and_over_capacity_variants():
+    p = pool(entry_min_reward=0.5, retire=False, max_size=16)
+    for i in range(15):
+        p.add_seed(f"s{i:02d}", "a")
+    for v in ("up", "down", "mid"):
+        p.offer(v, "a", "s00")
+    p.end_epoch()
+    rate(p, "up", 0.95)
+    rate(p, "down", 0.1)
+    rate(p, "mid", 0.5)
+    assert p.end_epoch().retired == {} and len(p.active()) == 18
+
+
+def test_binary_signal_counts_only_full_success():
+    graded, binary = pool(), pool(signal="binary")
+    for p in (graded, binary):
+        p.add_seed("t", "a")
+        p.report("t", [1.0, 0.6, 0.6, 0.6])
+    assert graded.mean("t") == pytest.approx(0.7) and graded.zone("t") == "boundary"
+    assert binary.mean("t") == pytest.approx(0.25) and binary.zone("t") == "boundary"
+    binary.report("t", [0.9] * 4)
+    assert binary.zone("t") == "out_of_reach"  # 0.9 is progress, not success: 0 under the binary signal
+
 def test_staleness_retires_a_variant_not_sampled_for_stale_steps():
     p = pool(stale_steps=5, min_rollouts=4, window=4)
     _with_variant(p, n_seeds=5)

@@ -28,6 +28,8 @@ def add_frontier_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool-config", help="JSON or TOML file of PoolConfig fields (thresholds, quotas, cool-down)")
     p.add_argument("--per-seed", type=int, default=2, help="variants made per boundary seed each time it seeds")
     p.add_argument("--rounds", type=int, default=3, help="plan/execute rounds per variant")
+    p.add_argument("--one-shot", action="store_true", help="RODS's one-shot ablation: one plan/execute round per "
+                   "variant and no dual repair of c0 (--rounds is ignored)")
     p.add_argument("--synthesis-workers", type=int, default=1, help="threads making variants in the background "
                    "(0: inline at each epoch end)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -139,8 +141,9 @@ def run_frontier_command(args: argparse.Namespace) -> int:
 
     agents_client = LLMClient()
     agents = build_agents(agents_config(args, "agents-"), agents_client)
-    makers = {name: variant_maker(VariantContext.from_agents(toolset(name), agents, max_rounds=args.rounds),
-                                  per_seed=args.per_seed) for name in {t for t, _ in seeds}}
+    limits = {"max_rounds": 1, "max_repairs": 0} if args.one_shot else {"max_rounds": args.rounds}
+    makers = {name: variant_maker(VariantContext.from_agents(toolset(name), agents, **limits), per_seed=args.per_seed)
+              for name in {t for t, _ in seeds}}
     pool, continued = open_pool(store, pool_id_for(args.model, [r for _, r in seeds]), seeds, config)
     print(f"{'continuing' if continued else 'new'} pool {pool.pool_id} in {store.url}: {len(seeds)} seeds, "
           f"{len(pool.active())} active tasks, step {pool.step}/{settings.steps}", flush=True)
@@ -168,6 +171,8 @@ def run_frontier_command(args: argparse.Namespace) -> int:
     write_jsonl(out_dir / "variants.jsonl", kept_variants(pool))
     write_jsonl(out_dir / "tasks.jsonl", task_rows(pool, _graduated(out_dir / "rollouts.jsonl")))
     summary = {**frontier_summary(pool), "model": args.model,
+               "ablations": {"signal": pool.config.signal, "retire": pool.config.retire,
+                             "generation": "one_shot" if args.one_shot else "dual_repair"},
                "run": {"rollouts": done.rollouts, "failed_rollouts": done.failed, "first_failure": done.first_failure,
                        "epochs_ended": len(done.epochs), "injected": sum(len(e.injected) for e in done.epochs),
                        "synthesis_errors": len(synthesis.errors),

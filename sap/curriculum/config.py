@@ -22,6 +22,11 @@ class PoolConfig(BaseModel):
     seeding: Literal["boundary", "random"] = Field(
         "boundary", description="boundary: RODS seed selection; random: the same quota drawn at random among rated "
                                 "tasks (an ablation)")
+    signal: Literal["graded", "binary"] = Field(
+        "graded", description="graded: the zone reward as measured (RODS); binary: 1 for a rollout that reached it "
+                              "fully, else 0 (RODS's binary-signal ablation)")
+    retire: bool = Field(True, description="retire tasks (entry screening, drift, staleness, capacity); false: "
+                                           "never (RODS's no-retirement ablation)")
     seed_quota: int = Field(2, ge=1, description="seeds per task type per selection")
     cooldown_steps: int = Field(100, ge=0, description="steps before a task may seed again")
     inject_share: float = Field(0.20, gt=0, le=1, description="candidates entering at one epoch end, as a share of the pool size")

@@ -179,8 +179,8 @@ class ActivePool:
             return batch
 
     def report(self, task_id: str, rewards: list[float]) -> bool:
-        """Record rollout rewards (each in [0, 1]) of a task; rewards for a task retired meanwhile are ignored
-        (False)."""
+        """Record rollout rewards (each in [0, 1]) of a task, as 0/1 under the binary signal; rewards for a task
+        retired meanwhile are ignored (False)."""
         bad = [r for r in rewards if not isinstance(r, (int, float)) or isinstance(r, bool) or not 0 <= r <= 1
                or math.isnan(r)]
         if bad:
@@ -190,10 +190,11 @@ class ActivePool:
             if task.status != "active":
                 return False
             cfg = self.config
-            task.rewards = (task.rewards + [float(r) for r in rewards])[-cfg.window:]
+            signal = [float(r) if cfg.signal == "graded" else float(r >= 1.0) for r in rewards]
+            task.rewards = (task.rewards + signal)[-cfg.window:]
             room = cfg.entry_rollouts - len(task.first_rewards)
             if room > 0:
-                task.first_rewards += [float(r) for r in rewards[:room]]
+                task.first_rewards += signal[:room]
             task.rollouts += len(rewards)
             self._dirty.add(task.id)
             self._flush()
@@ -232,7 +233,7 @@ class ActivePool:
             cfg = self.config
             report = EpochReport(epoch=self.epoch)
             for task in self.active():
-                if task.origin == "seed":
+                if task.origin == "seed" or not cfg.retire:
                     continue
                 if not task.screened and len(task.first_rewards) >= cfg.entry_rollouts:
                     task.screened = True
@@ -254,7 +255,7 @@ class ActivePool:
             self.counts["injected"] += len(report.injected)
             active = self.active()
             excess = len(active) - cfg.max_size
-            if excess > 0:
+            if excess > 0 and cfg.retire:
                 rated = [t for t in active if t.origin == "variant" and self.variance(t.id) is not None]
                 rated.sort(key=lambda t: (self.variance(t.id), t.entered_step or 0, t.id))
                 for task in rated[:excess]:
