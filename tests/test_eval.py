@@ -361,3 +361,16 @@ def test_verl_ground_truth_from_an_eval_task_scores_the_records_own_calls_as_one
                                                                 "r_orch": 1.0}
     assert json.loads(ground_truth)["turns"][1][0]["tags"] == {
         "from_account": "prev_output", "to_account": "self_create", "amount": "self_create"}
+
+
+@pytest.mark.parametrize("reward, part", [("r_atomic", "r_atomic"), ("r_orch", "r_orch")])
+def test_sap_eval_scores_by_one_reward_alone_when_asked(data: Path, capsys, reward: str, part: str):
+    with ScriptedLLMServer(SCRIPT) as server:
+        code = main(["eval", "--assistant-model", "openai/scripted", "--api-base", server.api_base, "--data", str(data),
+                     "--toolset", DOMAIN, "-k", "4", "--concurrency", "1", "--reward", reward, "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary["r_atomic"] != summary["r_orch"]
+    assert summary["reward"] == pytest.approx(summary[part])
+    assert main(["eval", "--assistant-model", "openai/scripted", "--data", str(data), "--toolset", DOMAIN,
+                 "--reward", reward, "--w-atomic", "0.3"]) == 2
+    assert f"--reward {reward} fixes the weights" in capsys.readouterr().err

@@ -117,7 +117,7 @@ def test_zones_boundary_seeds_and_isomorphic_valid_variants(seeds: list[dict], w
     out = whole
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 5 and summary["run"]["rollouts"] == 5 * 6 * 2
-    assert summary["ablations"] == {"signal": "graded", "retire": True, "generation": "dual_repair"}
+    assert summary["ablations"] == {"reward": "graduated", "signal": "graded", "retire": True, "generation": "dual_repair"}
     ids = [r["id"] for r in seeds]
     policy = dict(zip(ids, POLICIES))
     tasks = {row["id"]: row for row in _rows(out / "tasks.jsonl")}

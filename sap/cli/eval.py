@@ -7,6 +7,9 @@ from typing import Any
 
 from sap.cli.common import DeprecatedAlias, LineWriter, check_writable, pct
 
+# the reward a rollout is scored by: its (w_atomic, w_orch); the two single ones are the cache paper's ablations
+REWARD_WEIGHTS = {"graduated": (0.5, 0.5), "r_atomic": (1.0, 0.0), "r_orch": (0.0, 1.0)}
+
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
     """The options of the model under test and its rollouts, shared by `sap eval` and `sap frontier`."""
@@ -21,9 +24,21 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=int, default=1024, help="the assistant's longest answer, in tokens")
     p.add_argument("--max-steps", type=int, default=8, help="model requests per turn before the turn is cut")
     p.add_argument("--concurrency", type=int, default=4, help="rollouts in flight at once")
-    p.add_argument("--w-atomic", type=float, default=0.5, help="weight of R_atomic in the graduated reward")
-    p.add_argument("--w-orch", type=float, default=0.5, help="weight of R_orch in the graduated reward")
+    p.add_argument("--w-atomic", type=float, default=None, help="weight of R_atomic in the graduated reward (0.5)")
+    p.add_argument("--w-orch", type=float, default=None, help="weight of R_orch in the graduated reward (0.5)")
+    p.add_argument("--reward", choices=REWARD_WEIGHTS, default="graduated", help="graduated (both, weighted), or "
+                   "the cache paper's ablations r_atomic (R_atomic only) and r_orch (R_orch only)")
     p.add_argument("--toolset", help="toolset of every sap record (default: each record's meta.toolset)")
+
+
+def reward_weights(args: argparse.Namespace) -> tuple[float, float]:
+    """(w_atomic, w_orch) from --reward, or from --w-atomic/--w-orch under the graduated reward; weights beside an
+    ablation are refused."""
+    if args.reward != "graduated":
+        if args.w_atomic is not None or args.w_orch is not None:
+            raise ValueError(f"--reward {args.reward} fixes the weights; drop --w-atomic/--w-orch")
+        return REWARD_WEIGHTS[args.reward]
+    return (0.5 if args.w_atomic is None else args.w_atomic, 0.5 if args.w_orch is None else args.w_orch)
 
 
 def model_config(args: argparse.Namespace) -> Any:
@@ -56,11 +71,12 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.output:
         check_writable(args.output)
     cfg = model_config(args)
+    w_atomic, w_orch = reward_weights(args)
     tasks = load_tasks(args.data, args.answers, args.toolset)
     out = LineWriter(args.output) if args.output else None
     try:
         result = evaluate(tasks, cfg, k=args.k, max_steps=args.max_steps, concurrency=args.concurrency,
-                          w_atomic=args.w_atomic, w_orch=args.w_orch, on_task=out.write if out else None)
+                          w_atomic=w_atomic, w_orch=w_orch, on_task=out.write if out else None)
     finally:
         if out:
             out.close()

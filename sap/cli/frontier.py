@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sap.cli.common import agents_args, agents_config, db_args, open_store, write_jsonl
-from sap.cli.eval import add_model_args, model_config
+from sap.cli.eval import add_model_args, model_config, reward_weights
 
 OUTPUTS = ("variants.jsonl", "tasks.jsonl", "rollouts.jsonl", "summary.json")
 
@@ -117,9 +117,10 @@ def run_frontier_command(args: argparse.Namespace) -> int:
     from sap.llm import LLMClient
     from sap.toolsets import load_toolset
 
+    w_atomic, w_orch = reward_weights(args)
     settings = FrontierSettings(steps=args.steps, batch=args.batch, k=args.k, epoch_steps=args.epoch_steps,
-                                max_steps=args.max_steps, concurrency=args.concurrency, w_atomic=args.w_atomic,
-                                w_orch=args.w_orch)
+                                max_steps=args.max_steps, concurrency=args.concurrency, w_atomic=w_atomic,
+                                w_orch=w_orch)
     if args.per_seed < 1 or args.rounds < 1 or args.synthesis_workers < 0:
         raise ValueError(f"--per-seed and --rounds must be at least 1 and --synthesis-workers at least 0, got "
                          f"{args.per_seed}, {args.rounds}, {args.synthesis_workers}")
@@ -171,7 +172,7 @@ def run_frontier_command(args: argparse.Namespace) -> int:
     write_jsonl(out_dir / "variants.jsonl", kept_variants(pool))
     write_jsonl(out_dir / "tasks.jsonl", task_rows(pool, _graduated(out_dir / "rollouts.jsonl")))
     summary = {**frontier_summary(pool), "model": args.model,
-               "ablations": {"signal": pool.config.signal, "retire": pool.config.retire,
+               "ablations": {"reward": args.reward, "signal": pool.config.signal, "retire": pool.config.retire,
                              "generation": "one_shot" if args.one_shot else "dual_repair"},
                "run": {"rollouts": done.rollouts, "failed_rollouts": done.failed, "first_failure": done.first_failure,
                        "epochs_ended": len(done.epochs), "injected": sum(len(e.injected) for e in done.epochs),
