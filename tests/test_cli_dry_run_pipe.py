@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from cli_fixtures import sap, sap_popen
 
@@ -24,6 +25,26 @@ def test_dry_run_prints_the_plan_and_creates_no_database_and_no_file(tmp_path, c
     assert "LLM roles: judge openai/gpt-4o-mini; rule roles: fsm_builder, messenger, planner" in plan
     assert "sqlite:///sap.db (a new database file sap.db would be created; a new run)" in plan
     assert "output    data.jsonl" in plan and "cost cap $2" in plan
+    calls = next(line for line in plan.splitlines() if line.startswith("  calls"))
+    assert "judge" in calls and "planner" not in calls  # only the LLM roles are measured
+    low, high = (float(x.replace(",", "")) for x in re.search(r"cost      \$([\d.e-]+) to \$([\d.,e-]+)", plan).groups())
+    assert 0 < low <= high  # gpt-4o-mini's prices from LiteLLM's cost map
+
+
+def test_dry_run_cost_scales_with_the_target_and_names_unpriced_models(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    costs = []
+    for n in ("10", "40"):
+        assert main(["synthesize", "--toolset", "filesystem", "-n", n, "-o", "d.jsonl", "--dry-run",
+                     "--model", "openai/gpt-4o-mini"]) == 0
+        costs.append(float(re.search(r"cost      \$([\d.e-]+)", capsys.readouterr().out).group(1)))
+    assert costs[1] > 3 * costs[0]
+    assert main(["synthesize", "--toolset", "filesystem", "-n", "5", "-o", "d.jsonl", "--dry-run",
+                 "--model", "openai/my-own-server-model"]) == 0
+    assert "no price for" in capsys.readouterr().out
+    assert main(["synthesize", "--toolset", "filesystem", "-n", "5", "-o", "d.jsonl", "--dry-run"]) == 0
+    assert "cost      $0: no LLM calls" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_dry_run_on_an_existing_database_names_the_run_it_would_continue_and_changes_nothing(tmp_path, capsys):

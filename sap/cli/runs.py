@@ -53,7 +53,8 @@ def cli_flag(name: str) -> str:
 
 def dry_run_plan(args: argparse.Namespace, toolset: Any, settings: Any) -> str:
     """What `sap synthesize` would do with these arguments, in lines: toolset, target and slots, agents and models,
-    database (and whether a run there would be continued), output. Reads the database if it exists; writes nothing."""
+    database (and whether a run there would be continued), output; with LLM roles, the calls per slot and the cost
+    measured on a few slots against a stand-in model. Reads the database if it exists; writes nothing of the user's."""
     from sap.api import find_run
     from sap.store.runs import existing_store, missing_database
 
@@ -72,6 +73,10 @@ def dry_run_plan(args: argparse.Namespace, toolset: Any, settings: Any) -> str:
         check_owner(store, args.output, args.overwrite, run_id)
         database = f"{args.db}: " + (f"continues run {run_id} ({store.counts(run_id).get('accepted', 0)} of "
                                      f"{settings.n} accepted)" if run_id else "a new run")
+    from sap.runs.estimate import estimate_cost
+
+    cost = estimate_cost(toolset, settings).lines() if settings.agents.uses_llm() else \
+        ["  cost      $0: no LLM calls"]
     return "\n".join([
         "dry run: nothing is run or written",
         f"  toolset   {toolset.name} ({len(toolset.tools)} tools)",
@@ -84,7 +89,7 @@ def dry_run_plan(args: argparse.Namespace, toolset: Any, settings: Any) -> str:
                                                                      is not None else "none"),
         f"  database  {database}",
         f"  output    {args.output} (and {args.output}.rejections.jsonl)"
-        + ("; records truncated at a failing turn left out" if args.drop_truncated else "")])
+        + ("; records truncated at a failing turn left out" if args.drop_truncated else ""), *cost])
 
 
 def _cmd_synthesize(args: argparse.Namespace) -> int:
