@@ -1,4 +1,5 @@
-"""The replay helpers that rebuilds an executor from c0 and committed calls."""
+"""Replay: rebuilding an executor from c0 and committed calls, and the replay-log snapshots of executors whose state
+lives outside Python (MCP servers, tau2's database)."""
 from __future__ import annotations
 
 import hashlib
@@ -7,6 +8,38 @@ from typing import Any, Callable, Iterable
 
 from sap.errors import SapError
 from sap.model import Executor, ToolCall
+
+
+ReplayLogSnapshot = tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]
+
+
+class ReplayLog:
+    """Snapshots as replay logs: c0 and the calls that succeeded since; restore rebuilds from c0 (`_rebuild`) and
+    re-runs each logged call (`_rerun`)."""
+
+    _c0: dict[str, Any]
+    _log: list[tuple[str, dict[str, Any]]]
+
+    def _rebuild(self) -> None:
+        """A fresh state from `self._c0`."""
+        raise NotImplementedError
+
+    def _rerun(self, name: str, args: dict[str, Any]) -> None:
+        """Run one logged call again on the rebuilt state."""
+        raise NotImplementedError
+
+    def snapshot(self) -> ReplayLogSnapshot:
+        """The replay log: c0 and the calls that succeeded since."""
+        return self._c0, list(self._log)
+
+    def restore(self, snap: ReplayLogSnapshot) -> None:
+        """Rebuild from c0 and re-run the logged calls."""
+        self._c0, log = snap
+        self._log = []
+        self._rebuild()
+        for name, args in log:
+            self._rerun(name, args)
+        self._log = list(log)
 
 
 class ReplayMismatch(SapError, RuntimeError):

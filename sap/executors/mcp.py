@@ -16,6 +16,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Literal
 
+from sap.executors.base import ReplayLog
 from sap.executors.mcp_client import McpConnection, ServerFailure, ServerParams
 from sap.jsonutil import json_copy
 from sap.model import ExecResult, ToolCall
@@ -132,7 +133,7 @@ def _text_value(result: Any) -> Any:
         return text
 
 
-class McpExecutor:
+class McpExecutor(ReplayLog):
     """Runs calls on MCP servers over a working directory that sap builds from c0.
 
     Reset builds a fresh directory and starts the servers over it (`reset="restart"`), or, for servers that keep
@@ -217,17 +218,13 @@ class McpExecutor:
         self._log.append((call.name, json_copy(call.args_exec)))
         return ExecResult(ok=True, value=value)
 
-    def snapshot(self) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
-        """The replay log: c0 and the calls that succeeded since."""
-        return self._c0, list(self._log)
-
-    def restore(self, snap: tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]) -> None:
-        """Rebuild the working directory (and servers) from c0 and re-run the logged calls."""
-        self._c0, log = snap
-        self._log = []
+    def _rebuild(self) -> None:
+        """The working directory (and servers) from c0."""
         self._fresh()
-        for name, args in log:
-            self.execute(ToolCall(call_id="restore", name=name, args_exec=args, args_prov={}))
+
+    def _rerun(self, name: str, args: dict[str, Any]) -> None:
+        """One logged call again, on the servers."""
+        self.execute(ToolCall(call_id="restore", name=name, args_exec=args, args_prov={}))
 
     def state(self) -> dict[str, Any]:
         """The working directory as {relative path: sha256 of the file, or "dir" for an empty directory},

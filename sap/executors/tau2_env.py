@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from sap.executors.base import ReplayLog
 from sap.executors.failures import FailureShape, failure_text
 from sap.jsonutil import json_copy
 from sap.model import ExecResult, ToolCall
@@ -117,7 +118,7 @@ def _decoded(value: Any) -> Any:
     return value
 
 
-class Tau2Executor:
+class Tau2Executor(ReplayLog):
     """Runs calls through a tau2 `Environment` whose database is the domain's db.json with c0's records put over it.
 
     c0 maps a database collection (users, orders, reservations, ...) to records by id, in tau2's own JSON shape;
@@ -203,17 +204,13 @@ class Tau2Executor:
         self._log.append((call.name, json_copy(call.args_exec)))
         return ExecResult(ok=True, value=value)
 
-    def snapshot(self) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
-        """The replay log: c0 and the calls that succeeded since."""
-        return self._c0, list(self._log)
-
-    def restore(self, snap: tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]) -> None:
-        """Rebuild the database from c0 and re-run the logged calls."""
-        self._c0, log = snap
+    def _rebuild(self) -> None:
+        """The database from db.json and c0."""
         self._build()
-        for name, args in log:
-            self._run(name, args, self._writes(name))
-        self._log = list(log)
+
+    def _rerun(self, name: str, args: dict[str, Any]) -> None:
+        """One logged call again, on the database."""
+        self._run(name, args, self._writes(name))
 
     def state(self) -> dict[str, Any]:
         """The comparable state: per collection, the records that differ from db.json (None: deleted)."""
