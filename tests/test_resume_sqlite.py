@@ -16,6 +16,7 @@ import pytest
 from sap.cli import main
 
 N = 60
+GATED = Path(__file__).with_name("gated_store_domain.py")
 
 
 def _cmd(db: Path, out: Path, seed: int = 5) -> list[str]:
@@ -115,19 +116,27 @@ def test_a_foreign_or_unknown_database_is_a_clear_error(tmp_path, capsys, conten
 
 
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
-    db, out = tmp_path / "c.db", tmp_path / "c.jsonl"
-    proc = subprocess.Popen(_cmd(db, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline and not (db.exists() and any(s == "accepted" for _, s in _slots(db))):
-        time.sleep(0.1)
+    """The signal comes while the run provably has work left: after its first accepted record the gated store's
+    next scenario load waits at a gate the test holds closed."""
+    db, out, gate = tmp_path / "c.db", tmp_path / "c.jsonl", tmp_path / "gate"
+    gate.touch()
+    env = {**os.environ, "SAP_TEST_GATE": str(gate), "SAP_TEST_GATE_DB": str(db)}
+    cmd = [*_cmd(db, out)[:4], "--toolset", str(GATED), *_cmd(db, out)[6:]]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 300
+    while not Path(f"{gate}.waiting").exists():
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    gate.unlink()
+    assert proc.returncode == 130, err
     assert "sap resume run-" in err
     accepted = sum(s == "accepted" for _, s in _slots(db))
     assert 0 < accepted < N
-    run_id = err.split("sap resume ")[1].split()[0]
-    assert main(["resume", run_id, "--db", f"sqlite:///{db}", "-o", str(tmp_path / "r.jsonl")]) == 0
+    command = err.split("Continue with: ")[1].split(" (")[0].split()  # names the domain module: runs store names
+    assert command[:2] == ["sap", "resume"] and command[command.index("--toolset") + 1] == str(GATED)
+    assert main([*command[1:], "-o", str(tmp_path / "r.jsonl")]) == 0
     assert len((tmp_path / "r.jsonl").read_text().splitlines()) == N
 
 
