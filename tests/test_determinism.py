@@ -5,8 +5,8 @@ seed, byte for byte, over 300 store and 100 travel records; `sap.api.synthesize`
 The one-process run of each toolset is made once per module and shared by every case. The PostgreSQL cases need
 SAP_TEST_PG_URL (conftest.py's `pg_db` gives each a database of its own).
 
-The default run uses 100 store and 40 travel records (past slot 64, the first block bound a new slot must wait
-for), which keeps the suite's time down; SAP_DETERMINISM_FULL=1 runs the 300 / 100 of the issue.
+The default run uses 100 store records (past slot 64, the first block bound a new slot must wait for) and 20 travel
+records, which keeps the suite's time down; SAP_DETERMINISM_FULL=1 runs the 300 / 100 of the issue.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def _lines(records: list[dict]) -> list[str]:
     return [json.dumps(r, ensure_ascii=False) for r in records]
 
 
-SIZES = {"store": 300, "travel": 100} if os.environ.get("SAP_DETERMINISM_FULL") else {"store": 100, "travel": 40}
+SIZES = {"store": 300, "travel": 100} if os.environ.get("SAP_DETERMINISM_FULL") else {"store": 100, "travel": 20}
 
 
 @pytest.fixture(scope="module", params=sorted(SIZES.items(), reverse=True), ids=sorted(SIZES, reverse=True))

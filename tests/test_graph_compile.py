@@ -44,23 +44,23 @@ def compiles(monkeypatch):
         cached.cache_clear()
 
 
-def test_a_50_slot_run_on_sqlite_compiles_each_graph_once(tmp_path, compiles):
+def test_a_20_slot_run_on_sqlite_compiles_each_graph_once(tmp_path, compiles):
     url = f"sqlite:///{tmp_path}/run.db"
     store = RunStore(url)
     toolset = load_toolset("store")
-    run_id = start_run(store, toolset, run_config(50, 7, MIX, {}, max_slots=50))
+    run_id = start_run(store, toolset, run_config(20, 7, MIX, {}, max_slots=20))
     with checkpointer_for(url) as saver:
         progress = RunDriver(store, run_id, toolset, saver).run()
         again = RunDriver(store, run_id, toolset, saver).run()  # a second driver, same process: no new compile
-    assert progress.slots == 50 and again.slots == 50
+    assert progress.slots == 20 and again.slots == 20
     kinds = Counter(r["meta"]["kind"] for r in store.records(run_id))
     assert kinds["miss_param"] and kinds["miss_func"]  # the rewrite graph ran, on many slots
     assert dict(compiles) == ONE_EACH
 
 
 def test_api_synthesize_and_variants_compile_each_graph_once(compiles):
-    summary = synthesize("travel", 50, seed=7, mix=MIX, max_slots=50)
-    assert summary.attempted == 50
+    summary = synthesize("travel", 20, seed=7, mix=MIX, max_slots=20)
+    assert summary.attempted == 20
     synthesize("store", 5, seed=1, mix=MIX)  # another toolset and context: the same compiled graphs
     assert dict(compiles) == ONE_EACH
     ctx = VariantContext(load_toolset("travel"))
