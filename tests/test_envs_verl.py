@@ -26,12 +26,14 @@ from verl.tools.schemas import ToolResponse  # noqa: E402
 from verl.tools.utils.tool_registry import initialize_tools_from_config  # noqa: E402
 
 from sap import synthesize  # noqa: E402
-from sap.envs.verl import SapInteraction, SapTool, write_verl_configs  # noqa: E402
+from sap.cli.main import main  # noqa: E402
+from sap.envs.verl import SapInteraction, SapTool  # noqa: E402
+from sap.envs.verl_config import write_verl_configs  # noqa: E402
 from sap.export.verl import write_verl_parquet  # noqa: E402
 from sap.rewards.verl import parse_ground_truth  # noqa: E402
 from sap.toolsets import builtin_names, load_toolset  # noqa: E402
 
-PER_TOOLSET = 8
+PER_TOOLSET = 6
 MIX = {"base": 0.6, "miss_param": 0.2, "miss_func": 0.2}
 WRONG = "zz-not-a-value-zz"
 
@@ -53,7 +55,7 @@ class AgentData:
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """8 synthesized records of each built-in toolset, exported to verl's parquet and read back."""
+    """6 synthesized records of each built-in toolset, exported to verl's parquet and read back."""
     records = [r for name in builtin_names() for r in synthesize(name, PER_TOOLSET, seed=5, mix=MIX).records]
     path = write_verl_parquet(records, tmp_path_factory.mktemp("verl") / "train.parquet")
     return pq.read_table(path).to_pylist()
@@ -138,7 +140,7 @@ def test_gold_play_scores_one_and_feeds_the_user_turns(rows: list[dict[str, Any]
 def test_one_wrong_value_scores_below_one(rows: list[dict[str, Any]], loops: dict[str, Loop]) -> None:
     wrong = [r for r in rows if (turns := parse_ground_truth(r["reward_model"]["ground_truth"]))[0]
              and any(isinstance(v, str) for v in turns[0][0].args.values())]
-    assert len(wrong) >= 10
+    assert len(wrong) >= 8, len(wrong)
     for row in wrong:
         request_id = uuid4().hex
         answers, _ = asyncio.run(play(loops[_toolset(row)], row, request_id, wrong=WRONG))
@@ -152,7 +154,7 @@ def test_stopping_after_the_first_call_earns_the_share_of_turns_done(rows: list[
     """Turn 0 has one gold call: playing it, then the loop ending (length or turn limit), completes 1 of T turns."""
     stops = [r for r in rows if len(turns := parse_ground_truth(r["reward_model"]["ground_truth"])) > 1
              and len(turns[0]) == 1]
-    assert len(stops) >= 5
+    assert len(stops) >= 4, len(stops)
     for row in stops:
         loop, request_id = loops[_toolset(row)], uuid4().hex
         asyncio.run(play(loop, row, request_id, first_calls=1))
@@ -186,3 +188,13 @@ def test_bad_reward_name_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="config reward: 'bogus' is not one of progress, graduated"):
         write_verl_configs("store", tmp_path, reward="bogus")
     assert not any(tmp_path.iterdir())
+
+
+def test_cli_writes_configs_verl_loads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verl-config", "--toolset", "travel", "-o", str(tmp_path), "--reward", "graduated"]) == 0
+    assert capsys.readouterr().out.split() == [str(tmp_path / "tool_config.yaml"),
+                                               str(tmp_path / "interaction_config.yaml")]
+    interaction = initialize_interactions_from_config(str(tmp_path / "interaction_config.yaml"))["sap"]
+    assert interaction.reward_name == "graduated" and interaction.toolset == "travel"
+    tools = initialize_tools_from_config(str(tmp_path / "tool_config.yaml"))
+    assert [t.name for t in tools] == [s.name for s in load_toolset("travel").tools]

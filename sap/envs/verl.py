@@ -16,29 +16,25 @@ what lives for a whole trajectory is keyed by `agent_data.request_id`:
   "graduated"; `rewards(request_id)` gives both (`rewards_row`), `calculate_score(request_id)` and each tool's
   `calc_reward(request_id)` the configured one.
 
-`write_verl_configs(toolset, directory)` (CLI: `sap verl-config --toolset X -o DIR`) writes the two files verl reads:
-`tool_config.yaml` (`actor_rollout_ref.rollout.multi_turn.tool_config_path`) and `interaction_config.yaml`
-(`actor_rollout_ref.rollout.multi_turn.interaction_config_path`). verl 0.8 removed interactions (`verl.interactions`),
-so multi-turn tasks need verl 0.7.x.
+The config files verl reads come from sap.envs.verl_config (`sap verl-config --toolset X -o DIR`). verl 0.8 removed
+interactions (`verl.interactions`), so multi-turn tasks need verl 0.7.x.
 """
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-import yaml
 from verl.interactions.base import BaseInteraction
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from sap.envs.episode import ToolEnv
+from sap.envs.verl_config import reward_name
 from sap.eval.tasks import task_from_record
 from sap.export.verl import INTERACTION_NAME
 from sap.model import Toolset
-from sap.toolsets import load_toolset, toolset_for_data
+from sap.toolsets import toolset_for_data
 
-REWARDS = ("progress", "graduated")
 KEEP_FINISHED = 4096  # scored episodes kept for calculate_score/calc_reward before the oldest are dropped
 
 _EPISODES: dict[str, ToolEnv] = {}  # request id -> episode, shared by the tools and the interaction of a worker
@@ -50,13 +46,6 @@ def _episode(request_id: str) -> ToolEnv:
         raise KeyError(f"no sap episode for request {request_id!r}: the row's extra_info.interaction_kwargs must name "
                        f"the sap interaction (name: {INTERACTION_NAME!r}), which starts the episode")
     return _EPISODES[request_id]
-
-
-def _reward_name(config: dict[str, Any]) -> str:
-    name = config.get("reward", "progress")
-    if name not in REWARDS:
-        raise ValueError(f"config reward: {name!r} is not one of {', '.join(REWARDS)}")
-    return str(name)
 
 
 def _drop_finished() -> None:
@@ -71,7 +60,7 @@ class SapTool(BaseTool):
 
     def __init__(self, config: dict[str, Any], tool_schema: OpenAIFunctionToolSchema) -> None:
         super().__init__(config, tool_schema)
-        self.reward_name = _reward_name(config)
+        self.reward_name = reward_name(config)
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[
             ToolResponse, float, dict[str, Any]]:
@@ -94,7 +83,7 @@ class SapInteraction(BaseInteraction):
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
-        self.reward_name = _reward_name(config)
+        self.reward_name = reward_name(config)
         self.max_steps = int(config.get("max_steps", 8))
         self.toolset: str | None = config.get("toolset")
         self.toolsets: dict[str, Toolset] = {}
@@ -142,52 +131,3 @@ class SapInteraction(BaseInteraction):
         env = _EPISODES.pop(instance_id, None) if instance_id is not None else None
         if env is not None:
             env.close()
-
-
-def _verl_property(tool: str, param: str, schema: dict[str, Any]) -> dict[str, Any]:
-    """A parameter's JSON schema in the one-type form verl 0.7's OpenAIFunctionPropertySchema holds: an optional
-    parameter's `anyOf: [T, null]` becomes T (optionality stays in `required`); ValueError naming the tool and
-    parameter when no single type is left."""
-    branches = [b for b in schema.get("anyOf", [schema]) if isinstance(b, dict) and b.get("type") != "null"]
-    if len(branches) != 1 or not isinstance(branches[0].get("type"), str):
-        raise ValueError(f"tool {tool!r}, parameter {param!r}: verl's tool schema needs one JSON type, got {schema}")
-    out = {"type": branches[0]["type"], **({"enum": branches[0]["enum"]} if "enum" in branches[0] else {})}
-    description = schema.get("description") or branches[0].get("description")
-    return {**out, **({"description": description} if description else {})}
-
-
-def verl_tool_schema(tool: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI tool spec in the form verl 0.7's OpenAIFunctionToolSchema validates (see _verl_property; keys it
-    has no field for, such as `items` or `default`, are left out, as verl would drop them)."""
-    function = tool["function"]
-    params = function.get("parameters") or {}
-    properties = {p: _verl_property(function["name"], p, s) for p, s in (params.get("properties") or {}).items()}
-    return {"type": "function", "function": {
-        "name": function["name"], "description": function.get("description") or function["name"],
-        "parameters": {"type": "object", "properties": properties, "required": list(params.get("required") or [])}}}
-
-
-def tool_config(toolset: Toolset, reward: str = "progress") -> dict[str, Any]:
-    """verl's tool config of a toolset: one SapTool per tool, named and described by its tool_schema."""
-    return {"tools": [{"class_name": f"{__name__}.SapTool", "config": {"type": "native", "reward": reward},
-                       "tool_schema": verl_tool_schema(spec.to_openai())} for spec in toolset.tools]}
-
-
-def interaction_config(toolset: str | None = None, reward: str = "progress", max_steps: int = 8) -> dict[str, Any]:
-    """verl's interaction config: the sap interaction, named as `sap export --format verl` rows name it."""
-    config: dict[str, Any] = {"reward": reward, "max_steps": max_steps, **({"toolset": toolset} if toolset else {})}
-    return {"interaction": [{"name": INTERACTION_NAME, "class_name": f"{__name__}.SapInteraction", "config": config}]}
-
-
-def write_verl_configs(toolset: str, directory: str | Path, reward: str = "progress",
-                       max_steps: int = 8) -> tuple[Path, Path]:
-    """Write `tool_config.yaml` and `interaction_config.yaml` for `toolset` into `directory`; their paths."""
-    _reward_name({"reward": reward})
-    loaded = load_toolset(toolset)
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    tools, interaction = out / "tool_config.yaml", out / "interaction_config.yaml"
-    tools.write_text(yaml.safe_dump(tool_config(loaded, reward), sort_keys=False, allow_unicode=True))
-    interaction.write_text(yaml.safe_dump(interaction_config(toolset, reward, max_steps), sort_keys=False,
-                                          allow_unicode=True))
-    return tools, interaction
