@@ -73,15 +73,15 @@ def loops(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Loop]:
 
 
 async def play(loop: Loop, row: dict[str, Any], request_id: str, wrong: str | None = None,
-               first_calls: int | None = None) -> tuple[list[tuple[bool, str, float, dict[str, Any]]], list[str]]:
-    """Play the row's gold calls as verl's agent loop would run them: every generate_response answer, and the tool
-    texts. `wrong` replaces the first string value of the first call; `first_calls` makes only that many calls of
+               first_calls: int | None = None) -> tuple[list[tuple[bool, str, float, dict[str, Any]]], list[bool]]:
+    """Play the row's gold calls as verl's agent loop would run them: every generate_response answer, and whether
+    each call succeeded (the tool's metrics). `wrong` replaces the first string value of the first call; `first_calls` makes only that many calls of
     the first turn and stops (the loop is cut before the model ends its turn)."""
     kwargs = row["extra_info"]["interaction_kwargs"]
     interaction = loop.interactions[kwargs["name"]]
     assert await interaction.start_interaction(request_id, **kwargs) == request_id
     messages: list[dict[str, Any]] = list(row["prompt"])
-    answers, texts = [], []
+    answers, oks = [], []
     for t, turn in enumerate(parse_ground_truth(row["reward_model"]["ground_truth"])):
         for i, gold in enumerate(turn[:first_calls]):
             args = dict(gold.args)
@@ -89,20 +89,20 @@ async def play(loop: Loop, row: dict[str, Any], request_id: str, wrong: str | No
                 args[next(k for k, v in args.items() if isinstance(v, str))] = wrong
             tool = loop.tools[gold.name]
             instance_id, _ = await tool.create(create_kwargs={})
-            response, step_reward, _ = await tool.execute(instance_id, args, agent_data=AgentData(request_id))
+            response, step_reward, metrics = await tool.execute(instance_id, args, agent_data=AgentData(request_id))
             await tool.release(instance_id)
-            assert isinstance(response, ToolResponse) and step_reward == 0.0
-            texts.append(str(response.text))
+            assert isinstance(response, ToolResponse) and response.text and step_reward == 0.0
+            oks.append(metrics["ok"])
             messages.append({"role": "tool", "content": response.text})
         if first_calls is not None:
-            return answers, texts
+            return answers, oks
         messages.append({"role": "assistant", "content": "Done."})
         answer = await interaction.generate_response(request_id, messages, **kwargs)
         answers.append(answer)
         messages.append({"role": "user", "content": answer[1]})
         if answer[0]:
             break
-    return answers, texts
+    return answers, oks
 
 
 def _toolset(row: dict[str, Any]) -> str:
@@ -125,12 +125,12 @@ def test_configs_load_through_verls_registries(loops: dict[str, Loop]) -> None:
 def test_gold_play_scores_one_and_feeds_the_user_turns(rows: list[dict[str, Any]], loops: dict[str, Loop]) -> None:
     for row in rows:
         loop, request_id = loops[_toolset(row)], uuid4().hex
-        answers, texts = asyncio.run(play(loop, row, request_id))
+        answers, oks = asyncio.run(play(loop, row, request_id))
         assert [a[1] for a in answers[:-1]] == row["extra_info"]["user_turns"]
         assert [a[0] for a in answers] == [False] * (len(answers) - 1) + [True]
         done, _, score, rewards = answers[-1]
         assert score == 1.0 and (rewards["progress"], rewards["graduated"]) == (1.0, 1.0), (row["extra_info"], rewards)
-        assert not any(text.startswith('{"error"') for text in texts), texts
+        assert all(oks), (row["extra_info"]["task_id"], oks)
         interaction = loop.interactions["sap"]
         assert asyncio.run(interaction.calculate_score(request_id)) == 1.0
         assert asyncio.run(next(iter(loop.tools.values())).calc_reward(request_id)) == 1.0
@@ -145,7 +145,7 @@ def test_one_wrong_value_scores_below_one(rows: list[dict[str, Any]], loops: dic
         request_id = uuid4().hex
         answers, _ = asyncio.run(play(loops[_toolset(row)], row, request_id, wrong=WRONG))
         rewards = loops[_toolset(row)].interactions["sap"].rewards(request_id)
-        assert answers[-1][2] < 1.0 or rewards["graduated"] < 1.0, row["extra_info"]["task_id"]
+        assert answers[-1][3] == rewards and answers[-1][2] == rewards["progress"]
         assert rewards["graduated"] < 1.0 and rewards["r_atomic"] < 1.0, row["extra_info"]["task_id"]
 
 

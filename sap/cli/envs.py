@@ -47,7 +47,7 @@ def run_verl_config(args: argparse.Namespace) -> int:
     """Write tool_config.yaml and interaction_config.yaml for the toolset (verl itself is not needed for this)."""
     from sap.envs.verl_config import write_verl_configs
 
-    for path in write_verl_configs(args.toolset, args.output, args.reward, args.max_steps):
+    for path in write_verl_configs(args.toolset, args.output, args.reward):
         print(path)
     return 0
 
@@ -62,5 +62,4 @@ def add_commands(sub: Any) -> None:
     p.add_argument("-o", "--output", required=True, help="directory for tool_config.yaml and interaction_config.yaml")
     p.add_argument("--reward", choices=("progress", "graduated"), default="progress",
                    help="the episode reward verl trains on (both are computed; default: progress)")
-    p.add_argument("--max-steps", type=int, default=8, help="assistant messages per turn before the turn is cut")
     p.set_defaults(fn=run_verl_config)

@@ -84,7 +84,6 @@ class SapInteraction(BaseInteraction):
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
         self.reward_name = reward_name(config)
-        self.max_steps = int(config.get("max_steps", 8))
         self.toolset: str | None = config.get("toolset")
         self.toolsets: dict[str, Toolset] = {}
 
@@ -96,8 +95,11 @@ class SapInteraction(BaseInteraction):
         record = json.loads(kwargs["record"]) if isinstance(kwargs["record"], str) else kwargs["record"]
         where = f"interaction_kwargs of task {record.get('id')!r}"
         toolset = toolset_for_data((record.get("meta") or {}).get("toolset"), self.toolset, where, self.toolsets)
-        env = ToolEnv(task_from_record(record, toolset), max_steps=self.max_steps)
+        env = ToolEnv(task_from_record(record, toolset))
         env.reset()
+        previous = _EPISODES.pop(instance_id, None)
+        if previous is not None:  # the same trajectory started again: its old episode is dropped
+            previous.close()
         _EPISODES[instance_id] = env
         return instance_id
 

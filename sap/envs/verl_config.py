@@ -54,14 +54,13 @@ def tool_config(toolset: Toolset, reward: str = "progress") -> dict[str, Any]:
                        "tool_schema": verl_tool_schema(spec.to_openai())} for spec in toolset.tools]}
 
 
-def interaction_config(toolset: str | None = None, reward: str = "progress", max_steps: int = 8) -> dict[str, Any]:
+def interaction_config(toolset: str | None = None, reward: str = "progress") -> dict[str, Any]:
     """verl's interaction config: the sap interaction, named as `sap export --format verl` rows name it."""
-    config: dict[str, Any] = {"reward": reward, "max_steps": max_steps, **({"toolset": toolset} if toolset else {})}
+    config: dict[str, Any] = {"reward": reward, **({"toolset": toolset} if toolset else {})}
     return {"interaction": [{"name": INTERACTION_NAME, "class_name": f"{ADAPTER}.SapInteraction", "config": config}]}
 
 
-def write_verl_configs(toolset: str, directory: str | Path, reward: str = "progress",
-                       max_steps: int = 8) -> tuple[Path, Path]:
+def write_verl_configs(toolset: str, directory: str | Path, reward: str = "progress") -> tuple[Path, Path]:
     """Write `tool_config.yaml` and `interaction_config.yaml` for `toolset` into `directory`; their paths."""
     reward_name({"reward": reward})
     loaded = load_toolset(toolset)
@@ -69,6 +68,6 @@ def write_verl_configs(toolset: str, directory: str | Path, reward: str = "progr
     out.mkdir(parents=True, exist_ok=True)
     tools, interaction = out / "tool_config.yaml", out / "interaction_config.yaml"
     tools.write_text(yaml.safe_dump(tool_config(loaded, reward), sort_keys=False, allow_unicode=True))
-    interaction.write_text(yaml.safe_dump(interaction_config(toolset, reward, max_steps), sort_keys=False,
+    interaction.write_text(yaml.safe_dump(interaction_config(toolset, reward), sort_keys=False,
                                           allow_unicode=True))
     return tools, interaction
