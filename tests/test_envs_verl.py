@@ -75,8 +75,9 @@ def loops(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Loop]:
 async def play(loop: Loop, row: dict[str, Any], request_id: str, wrong: str | None = None,
                first_calls: int | None = None) -> tuple[list[tuple[bool, str, float, dict[str, Any]]], list[bool]]:
     """Play the row's gold calls as verl's agent loop would run them: every generate_response answer, and whether
-    each call succeeded (the tool's metrics). `wrong` replaces the first string value of the first call; `first_calls` makes only that many calls of
-    the first turn and stops (the loop is cut before the model ends its turn)."""
+    each call succeeded (the tool's metrics). `wrong` replaces the first string value of the first call;
+    `first_calls` makes only that many calls of the first turn and stops (the loop is cut before the model ends its
+    turn)."""
     kwargs = row["extra_info"]["interaction_kwargs"]
     interaction = loop.interactions[kwargs["name"]]
     assert await interaction.start_interaction(request_id, **kwargs) == request_id

@@ -128,7 +128,8 @@ class SapInteraction(BaseInteraction):
             raise ValueError("calculate_score needs the episode's instance_id (the request id)")
         return float(self.rewards(instance_id)[self.reward_name])
 
-    async def finalize_interaction(self, instance_id: str | None = None, **kwargs: Any) -> None:  # type: ignore[override]
+    async def finalize_interaction(self, instance_id: str | None = None,  # type: ignore[override]
+                                   **kwargs: Any) -> None:
         """Close the episode `instance_id` and forget it."""
         env = _EPISODES.pop(instance_id, None) if instance_id is not None else None
         if env is not None:
