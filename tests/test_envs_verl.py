@@ -121,6 +121,11 @@ def test_configs_load_through_verls_registries(loops: dict[str, Loop]) -> None:
             assert set(schema.parameters.properties) == set(params.get("properties") or {})
             assert set(schema.parameters.required) == set(params.get("required") or [])
         assert isinstance(loop.interactions["sap"], SapInteraction)
+    # an optional parameter (anyOf [T, null]) keeps its type and enum; optional, it stays out of `required`
+    status = loops["travel"].tools["list_bookings"].get_openai_tool_schema().function.parameters
+    prop = status.properties["status"]
+    assert (prop.type, prop.enum) == ("string", ["confirmed", "cancelled"])
+    assert "status" not in status.required
 
 
 def test_gold_play_scores_one_and_feeds_the_user_turns(rows: list[dict[str, Any]], loops: dict[str, Loop]) -> None:
@@ -136,6 +141,8 @@ def test_gold_play_scores_one_and_feeds_the_user_turns(rows: list[dict[str, Any]
         assert asyncio.run(interaction.calculate_score(request_id)) == 1.0
         assert asyncio.run(next(iter(loop.tools.values())).calc_reward(request_id)) == 1.0
         asyncio.run(interaction.finalize_interaction(request_id))
+        with pytest.raises(KeyError, match="no sap episode"):
+            asyncio.run(interaction.calculate_score(request_id))
 
 
 def test_one_wrong_value_scores_below_one(rows: list[dict[str, Any]], loops: dict[str, Loop]) -> None:
@@ -183,6 +190,8 @@ def test_a_call_without_an_episode_is_refused_by_name(loops: dict[str, Loop]) ->
     tool = next(iter(loops["store"].tools.values()))
     with pytest.raises(KeyError, match="no sap episode for request 'nobody'.*interaction_kwargs"):
         asyncio.run(tool.execute("x", {}, agent_data=AgentData("nobody")))
+    with pytest.raises(ValueError, match="interaction_kwargs: no 'record'"):
+        asyncio.run(loops["store"].interactions["sap"].start_interaction("r1", name="sap"))
 
 
 def test_bad_reward_name_is_refused(tmp_path: Path) -> None:
