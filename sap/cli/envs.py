@@ -1,4 +1,5 @@
-"""`sap serve-env`: sap tasks as live RL environments over HTTP (see sap.envs.server for the API)."""
+"""`sap serve-env`: sap tasks as live RL environments over HTTP (see sap.envs.server for the API); `sap verl-config`:
+the tool and interaction config files of verl's multi-turn agent loop for a toolset (see sap.envs.verl)."""
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,23 @@ def run_serve_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_verl_config(args: argparse.Namespace) -> int:
+    """Write tool_config.yaml and interaction_config.yaml for the toolset (verl itself is not needed for this)."""
+    from sap.envs.verl_config import write_verl_configs
+
+    for path in write_verl_configs(args.toolset, args.output, args.reward):
+        print(path)
+    return 0
+
+
 def add_commands(sub: Any) -> None:
-    """Register `sap serve-env`."""
+    """Register `sap serve-env` and `sap verl-config`."""
     p = sub.add_parser("serve-env", help="serve sap tasks as RL environments over HTTP (reset, step, reward)")
     add_serve_env_args(p)
     p.set_defaults(fn=run_serve_env)
+    p = sub.add_parser("verl-config", help="write verl's tool and interaction config files for a toolset")
+    p.add_argument("--toolset", required=True, help="the toolset whose tools verl offers (built-in name or path)")
+    p.add_argument("-o", "--output", required=True, help="directory for tool_config.yaml and interaction_config.yaml")
+    p.add_argument("--reward", choices=("progress", "graduated"), default="progress",
+                   help="the episode reward verl trains on (both are computed; default: progress)")
+    p.set_defaults(fn=run_verl_config)

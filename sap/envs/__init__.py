@@ -1,5 +1,6 @@
 """sap tasks as live RL environments: an episode per task on a real executor, a task catalog, an HTTP server, and
-the TRL adapter (sap.envs.trl)."""
+the TRL adapter (sap.envs.trl) and
+the verl adapter (sap.envs.verl; its config files: sap.envs.verl_config)."""
 from sap.envs.catalog import TaskCatalog
 from sap.envs.episode import Step, ToolEnv, gold_message, rewards_row
 from sap.envs.server import EnvServer
