@@ -15,7 +15,8 @@ from pydantic import BaseModel, Field
 
 from sap.fsm.build import READ_VERBS, named_update
 from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn
-from sap.provenance.checks import answers_recap, mentions, normalize_text, request_start, stating_text
+from sap.provenance.checks import (answers_recap, mentions, normalize_text, request_start, states_value,
+                                   stating_text)
 from sap.provenance.fields import index_of
 from sap.provenance.jsonpath import PathError, resolve
 
@@ -244,7 +245,7 @@ class RuleJudge:
         for name, prov in call.args_prov.items():
             value = call.args_exec.get(name)
             tag = prov.effective_tag()
-            if tag in _STATED and not mentions(message, value):
+            if tag in _STATED and not states_value(message, call.name, name, value):
                 out.append(Finding(criterion="message_matches_calls", turn=turn.index,
                                    detail=f"{where} arg {name}: {tag.value} value {value!r} is not stated "
                                           f"in the user message"))

@@ -1,0 +1,216 @@
+"""One call's request in the user's words: a phrase from the toolset's phrase book (or the tool's docstring as an
+imperative), new and config values woven in verbatim, history values referred to in plain words (with the selector
+when one among several), withheld values left out as a natural underspecified request."""
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sap.agents.phrasebook import PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
+from sap.model import Selector, ToolCall, ToolSpec
+from sap.provenance.selectors import ordinal
+from sap.text import describe_value, first_sentence, task_phrase, words_of
+
+_PREPOSITION = r"(?:on|at|for|to|into|in|from|by|with|until|under|onto|as|of|about|called|named|under)"
+_DETERMINER = r"(?:the|my|our|a|an|this|that)"
+_SAME_TURN = ["that {n}", "the {n} that turns up", "the {n} you get from that"]
+_LAST_TURN = ["the {n} you just found", "that {n}", "the {n} from your last answer", "that same {n}",
+              "the {n} you just gave me"]
+_EARLIER = ["the {n} you found earlier", "the {n} from before", "that {n} from earlier", "the {n} you gave me earlier"]
+_STATED = ["the {n} I mentioned earlier", "the same {n} as before", "the {n} I gave you before",
+           "that {n} I told you about"]
+_STATED_LATEST = ["the {n} I mentioned last", "the most recent {n} I gave you", "the latest {n} I mentioned"]
+_STATED_NTH = ["the {o} {n} I mentioned", "the {o} {n} I gave you"]
+_EXTRA_LEADS = [", with {x}", ", using {x}", "; use {x}", " - {x}"]
+
+
+def said_value(value: Any) -> str:
+    """A value as the user writes it, verbatim for the code check: short strings bare, longer text quoted, lists
+    as "a, b and c", numbers and booleans as JSON writes them, objects as their fields in words."""
+    if isinstance(value, str):
+        return f'"{value}"' if len(value.split()) >= 4 or not value.strip() else value
+    if isinstance(value, list):
+        return join_words([said_value(v) for v in value]) if value else "none"
+    if isinstance(value, dict):
+        return describe_value(value)
+    return json.dumps(value)
+
+
+def join_words(items: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def article(noun: str) -> str:
+    """The noun with "a" or "an"."""
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+
+
+def plural(noun: str) -> str:
+    """A naive plural: file -> files, address -> addresses, entry -> entries."""
+    if re.search(r"(?:s|sh|ch|x|z)$", noun):
+        return noun + "es"
+    if re.search(r"[^aeiou]y$", noun):
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
+_NOT_NOUN = re.compile(r"^(?:true|false|whether|if|when|optional|required|default|set|used|specifies|indicates)\b", re.I)
+
+
+def parameter_noun(spec: ToolSpec, param: str) -> str:
+    """Plain words for a parameter without a phrase book: its description's noun when short ("The name of the
+    file." -> "name of the file"), else its name in words (`pedalPosition` -> "pedal position")."""
+    desc = str(spec.properties.get(param, {}).get("description", ""))
+    desc = re.sub(r"^\s*\[[^\]]*\]\s*", "", desc)
+    head = re.split(r"[.,;:()\[\]]", desc, maxsplit=1)[0].strip()
+    head = re.sub(r"^(?:the|a|an)\s+", "", head, flags=re.I)
+    words = head.split()
+    if 1 <= len(words) <= 4 and all(re.fullmatch(r"[A-Za-z-]+", w) for w in words) and not _NOT_NOUN.match(head):
+        return head[:1].lower() + head[1:]
+    return words_of(param)
+
+
+def generic_phrases(spec: ToolSpec) -> ToolPhrases:
+    """Phrases for a tool without a phrase book: its docstring's first sentence as an imperative, a noun per
+    parameter."""
+    request = task_phrase(spec) if first_sentence(spec.description) else f"help me with {words_of(spec.name)}"
+    return ToolPhrases(spec.name, (request,), (), (), {p: parameter_noun(spec, p) for p in spec.properties})
+
+
+@dataclass(frozen=True)
+class Wording:
+    """A toolset's wording: its phrase book (None: the generic wording from docstrings) and its tool specs."""
+
+    specs: Mapping[str, ToolSpec]
+    book: PhraseBook | None
+
+    def phrases(self, tool: str) -> ToolPhrases:
+        """The phrase-book entry of a tool, or its generic phrases."""
+        if self.book is not None and tool in self.book.tools:
+            return self.book.tools[tool]
+        return generic_phrases(self.specs[tool])
+
+    def noun(self, tool: str, param: str) -> str:
+        """Plain words for a parameter of a tool."""
+        entry = self.phrases(tool)
+        return entry.nouns.get(param) or parameter_noun(self.specs[tool], param) if tool in self.specs else \
+            words_of(param)
+
+
+def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -> str:
+    """A reference to one value among several of an earlier result, stating the selector: "the order whose status
+    is pending", "the second file in that list", "the booking ID from the latest results"."""
+    if sel.named:
+        return f"the {sel.noun} {said_value(value)}"
+    of = "" if sel.noun == noun or sel.noun in ("entry", "result") else f"the {noun} of "
+    thing = noun if not of else sel.noun
+    if sel.field is not None:
+        field = words_of(sel.field)
+        core = rng.choice([f"{of}the {thing} whose {field} is {sel.value}", f"{of}the {thing} with {field} {sel.value}"])
+    elif sel.position is not None:
+        where = "the latest list" if sel.latest else "that list"
+        core = rng.choice([f"{of}the {ordinal(sel.position)} {thing} in {where}",
+                           f"{of}the {ordinal(sel.position)} {thing} listed" + (" most recently" if sel.latest else "")])
+        return core
+    else:
+        return rng.choice([f"the {noun} from the most recent results", f"the latest {noun} you found",
+                           f"the {noun} you found last"])
+    return core + (" in the latest results" if sel.latest else "")
+
+
+def history_reference(noun: str, sel: Selector | None, value: Any, source: tuple[int, int] | None, turn: int,
+                      rng: random.Random) -> str:
+    """How the user refers to a value from an earlier result (`source`) or one they stated before (no source)."""
+    if source is not None:
+        if sel is not None:
+            return output_reference(noun, sel, value, rng)
+        pool = _SAME_TURN if source[0] == turn else _LAST_TURN if source[0] == turn - 1 else _EARLIER
+        return rng.choice(pool).format(n=noun)
+    if sel is None:
+        return rng.choice(_STATED).format(n=noun)
+    if sel.latest:
+        return rng.choice(_STATED_LATEST).format(n=noun)
+    return rng.choice(_STATED_NTH).format(n=noun, o=ordinal(sel.position or 1))
+
+
+def _droppable(text: str, param: str) -> bool:
+    """Whether a withheld slot sits after a preposition (dropped with it) or right after the opening verb."""
+    slot = re.escape("{" + param + "}")
+    return bool(re.search(rf"\b{_PREPOSITION}\s+(?:{_DETERMINER}\s+)?{slot}", text)
+                or re.match(rf"^\S+(?:\s+(?:me|up|out))?\s+{slot}", text))
+
+
+def _leave_out(text: str, param: str, noun: str, rng: random.Random) -> str:
+    """The phrase with a withheld slot left out: "book a flight on {date}" -> "book a flight", "move {file} to
+    x" -> "move a file to x"."""
+    slot = re.escape("{" + param + "}")
+    dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{_DETERMINER}\s+)?{slot}", "", text, count=1)
+    if dropped != text:
+        return dropped
+    vague = rng.choice([article(noun), f"one of the {plural(noun)}"])
+    return re.sub(rf"(?:\b{_DETERMINER}\s+)?{slot}", vague, text, count=1)
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument as the user conveys it: its words (a verbatim value or a reference), or withheld."""
+
+    param: str
+    noun: str
+    words: str
+    verbatim: bool
+    withheld: bool
+    value: Any
+
+
+def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
+    """A phrase with its slots filled (withheld ones, and any the call does not have, left out)."""
+    for name in placeholders(text):
+        if name not in args or args[name].withheld:
+            text = _leave_out(text, name, args[name].noun if name in args else words_of(name), rng)
+    return PLACEHOLDER.sub(lambda m: args[m.group(1)].words, text)
+
+
+def _extra(a: Argument, rng: random.Random) -> str:
+    """An argument the chosen phrase does not cover, in words."""
+    if not a.verbatim:
+        return a.words
+    if isinstance(a.value, (bool, int, float)):
+        return rng.choice([f"{a.noun} set to {a.words}", f"the {a.noun} at {a.words}"])
+    return rng.choice([f"the {a.noun} {a.words}", f"{a.words} as the {a.noun}"])
+
+
+def request_phrase(entry: ToolPhrases, call: ToolCall, args: Mapping[str, Argument], rng: random.Random) -> str:
+    """The call's request: a phrase conveying its arguments (a conditional one when the arguments meet its
+    condition), with the arguments it does not cover added in words; withheld values never appear."""
+    matching = entry.matching(call.args_exec)
+    conveyed = {k for c in matching for k in c.cond}
+    pool = [r for c in matching for r in c.requests] or list(entry.requests)
+    pool = [r for r in pool if set(placeholders(r)) <= set(args)] or [r for r in pool if not placeholders(r)] or pool
+    withheld = [a.param for a in args.values() if a.withheld]
+    pool = [r for r in pool if all(_droppable(r, p) or "{" + p + "}" not in r for p in withheld)] or pool
+    text = rng.choice(pool)
+    covered = set(placeholders(text)) | conveyed
+    extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld]
+    if extras:
+        text += rng.choice(_EXTRA_LEADS).format(x=join_words(extras))
+    return _fill(text, args, rng)
+
+
+def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wording,
+                       mention_list: list[Any], turn: int, rng: random.Random) -> dict[str, Argument]:
+    """Each must-mention entry of a call as the user conveys it."""
+    out = {}
+    for m in mention_list:
+        noun = wording.noun(call.name, m.param)
+        if m.verbatim:
+            words = said_value(m.value)
+        else:
+            words = history_reference(noun, m.selector, m.value, m.source, turn, rng)
+        out[m.param] = Argument(m.param, noun, words, m.verbatim, m.param in withheld, m.value)
+    return out
