@@ -23,7 +23,7 @@ class WithheldRequest:
     values it states ahead for later turns, and the rule texts (user_k, user_next) that stand without a writer."""
 
     turn: Turn
-    earlier: list[str]  # the user messages before the turn, in order
+    earlier: list[Turn]  # the turns before it, in order
     withheld: dict[tuple[int, int], frozenset[str]]  # (turn, call) -> parameters left out there
     values: list[WithheldValue]
     specs: dict[str, ToolSpec]

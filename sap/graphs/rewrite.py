@@ -280,7 +280,7 @@ def withheld_request(base: Trajectory, k: int, chosen: list[_Group], specs: dict
     written = RuleMessenger().write(base.turns[:k + 1], specs, rng, virtual=base.virtual_history, withheld=withheld)
     reveal = reveal_message([Mention(g.names[0], g.value, "NEW", True) for g in chosen], rng,
                             {g.names[0]: g.noun for g in chosen})
-    return WithheldRequest(turn=turn, earlier=[t.user_message for t in base.turns[:k]], withheld=withheld,
+    return WithheldRequest(turn=turn, earlier=list(base.turns[:k]), withheld=withheld,
                            values=[WithheldValue(tuple(g.names), g.noun, g.value) for g in chosen], specs=specs,
                            virtual=[v for v in base.virtual_history if v.get("turn") == k],
                            template=(written[-1].user_message, reveal))
