@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 
 _OPENERS = ["Could you {x}?", "Can you {x}?", "Please {x}.", "{X}, please.", "{X}.", "I'd like you to {x}.",
-            "Would you {x}?", "I need you to {x}.", "Can you help me {x}?", "I want to {x}.", "Let's {x}.",
-            "Go ahead and {x}.", "Could you please {x}?", "When you get a chance, {x}.", "I'd like to {x}.",
-            "Would you be able to {x}?", "Is it possible to {x}?", "I was hoping you could {x}.",
-            "Quick one: {x}.", "Mind helping me {x}?"]
+            "Would you {x}?", "I need you to {x}.", "Go ahead and {x}.", "Could you please {x}?",
+            "When you get a chance, {x}.", "Would you be able to {x}?", "I was hoping you could {x}.",
+            "Quick one: {x}.", "Can you please {x}?", "{X} - thanks.",
+            "Do me a favor and {x}.", "If you could {x}, that would be great.", "I'd appreciate it if you could {x}."]
 _GREETINGS = ["Hi!", "Hello.", "Hey there.", "Hi there!", "Good morning!", "Hey!"]
 _LEAD_SENTENCES = ["Thanks.", "Great.", "OK.", "Perfect, thanks.", "Got it.", "Thank you!", "Alright.", "Nice."]
 _LEAD_CLAUSES = ["Now", "Next,", "Also,", "And", "Alright,", "One more thing:", "Now,", "Then", "OK, now", "After that,"]
 _CHAINS = [", then {y}", " and then {y}", ", and after that {y}", " and {y}", ", and once that's done, {y}"]
 _SECOND_SENTENCES = ["Then {y}.", "After that, {y}.", "Once that's done, {y}.", "Also, {y}.", "And then {y}.",
                      "When that's done, please {y}."]
+_STATEMENT_LEADS = ["Also, {y}.", "Oh, and {y}.", "And {y}.", "Besides that, {y}."]
 _AHEAD = ["By the way, the {n} I'll want later is {v}.", "Just so you know, I'll need {v} as the {n} later on.",
           "Keep in mind the {n} for later: {v}.", "For later: the {n} will be {v}."]
 _CLOSERS = [" Thanks!", " Thank you.", " Thanks a lot.", " Appreciate it.", " Cheers."]
@@ -40,14 +42,38 @@ def joined(requests: Sequence[str], rng: random.Random) -> str:
     return text
 
 
+def is_statement(request: str) -> bool:
+    """Whether a request is worded as the user's own statement ("I ordered it by mistake, cancel it"), which
+    stands as a sentence of its own rather than after "Could you"."""
+    return re.match(r"(?:I|I'm|I'd|I've|my|we)\b", request, re.I) is not None
+
+
+def _sentences(requests: Sequence[str], rng: random.Random) -> str:
+    """The requests as sentences: runs of imperative requests chained (or split in two), statements on their own."""
+    runs: list[list[str]] = []
+    for r in requests:
+        if runs and not is_statement(r) and not is_statement(runs[-1][-1]):
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    out = []
+    for n, run in enumerate(runs):
+        if is_statement(run[0]):
+            out.append(capitalized(run[0]) + "." if n == 0 else rng.choice(_STATEMENT_LEADS).format(y=run[0]))
+        elif n == 0 and len(run) > 1 and rng.random() < 0.4:
+            out.append(opened(run[0], rng) + " " + rng.choice(_SECOND_SENTENCES).format(y=joined(run[1:], rng)))
+        elif n == 0:
+            out.append(opened(joined(run, rng), rng))
+        else:
+            out.append(rng.choice(_SECOND_SENTENCES).format(y=joined(run, rng)))
+    return " ".join(out)
+
+
 def compose_message(requests: Sequence[str], ahead: Sequence[tuple[str, str]], first: bool,
                     intros: Sequence[str], rng: random.Random) -> str:
     """A turn's user message: an optional greeting and context on the first turn, a lead-in on later ones, the
-    requests (in one sentence or two), values stated ahead of use and an occasional thanks."""
-    if len(requests) > 1 and rng.random() < 0.4:
-        body = opened(requests[0], rng) + " " + capitalized(rng.choice(_SECOND_SENTENCES).format(y=joined(requests[1:], rng)))
-    else:
-        body = opened(joined(requests, rng), rng)
+    requests (in one sentence or more), values stated ahead of use and an occasional thanks."""
+    body = _sentences(requests, rng)
     lead = ""
     if first:
         if intros and rng.random() < 0.45:

@@ -155,10 +155,12 @@ class RuleMessenger:
 
 
 def wording_noun(wording: Wording, turn: Turn, param: str) -> str:
-    """Plain words for a parameter stated ahead of use, from a tool of the turn that has it, else its name."""
-    for call in turn.calls:
-        if call.name in wording.specs and param in wording.specs[call.name].properties:
-            return wording.noun(call.name, param)
+    """Plain words for a parameter stated ahead of use: from a tool of the turn that has it, else from any tool
+    that has it, else its name in words."""
+    tools = [c.name for c in turn.calls] + sorted(wording.specs)
+    for tool in tools:
+        if tool in wording.specs and param in wording.specs[tool].properties:
+            return wording.noun(tool, param)
     return words_of(param)
 
 

@@ -32,7 +32,7 @@ def said_value(value: Any) -> str:
     """A value as the user writes it, verbatim for the code check: short strings bare, longer text quoted, lists
     as "a, b and c", numbers and booleans as JSON writes them, objects as their fields in words."""
     if isinstance(value, str):
-        return f'"{value}"' if len(value.split()) >= 4 or not value.strip() else value
+        return f'"{value}"' if len(value.split()) >= 5 or "\n" in value or not value.strip() else value
     if isinstance(value, list):
         return join_words([said_value(v) for v in value]) if value else "none"
     if isinstance(value, dict):
@@ -105,18 +105,17 @@ class Wording:
 def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -> str:
     """A reference to one value among several of an earlier result, stating the selector: "the order whose status
     is pending", "the second file in that list", "the booking ID from the latest results"."""
-    if sel.named:
-        return f"the {sel.noun} {said_value(value)}"
-    of = "" if sel.noun == noun or sel.noun in ("entry", "result") else f"the {noun} of "
+    same = sel.noun in noun or noun in sel.noun or sel.noun in ("entry", "result")
+    of = "" if same else f"the {noun} of "
     thing = noun if not of else sel.noun
     if sel.field is not None:
         field = words_of(sel.field)
         core = rng.choice([f"{of}the {thing} whose {field} is {sel.value}", f"{of}the {thing} with {field} {sel.value}"])
     elif sel.position is not None:
         where = "the latest list" if sel.latest else "that list"
-        core = rng.choice([f"{of}the {ordinal(sel.position)} {thing} in {where}",
-                           f"{of}the {ordinal(sel.position)} {thing} listed" + (" most recently" if sel.latest else "")])
-        return core
+        nth = ordinal(sel.position)
+        return rng.choice([f"the {nth} {sel.noun} in {where}", f"{of}the {nth} {thing} in {where}",
+                           f"the {noun} from the {nth} {sel.noun} in {where}" if of else f"the {nth} {noun} in {where}"])
     else:
         return rng.choice([f"the {noun} from the most recent results", f"the latest {noun} you found",
                            f"the {noun} you found last"])
@@ -173,6 +172,14 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
     for name in placeholders(text):
         if name not in args or args[name].withheld:
             text = _leave_out(text, name, args[name].noun if name in args else words_of(name), rng)
+        elif not args[name].verbatim:  # "the pending order {x}" with a reference: "the order you just found"
+            slot = re.escape("{" + name + "}")
+            noun = "(?:" + "|".join(re.escape(n) for n in {args[name].noun, args[name].noun.split()[-1]}) + ")"
+            for merged in (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}", rf"\b{noun}\s+{slot}",
+                           rf"\b(?:the|a|an|my)\s+{slot}"):
+                text, done = re.subn(merged, lambda _, keep="{" + name + "}": keep, text, count=1)
+                if done:
+                    break
     return PLACEHOLDER.sub(lambda m: args[m.group(1)].words, text)
 
 
@@ -188,14 +195,17 @@ def _extra(a: Argument, rng: random.Random) -> str:
 def request_phrase(entry: ToolPhrases, call: ToolCall, args: Mapping[str, Argument], rng: random.Random) -> str:
     """The call's request: a phrase conveying its arguments (a conditional one when the arguments meet its
     condition), with the arguments it does not cover added in words; withheld values never appear."""
-    matching = entry.matching(call.args_exec)
-    conveyed = {k for c in matching for k in c.cond}
-    pool = [r for c in matching for r in c.requests] or list(entry.requests)
-    pool = [r for r in pool if set(placeholders(r)) <= set(args)] or [r for r in pool if not placeholders(r)] or pool
+    pool = [(r, c.cond) for c in entry.matching(call.args_exec) for r in c.requests] or \
+        [(r, {}) for r in entry.requests]
+    pool = [p for p in pool if set(placeholders(p[0])) <= set(args)] or \
+        [p for p in pool if not placeholders(p[0])] or pool
     withheld = [a.param for a in args.values() if a.withheld]
-    pool = [r for r in pool if all(_droppable(r, p) or "{" + p + "}" not in r for p in withheld)] or pool
-    text = rng.choice(pool)
-    covered = set(placeholders(text)) | conveyed
+    pool = [p for p in pool if all(_droppable(p[0], w) or "{" + w + "}" not in p[0] for w in withheld)] or pool
+    stated = {a.param for a in args.values() if not a.withheld}
+    most = max(len(set(placeholders(p[0])) & stated) for p in pool)  # the phrases that weave in the most values
+    pool = [p for p in pool if len(set(placeholders(p[0])) & stated) == most]
+    text, cond = rng.choice(pool)
+    covered = set(placeholders(text)) | set(cond)
     extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld]
     if extras:
         text += rng.choice(_EXTRA_LEADS).format(x=join_words(extras))
@@ -208,9 +218,10 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
     out = {}
     for m in mention_list:
         noun = wording.noun(call.name, m.param)
-        if m.verbatim:
+        named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
+        if m.verbatim or named:
             words = said_value(m.value)
         else:
             words = history_reference(noun, m.selector, m.value, m.source, turn, rng)
-        out[m.param] = Argument(m.param, noun, words, m.verbatim, m.param in withheld, m.value)
+        out[m.param] = Argument(m.param, noun, words, m.verbatim or named, m.param in withheld, m.value)
     return out
