@@ -168,7 +168,10 @@ class Argument:
 
 
 def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
-    """A phrase with its slots filled (withheld ones, and any the call does not have, left out)."""
+    """A phrase with its slots filled (withheld ones, and any the call does not have, left out); side-by-side
+    slots of which one is a reference get a comma between them."""
+    text = re.sub(r"\{(\w+)\}\s+(?=\{(\w+)\})", lambda m: m.group(0).rstrip() + (
+        ", " if any(n in args and not args[n].verbatim for n in m.groups()) else " "), text)
     for name in placeholders(text):
         if name not in args or args[name].withheld:
             text = _leave_out(text, name, args[name].noun if name in args else words_of(name), rng)
@@ -214,14 +217,20 @@ def request_phrase(entry: ToolPhrases, call: ToolCall, args: Mapping[str, Argume
 
 def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wording,
                        mention_list: list[Any], turn: int, rng: random.Random) -> dict[str, Argument]:
-    """Each must-mention entry of a call as the user conveys it."""
+    """Each must-mention entry of a call as the user conveys it; after the first reference to a source, further
+    plain references to the same source are just "the city" ("the street address you found earlier, the city")."""
     out = {}
+    sources: set[tuple[int, int] | None] = set()
     for m in mention_list:
         noun = wording.noun(call.name, m.param)
         named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
         if m.verbatim or named:
             words = said_value(m.value)
+        elif m.selector is None and m.source is not None and m.source in sources:
+            words = f"the {noun}"
         else:
             words = history_reference(noun, m.selector, m.value, m.source, turn, rng)
+            if m.selector is None:
+                sources.add(m.source)
         out[m.param] = Argument(m.param, noun, words, m.verbatim or named, m.param in withheld, m.value)
     return out
