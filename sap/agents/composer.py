@@ -10,17 +10,32 @@ _OPENERS = ["Could you {x}?", "Can you {x}?", "Please {x}.", "{X}, please.", "{X
             "Would you {x}?", "I need you to {x}.", "Go ahead and {x}.", "Could you please {x}?",
             "When you get a chance, {x}.", "Would you be able to {x}?", "I was hoping you could {x}.",
             "Quick one: {x}.", "Can you please {x}?", "{X} - thanks.",
-            "Do me a favor and {x}.", "If you could {x}, that would be great.", "I'd appreciate it if you could {x}."]
+            "Do me a favor and {x}.", "If you could {x}, that would be great.", "I'd appreciate it if you could {x}.",
+            "Can I ask you to {x}?", "Mind if I ask you to {x}?", "Could you {x} for me?", "Would you kindly {x}?",
+            "Hoping you can {x}.", "{X} when you have a second.", "Okay so, {x}.", "Right, {x}.",
+            "So I need you to {x}.", "Help me out and {x}.", "Any chance you could {x}?", "{X} if you can.",
+            "First thing: {x}.", "Could we {x}?", "{X}, if that's alright.", "Please could you {x}?"]
 _GREETINGS = ["Hi!", "Hello.", "Hey there.", "Hi there!", "Good morning!", "Hey!"]
-_LEAD_SENTENCES = ["Thanks.", "Great.", "OK.", "Perfect, thanks.", "Got it.", "Thank you!", "Alright.", "Nice."]
-_LEAD_CLAUSES = ["Now", "Next,", "Also,", "And", "Alright,", "One more thing:", "Now,", "Then", "OK, now", "After that,"]
-_CHAINS = [", then {y}", " and then {y}", ", and after that {y}", " and {y}", ", and once that's done, {y}"]
+_LEAD_SENTENCES = ["Thanks.", "Great.", "OK.", "Perfect, thanks.", "Got it.", "Thank you!", "Alright.", "Nice.",
+                   "That's helpful.", "Good to know.", "Cool.", "Super, thanks.", "Okay, great.", "Makes sense.",
+                   "Lovely.", "Thanks for that.", "Hmm, OK.", "Right."]
+_LEAD_CLAUSES = ["Now", "Next,", "Also,", "And", "Alright,", "One more thing:", "Now,", "Then", "OK, now", "After that,",
+                 "Moving on,", "While we're at it,", "Another thing:", "On top of that,", "Next up,", "Oh, and",
+                 "Following on from that,", "In the meantime,"]
+_CHAINS = [", then {y}", " and then {y}", ", and after that {y}", " and {y}", ", and once that's done, {y}",
+           ", and also {y}", "; then {y}", ", followed by {y}" , " and afterwards {y}", ", plus {y}"]
 _SECOND_SENTENCES = ["Then {y}.", "After that, {y}.", "Once that's done, {y}.", "Also, {y}.", "And then {y}.",
-                     "When that's done, please {y}."]
+                     "When that's done, please {y}.", "Then please {y}.", "Afterwards, {y}.", "Next, {y}.",
+                     "When you're done with that, {y}.", "After that, could you {y}?", "Then could you also {y}?"]
 _STATEMENT_LEADS = ["Also, {y}.", "Oh, and {y}.", "And {y}.", "Besides that, {y}."]
 _AHEAD = ["By the way, the {n} I'll want later is {v}.", "Just so you know, I'll need {v} as the {n} later on.",
-          "Keep in mind the {n} for later: {v}.", "For later: the {n} will be {v}."]
-_CLOSERS = [" Thanks!", " Thank you.", " Thanks a lot.", " Appreciate it.", " Cheers."]
+          "Keep in mind the {n} for later: {v}.", "For later: the {n} will be {v}.", "Also note {v}, the {n} I'll use later.",
+          "Later on I'll want {v} for the {n}.", "Remember {v} as the {n}, it comes up later.",
+          "Heads up: the {n} later will be {v}.", "Side note, the {n} for a later step is {v}."]
+_CLOSERS = [" Thanks!", " Thank you.", " Thanks a lot.", " Appreciate it.", " Cheers.", " Many thanks.",
+            " Thanks so much.", " Much appreciated.", " Thanks in advance!", " You're a star."]
+_TAILS = [" for me", " if you can", " real quick", " right away", " when you get a moment", " please", " now",
+          " as well", " too", " for me please"]
 
 
 def capitalized(text: str) -> str:
@@ -28,9 +43,24 @@ def capitalized(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+_MODALS = ["Could you", "Can you", "Would you", "Will you", "Could you possibly", "Can you please", "Would you please",
+           "Could you quickly", "Can you just", "Could you kindly", "Would you mind helping me and"]
+_FRAMES = ["I need you to", "I'd like you to", "I want you to", "I'm hoping you can", "I'd love it if you could",
+           "It'd be great if you could", "I'd be grateful if you could", "Please", "Kindly", "Just", "Help me and",
+           "Your job now:", "Okay,", "So,", "Right,", "Hey, could you"]
+
+
 def opened(request: str, rng: random.Random) -> str:
     """A request as a sentence with an opener ("Could you ...?", "..., please.")."""
-    template = rng.choice(_OPENERS)
+    roll = rng.random()
+    if roll < 0.3:
+        template = rng.choice(_MODALS) + " {x}?"
+    elif roll < 0.55:
+        template = rng.choice(_FRAMES) + " {x}."
+    else:
+        template = rng.choice(_OPENERS)
+    if rng.random() < 0.25:
+        request += rng.choice(_TAILS)
     return capitalized(template.replace("{X}", capitalized(request)).replace("{x}", request))
 
 

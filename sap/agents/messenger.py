@@ -144,7 +144,7 @@ class RuleMessenger:
             for i, call in enumerate(turn.calls):
                 args = conveyed_arguments(call, withheld.get((turn.index, i), frozenset()), wording,
                                           must_mention(call), turn.index, rng)
-                requests.append(request_phrase(wording.phrases(call.name), call, args, rng))
+                requests.append(request_phrase(wording.phrases(call.name), specs[call.name], call, args, rng))
             ahead = [(wording_noun(wording, turn, v["param"]), said_value(v["value"]))
                      for v in virtual if v["turn"] == turn.index]
             message = compose_message(requests, ahead, first, wording.book.intros if wording.book else (), rng)
