@@ -23,7 +23,7 @@ _LEAD_CLAUSES = ["Now", "Next,", "Also,", "And", "Alright,", "One more thing:", 
                  "Moving on,", "While we're at it,", "Another thing:", "On top of that,", "Next up,", "Oh, and",
                  "Following on from that,", "In the meantime,"]
 _CHAINS = [", then {y}", " and then {y}", ", and after that {y}", " and {y}", ", and once that's done, {y}",
-           ", and also {y}", "; then {y}", ", followed by {y}" , " and afterwards {y}", ", plus {y}"]
+           ", and also {y}", "; then {y}", " and afterwards {y}", ", plus {y}"]
 _SECOND_SENTENCES = ["Then {y}.", "After that, {y}.", "Once that's done, {y}.", "Also, {y}.", "And then {y}.",
                      "When that's done, please {y}.", "Then please {y}.", "Afterwards, {y}.", "Next, {y}.",
                      "When you're done with that, {y}.", "After that, could you {y}?", "Then could you also {y}?"]

@@ -39,7 +39,6 @@ SYNONYMS: list[tuple[str, list[str]]] = [
     (r"\bmy account\b", ["my account", "my profile", "the account"]),
     (r"\bmy order\b", ["my order", "the order", "order"]),
     (r"\binstead\b", ["instead", "rather", "this time"]),
-    (r"\bthe current\b", ["the current", "this"]),
     (r"\bnew\b", ["new", "fresh"]),
     (r"\bempty\b", ["empty", "blank"]),
     (r"\bsearch\b(?= (?:the|your)\b)", ["search", "look through", "go through", "comb through"]),
