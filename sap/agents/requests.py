@@ -121,8 +121,9 @@ _LATEST = ["from the most recent results", "you found last", "from the latest lo
 def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -> str:
     """A reference to one value among several of an earlier result, stating the selector: "the order whose status
     is pending", "the second file in that list", "the booking ID from the latest results"."""
-    same = sel.noun in noun or noun in sel.noun or sel.noun in ("entry", "result")
-    thing = noun if same else sel.noun
+    generic = sel.noun in ("entry", "result")
+    same = generic or sel.noun in noun or noun in sel.noun
+    thing = noun if generic else sel.noun
     head = rng.choice(["the {t}", "the {t}", "that {t}", "whichever {t}"] if same else
                       ["the {n} of the {t}", "the {n} from the {t}", "the {n} for the {t}", "the {t}"])
     head = head.format(n=noun, t="{t}")
