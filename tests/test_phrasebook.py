@@ -10,7 +10,7 @@ import pytest
 
 from sap.agents.judge import content_words, stem
 from sap.agents.messenger import Mention, RuleMessenger, reveal_message
-from sap.toolsets.phrasebook import PHRASE_DIR, PhraseBookError, load_phrase_file, phrase_file_names
+from sap.provenance.phrasebook import PHRASE_DIR, PhraseBookError, load_phrase_file, phrase_file_names
 from sap.api import synthesize
 from sap.audit.checks import RAW_NAME
 from sap.errors import ToolsetError

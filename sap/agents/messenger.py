@@ -9,7 +9,7 @@ from typing import Any, Literal, Protocol
 from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn
 from sap.provenance.selectors import ordinal
 from sap.agents.composer import compose_message
-from sap.toolsets.phrasebook import phrase_book
+from sap.provenance.phrasebook import phrase_book
 from sap.agents.requests import Wording, conveyed_arguments, join_words, request_phrase, said_value
 from sap.text import describe_value, humanize, result_noun, words_of
 

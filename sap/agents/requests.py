@@ -12,7 +12,7 @@ from typing import Any
 
 from sap.agents.judge import content_words, stem
 from sap.agents.paraphrase import vary
-from sap.toolsets.phrasebook import PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
+from sap.provenance.phrasebook import PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
 from sap.model import Selector, ToolCall, ToolSpec
 from sap.provenance.selectors import ordinal
 from sap.text import describe_value, first_sentence, task_phrase, words_of

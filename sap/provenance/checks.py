@@ -5,7 +5,7 @@ import json
 import re
 from typing import Any
 
-from sap.toolsets.phrasebook import conveyed
+from sap.provenance.phrasebook import conveyed
 from sap.model import ArgProvenance, Selector, Tag, Trajectory
 from sap.provenance.jsonpath import PathError, resolve
 from sap.provenance.selectors import output_selector, selector_words, stated_selector

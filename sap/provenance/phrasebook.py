@@ -14,7 +14,7 @@ from sap.errors import ToolsetError
 from sap.model import ToolSpec
 from sap.text import loose_pattern
 
-PHRASE_DIR = Path(__file__).resolve().parent / "phrases"
+PHRASE_DIR = Path(__file__).resolve().parent.parent / "toolsets" / "phrases"
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
