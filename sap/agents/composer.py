@@ -54,8 +54,10 @@ def opened(request: str, rng: random.Random) -> str:
     """A request as a sentence with an opener ("Could you ...?", "..., please.")."""
     roll = rng.random()
     if roll < 0.3:
+        template = "{X}."  # a bare imperative, as people often write
+    elif roll < 0.5:
         template = rng.choice(_MODALS) + " {x}?"
-    elif roll < 0.55:
+    elif roll < 0.7:
         template = rng.choice(_FRAMES) + " {x}."
     else:
         template = rng.choice(_OPENERS)
