@@ -12,12 +12,12 @@ from typing import Any
 
 from sap.agents.judge import content_words, stem
 from sap.agents.paraphrase import vary
-from sap.provenance.phrasebook import PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
 from sap.model import Selector, ToolCall, ToolSpec
+from sap.provenance.phrasebook import PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
 from sap.provenance.selectors import ordinal
 from sap.text import describe_value, first_sentence, task_phrase, words_of
 
-_PREPOSITION = r"(?:on|at|for|to|into|in|from|by|with|until|under|onto|as|of|about|called|named|under)"
+_PREPOSITION = r"(?:on|at|for|to|into|in|from|by|with|until|under|onto|as|of|about|called|named)"
 _DETERMINER = r"(?:the|my|our|a|an|this|that)"
 _SAME_TURN = ["that {n}", "the {n} that turns up", "the {n} you get from that", "the resulting {n}",
               "whatever {n} comes back", "the {n} it shows"]
@@ -103,9 +103,9 @@ class Wording:
 
     def noun(self, tool: str, param: str) -> str:
         """Plain words for a parameter of a tool."""
-        entry = self.phrases(tool)
-        return entry.nouns.get(param) or parameter_noun(self.specs[tool], param) if tool in self.specs else \
-            words_of(param)
+        if tool not in self.specs:
+            return words_of(param)
+        return self.phrases(tool).nouns.get(param) or parameter_noun(self.specs[tool], param)
 
 
 _WHERE = ["in that list", "on that list", "you listed", "in the results", "from that listing", "shown there",
