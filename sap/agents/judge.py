@@ -126,7 +126,7 @@ def _occurs(text: str, value: str) -> bool:
     return re.search(r"(?<![a-z0-9_-])" + re.escape(needle) + r"(?![a-z0-9_-])", normalize_text(text)) is not None
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """A crude stem, so that `bookings`, `booked` and `booking` meet `book`."""
     for suffix in ("ings", "ing", "ies", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
@@ -146,12 +146,12 @@ def task_words(spec: ToolSpec) -> list[str]:
 
 def content_words(spec: ToolSpec) -> set[str]:
     """Stems of the task words of a tool."""
-    return {_stem(w) for w in task_words(spec)}
+    return {stem(w) for w in task_words(spec)}
 
 
 def _message_stems(message: str) -> set[str]:
     """Stems of every word of a message."""
-    return {_stem(w) for w in _WORD.findall(message.lower())}
+    return {stem(w) for w in _WORD.findall(message.lower())}
 
 
 def _strings(value: Any) -> list[str]:

@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn
-from sap.provenance.selectors import ordinal
 from sap.agents.composer import compose_message
-from sap.agents.phrasebook import phrase_book
 from sap.agents.requests import Wording, conveyed_arguments, join_words, request_phrase, said_value
+from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn
+from sap.provenance.phrasebook import phrase_book
+from sap.provenance.selectors import ordinal
 from sap.text import describe_value, humanize, result_noun, words_of
 
 _REVEAL_ONE = ["Oh, it's {v}.", "Sorry - it's {v}.", "The {n} is {v}.", "Right, {v}.", "It's {v}.",
@@ -134,8 +134,7 @@ class RuleMessenger:
         """Fill every turn's messages in order, stating virtual-history values in their anchor turns (templates
         take no narrative); `withheld` maps (turn, call) to parameters whose values the user leaves out there."""
         wording = Wording(specs, phrase_book(specs))
-        out = []
-        first = True
+        out: list[Turn] = []
         for turn in turns:
             if not turn.calls:  # a clarification or hand-off turn keeps the messages its writer gave it
                 out.append(turn)
@@ -144,21 +143,23 @@ class RuleMessenger:
             for i, call in enumerate(turn.calls):
                 args = conveyed_arguments(call, withheld.get((turn.index, i), frozenset()), wording,
                                           must_mention(call), turn.index, rng)
-                requests.append(request_phrase(wording.phrases(call.name), call, args, rng))
+                requests.append(request_phrase(wording.phrases(call.name), specs[call.name], call, args, rng))
             ahead = [(wording_noun(wording, turn, v["param"]), said_value(v["value"]))
                      for v in virtual if v["turn"] == turn.index]
+            first = not any(t.user_message for t in out)  # greetings and intros open the dialogue only
             message = compose_message(requests, ahead, first, wording.book.intros if wording.book else (), rng)
-            first = False
             reply = " ".join(_summary(c) for c in turn.calls)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out
 
 
 def wording_noun(wording: Wording, turn: Turn, param: str) -> str:
-    """Plain words for a parameter stated ahead of use, from a tool of the turn that has it, else its name."""
-    for call in turn.calls:
-        if call.name in wording.specs and param in wording.specs[call.name].properties:
-            return wording.noun(call.name, param)
+    """Plain words for a parameter stated ahead of use: from a tool of the turn that has it, else from any tool
+    that has it, else its name in words."""
+    tools = [c.name for c in turn.calls] + sorted(wording.specs)
+    for tool in tools:
+        if tool in wording.specs and param in wording.specs[tool].properties:
+            return wording.noun(tool, param)
     return words_of(param)
 
 

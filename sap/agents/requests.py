@@ -10,19 +10,25 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sap.agents.phrasebook import PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
+from sap.agents.judge import content_words, stem
+from sap.agents.paraphrase import vary
 from sap.model import Selector, ToolCall, ToolSpec
+from sap.provenance.phrasebook import PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
 from sap.provenance.selectors import ordinal
 from sap.text import describe_value, first_sentence, task_phrase, words_of
 
-_PREPOSITION = r"(?:on|at|for|to|into|in|from|by|with|until|under|onto|as|of|about|called|named|under)"
+_PREPOSITION = r"(?:on|at|for|to|into|in|from|by|with|until|under|onto|as|of|about|called|named)"
 _DETERMINER = r"(?:the|my|our|a|an|this|that)"
-_SAME_TURN = ["that {n}", "the {n} that turns up", "the {n} you get from that"]
+_SAME_TURN = ["that {n}", "the {n} that turns up", "the {n} you get from that", "the resulting {n}",
+              "whatever {n} comes back", "the {n} it shows"]
 _LAST_TURN = ["the {n} you just found", "that {n}", "the {n} from your last answer", "that same {n}",
-              "the {n} you just gave me"]
-_EARLIER = ["the {n} you found earlier", "the {n} from before", "that {n} from earlier", "the {n} you gave me earlier"]
+              "the {n} you just gave me", "the {n} you just showed me", "this {n}", "the {n} we just looked at",
+              "the {n} from a moment ago"]
+_EARLIER = ["the {n} you found earlier", "the {n} from before", "that {n} from earlier", "the {n} you gave me earlier",
+            "the {n} we saw before", "the {n} you showed me earlier", "the {n} from a while ago",
+            "the earlier {n}"]
 _STATED = ["the {n} I mentioned earlier", "the same {n} as before", "the {n} I gave you before",
-           "that {n} I told you about"]
+           "that {n} I told you about", "my {n} from before", "the {n} I said earlier"]
 _STATED_LATEST = ["the {n} I mentioned last", "the most recent {n} I gave you", "the latest {n} I mentioned"]
 _STATED_NTH = ["the {o} {n} I mentioned", "the {o} {n} I gave you"]
 _EXTRA_LEADS = [", with {x}", ", using {x}", "; use {x}", " - {x}"]
@@ -32,7 +38,7 @@ def said_value(value: Any) -> str:
     """A value as the user writes it, verbatim for the code check: short strings bare, longer text quoted, lists
     as "a, b and c", numbers and booleans as JSON writes them, objects as their fields in words."""
     if isinstance(value, str):
-        return f'"{value}"' if len(value.split()) >= 4 or not value.strip() else value
+        return f'"{value}"' if len(value.split()) >= 5 or "\n" in value or not value.strip() else value
     if isinstance(value, list):
         return join_words([said_value(v) for v in value]) if value else "none"
     if isinstance(value, dict):
@@ -97,30 +103,45 @@ class Wording:
 
     def noun(self, tool: str, param: str) -> str:
         """Plain words for a parameter of a tool."""
-        entry = self.phrases(tool)
-        return entry.nouns.get(param) or parameter_noun(self.specs[tool], param) if tool in self.specs else \
-            words_of(param)
+        if tool not in self.specs:
+            return words_of(param)
+        return self.phrases(tool).nouns.get(param) or parameter_noun(self.specs[tool], param)
+
+
+_WHERE = ["in that list", "on that list", "you listed", "in the results", "from that listing", "shown there",
+          "in what you found", "that came up", "in the list you gave me", "there"]
+_WHERE_LATEST = ["in the latest list", "in the newest results", "from the most recent listing",
+                 "in the last list you gave me"]
+_WITH = ["whose {f} is {v}", "with {f} {v}", "that has {f} {v}", "where the {f} is {v}", "with the {f} {v}",
+         "showing {f} {v}"]
+_LATEST = ["from the most recent results", "you found last", "from the latest lookup", "that came up most recently",
+           "from your latest answer", "in the last results"]
 
 
 def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -> str:
     """A reference to one value among several of an earlier result, stating the selector: "the order whose status
     is pending", "the second file in that list", "the booking ID from the latest results"."""
-    if sel.named:
-        return f"the {sel.noun} {said_value(value)}"
-    of = "" if sel.noun == noun or sel.noun in ("entry", "result") else f"the {noun} of "
-    thing = noun if not of else sel.noun
+    generic = sel.noun in ("entry", "result")
+    same = generic or sel.noun in noun or noun in sel.noun
+    thing = noun if generic else sel.noun
+    head = rng.choice(["the {t}", "the {t}", "that {t}", "whichever {t}"] if same else
+                      ["the {n} of the {t}", "the {n} from the {t}", "the {n} for the {t}", "the {t}"])
+    head = head.format(n=noun, t="{t}")
     if sel.field is not None:
-        field = words_of(sel.field)
-        core = rng.choice([f"{of}the {thing} whose {field} is {sel.value}", f"{of}the {thing} with {field} {sel.value}"])
-    elif sel.position is not None:
-        where = "the latest list" if sel.latest else "that list"
-        core = rng.choice([f"{of}the {ordinal(sel.position)} {thing} in {where}",
-                           f"{of}the {ordinal(sel.position)} {thing} listed" + (" most recently" if sel.latest else "")])
-        return core
-    else:
-        return rng.choice([f"the {noun} from the most recent results", f"the latest {noun} you found",
-                           f"the {noun} you found last"])
-    return core + (" in the latest results" if sel.latest else "")
+        core = head.format(t=thing) + " " + rng.choice(_WITH).format(f=words_of(sel.field), v=sel.value)
+        return core + (" " + rng.choice(_WHERE_LATEST) if sel.latest else "")
+    if sel.position is not None:
+        nth = ordinal(sel.position)
+        where = rng.choice(_WHERE_LATEST if sel.latest else _WHERE)
+        return head.replace("{t}", f"{nth} {thing}").replace("whichever ", "the ") + " " + where
+    return f"the {noun} " + rng.choice(_LATEST)
+
+
+_FOUND = ["you found", "you just found", "you showed me", "that came up", "you pulled up", "we saw", "you got",
+          "you turned up", "you mentioned", "you gave me", "from your answer", "from the results", "you looked up"]
+_WHEN = {"same": ["", " there", " in that step", " from that"],
+         "just": ["", " just now", " a moment ago", " right there", " above"],
+         "earlier": [" earlier", " before", " a while ago", " earlier on", " the first time"]}
 
 
 def history_reference(noun: str, sel: Selector | None, value: Any, source: tuple[int, int] | None, turn: int,
@@ -129,8 +150,12 @@ def history_reference(noun: str, sel: Selector | None, value: Any, source: tuple
     if source is not None:
         if sel is not None:
             return output_reference(noun, sel, value, rng)
-        pool = _SAME_TURN if source[0] == turn else _LAST_TURN if source[0] == turn - 1 else _EARLIER
-        return rng.choice(pool).format(n=noun)
+        when = "same" if source[0] == turn else "just" if source[0] == turn - 1 else "earlier"
+        if when == "same":
+            return rng.choice(_SAME_TURN).format(n=noun)
+        if rng.random() < 0.3:
+            return rng.choice(_LAST_TURN if when == "just" else _EARLIER).format(n=noun)
+        return f"{rng.choice(['the', 'the', 'that'])} {noun} {rng.choice(_FOUND)}{rng.choice(_WHEN[when])}"
     if sel is None:
         return rng.choice(_STATED).format(n=noun)
     if sel.latest:
@@ -169,10 +194,21 @@ class Argument:
 
 
 def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
-    """A phrase with its slots filled (withheld ones, and any the call does not have, left out)."""
+    """A phrase with its slots filled (withheld ones, and any the call does not have, left out); side-by-side
+    slots of which one is a reference get a comma between them."""
+    text = re.sub(r"\{(\w+)\}\s+(?=\{(\w+)\})", lambda m: m.group(0).rstrip() + (
+        ", " if any(n in args and not args[n].verbatim for n in m.groups()) else " "), text)
     for name in placeholders(text):
         if name not in args or args[name].withheld:
             text = _leave_out(text, name, args[name].noun if name in args else words_of(name), rng)
+        elif not args[name].verbatim:  # "the pending order {x}" with a reference: "the order you just found"
+            slot = re.escape("{" + name + "}")
+            noun = "(?:" + "|".join(re.escape(n) for n in {args[name].noun, args[name].noun.split()[-1]}) + ")"
+            for merged in (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}", rf"\b{noun}\s+{slot}",
+                           rf"\b(?:the|my)\s+[a-z-]+\s+{slot}", rf"\b(?:the|a|an|my)\s+{slot}"):
+                text, done = re.subn(merged, lambda _, keep="{" + name + "}": keep, text, count=1)
+                if done:
+                    break
     return PLACEHOLDER.sub(lambda m: args[m.group(1)].words, text)
 
 
@@ -185,17 +221,29 @@ def _extra(a: Argument, rng: random.Random) -> str:
     return rng.choice([f"the {a.noun} {a.words}", f"{a.words} as the {a.noun}"])
 
 
-def request_phrase(entry: ToolPhrases, call: ToolCall, args: Mapping[str, Argument], rng: random.Random) -> str:
+def refers_to_task(text: str, spec: ToolSpec) -> bool:
+    """Whether a phrase holds a content word of the tool's description (what the rule judge looks for)."""
+    return bool(content_words(spec) & {stem(w) for w in re.findall(r"[a-z]+", text.lower())})
+
+
+def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Mapping[str, Argument],
+                   rng: random.Random) -> str:
     """The call's request: a phrase conveying its arguments (a conditional one when the arguments meet its
     condition), with the arguments it does not cover added in words; withheld values never appear."""
-    matching = entry.matching(call.args_exec)
-    conveyed = {k for c in matching for k in c.cond}
-    pool = [r for c in matching for r in c.requests] or list(entry.requests)
-    pool = [r for r in pool if set(placeholders(r)) <= set(args)] or [r for r in pool if not placeholders(r)] or pool
+    pool = [(r, c.cond) for c in entry.matching(call.args_exec) for r in c.requests] or \
+        [(r, {}) for r in entry.requests]
+    pool = [p for p in pool if set(placeholders(p[0])) <= set(args)] or \
+        [p for p in pool if not placeholders(p[0])] or pool
     withheld = [a.param for a in args.values() if a.withheld]
-    pool = [r for r in pool if all(_droppable(r, p) or "{" + p + "}" not in r for p in withheld)] or pool
-    text = rng.choice(pool)
-    covered = set(placeholders(text)) | conveyed
+    pool = [p for p in pool if all(_droppable(p[0], w) or "{" + w + "}" not in p[0] for w in withheld)] or pool
+    stated = {a.param for a in args.values() if not a.withheld}
+    most = max(len(set(placeholders(p[0])) & stated) for p in pool)  # the phrases that weave in the most values
+    pool = [p for p in pool if len(set(placeholders(p[0])) & stated) == most]
+    text, cond = rng.choice(pool)
+    if not cond:  # a conditional phrase stays word for word: the code check recognises it by its wording
+        varied = vary(text, rng)
+        text = varied if refers_to_task(varied, spec) else text
+    covered = set(placeholders(text)) | set(cond)
     extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld]
     if extras:
         text += rng.choice(_EXTRA_LEADS).format(x=join_words(extras))
@@ -204,13 +252,20 @@ def request_phrase(entry: ToolPhrases, call: ToolCall, args: Mapping[str, Argume
 
 def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wording,
                        mention_list: list[Any], turn: int, rng: random.Random) -> dict[str, Argument]:
-    """Each must-mention entry of a call as the user conveys it."""
+    """Each must-mention entry of a call as the user conveys it; after the first reference to a source, further
+    plain references to the same source are just "the city" ("the street address you found earlier, the city")."""
     out = {}
+    sources: set[tuple[int, int] | None] = set()
     for m in mention_list:
         noun = wording.noun(call.name, m.param)
-        if m.verbatim:
+        named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
+        if m.verbatim or named:
             words = said_value(m.value)
+        elif m.selector is None and m.source is not None and m.source in sources:
+            words = f"the {noun}"
         else:
             words = history_reference(noun, m.selector, m.value, m.source, turn, rng)
-        out[m.param] = Argument(m.param, noun, words, m.verbatim, m.param in withheld, m.value)
+            if m.selector is None:
+                sources.add(m.source)
+        out[m.param] = Argument(m.param, noun, words, m.verbatim or named, m.param in withheld, m.value)
     return out

@@ -5,7 +5,7 @@ import json
 import re
 from typing import Any
 
-from sap.agents.phrasebook import conveyed
+from sap.provenance.phrasebook import conveyed
 from sap.model import ArgProvenance, Selector, Tag, Trajectory
 from sap.provenance.jsonpath import PathError, resolve
 from sap.provenance.selectors import output_selector, selector_words, stated_selector
@@ -192,7 +192,8 @@ def code_check(traj: Trajectory) -> list[str]:
             elif problem is None and tag == Tag.prev_user_msg:
                 if prov.turn is None or not 0 <= prov.turn < turn_no:
                     problem = f"prev_user_msg anchor {prov.turn} is not an earlier turn"
-                elif not mentions(traj.turns[prov.turn].user_message, value):
+                elif not any(states_value(traj.turns[prov.turn].user_message, tool, name, value)
+                             for tool in {call.name} | {c.name for c in traj.turns[prov.turn].calls}):
                     problem = f"value {value!r} does not appear in the user message of anchor turn {prov.turn}"
                 else:
                     start = request_start(traj, turn_no)

@@ -190,9 +190,21 @@ def _conditionals() -> dict[str, list[Conditional]]:
 
 
 def phrase_pattern(text: str) -> str:
-    """A regex matching a phrase as rendered: its words as written, any text in place of each placeholder."""
+    """A regex matching a phrase as rendered: its words as written, any text in place of each placeholder (the
+    two words before a placeholder may have merged into a reference: "the folder {x}" -> "that folder")."""
     parts = PLACEHOLDER.split(text)
-    return "".join(".+?" if i % 2 else loose_pattern(p) if p.strip() else r"\s*" for i, p in enumerate(parts))
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.append(".+?")
+            continue
+        words = part.split()
+        if i + 1 < len(parts) and words:
+            keep, loose = words[:-2], words[-2:]
+            out.append((loose_pattern(" ".join(keep)) + r"\s*" if keep else "") + f"(?:{loose_pattern(' '.join(loose))})?\\s*")
+        else:
+            out.append(loose_pattern(part) if words else r"\s*")
+    return "".join(out)
 
 
 def conveyed(message: str, tool: str, param: str, value: Any) -> bool:
