@@ -17,7 +17,7 @@ from sap.graphs.rewrite import RewriteContext, RewriteRejected, rewrite, rewrite
 from sap.model import ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
 from sap.provenance.checks import code_check, mentions
 from sap.validate import validate_record
-from sap.agents.phrasebook import phrase_book
+from sap.provenance.phrasebook import phrase_book
 from sap.agents.requests import Wording
 from sap.provenance.withheld import announces, miss_param_problems, shown_before
 

@@ -199,7 +199,7 @@ class _ClarifyingMessenger(RuleMessenger):
 
 def _withholdable(traj) -> bool:
     """Whether some turn of a store trajectory has a value MissParam may withhold."""
-    from sap.agents.phrasebook import phrase_book
+    from sap.provenance.phrasebook import phrase_book
     from sap.agents.requests import Wording
     from sap.graphs.rewrite import _withholdable as withholdable
 

@@ -35,7 +35,7 @@ from langgraph.runtime import Runtime
 
 from sap.agents.judge import Judge
 from sap.agents.messenger import ClarifyRequest, Mention, RuleMessenger, reveal_message
-from sap.agents.phrasebook import phrase_book
+from sap.provenance.phrasebook import phrase_book
 from sap.agents.requests import Wording
 from sap.agents.withheld import WithheldRequest, WithheldValue
 from sap.errors import SapError
@@ -277,7 +277,8 @@ def withheld_request(base: Trajectory, k: int, chosen: list[_Group], specs: dict
                                   if _stated_here(p) and _key(c.args_exec.get(n)) in keys)
                 for i, c in enumerate(turn.calls)}
     withheld = {at: params for at, params in withheld.items() if params}
-    written = RuleMessenger().write(base.turns[:k + 1], specs, rng, virtual=base.virtual_history, withheld=withheld)
+    before = [t.model_copy(update={"calls": []}) for t in base.turns[:k]]  # kept as they are: only turn k is written
+    written = RuleMessenger().write([*before, turn], specs, rng, virtual=base.virtual_history, withheld=withheld)
     reveal = reveal_message([Mention(g.names[0], g.value, "NEW", True) for g in chosen], rng,
                             {g.names[0]: g.noun for g in chosen})
     return WithheldRequest(turn=turn, earlier=list(base.turns[:k]), withheld=withheld,
