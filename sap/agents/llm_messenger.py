@@ -130,7 +130,7 @@ def withheld_schema(req: WithheldRequest) -> dict[str, Any]:
     kept += [t for v in req.virtual for t in mention_texts(v["value"])]
     given = [t for v in req.values for t in mention_texts(v.value)]
     return closed({"user_message": containing(kept, MIN_MESSAGE_CHARS, MAX_MESSAGE_CHARS),
-                   "follow_up": containing(given, 1, MAX_MESSAGE_CHARS)})
+                   "follow_up": containing(given, MIN_MESSAGE_CHARS, MAX_MESSAGE_CHARS)})
 
 
 def global_schema(written: list[Turn], specs: dict[str, ToolSpec], virtual: list[dict[str, Any]]) -> dict[str, Any]:

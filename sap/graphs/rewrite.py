@@ -33,7 +33,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from sap.agents.judge import Judge
+from sap.agents.judge import MIN_MESSAGE_CHARS, Judge
 from sap.agents.messenger import ClarifyRequest, Mention, RuleMessenger, reveal_message
 from sap.provenance.phrasebook import phrase_book
 from sap.agents.requests import Wording
@@ -51,8 +51,9 @@ RewriteOp = Literal["miss_param", "miss_func"]
 
 _STATED = (Tag.self_create, Tag.initial_state)
 
-# MissParam: at most this many values go missing from one request; the assistant's question
+# MissParam: at most this many values go missing from one request; draws of the follow-up's wording; the question
 MAX_WITHHELD = 2
+REVEAL_DRAWS = 5
 _ASK_ONE = ["Sure - which {n} should I use?", "Happy to. Which {n} do you mean?", "Could you tell me the {n}?",
             "I can do that. What's the {n}?", "Before I go ahead: which {n} is it?"]
 _ASK_MANY = ["Could you tell me {x}?", "I need a bit more information first: {x}?",
@@ -267,6 +268,15 @@ def _withholdable(base: Trajectory, turn: Turn, specs: dict[str, ToolSpec], word
             and mentions(turn.user_message, g.value) and shown_before(base, turn.index, g.value) is None]
 
 
+def _reveal(chosen: list[_Group], rng: random.Random) -> str:
+    """The user's follow-up giving the chosen values: the first of a few draws of the rule messenger's wording that
+    is as long as the judge requires of a user message (a bare "It's x." can be shorter)."""
+    given = [Mention(g.names[0], g.value, "NEW", True) for g in chosen]
+    nouns = {g.names[0]: g.noun for g in chosen}
+    drawn = [reveal_message(given, rng, nouns) for _ in range(REVEAL_DRAWS)]
+    return next((text for text in drawn if len(text) >= MIN_MESSAGE_CHARS), drawn[-1])
+
+
 def withheld_request(base: Trajectory, k: int, chosen: list[_Group], specs: dict[str, ToolSpec],
                      rng: random.Random) -> WithheldRequest:
     """What a messenger needs to write the withheld turn k and its follow-up, with the rule messenger's texts (the
@@ -279,8 +289,7 @@ def withheld_request(base: Trajectory, k: int, chosen: list[_Group], specs: dict
     withheld = {at: params for at, params in withheld.items() if params}
     before = [t.model_copy(update={"calls": []}) for t in base.turns[:k]]  # kept as they are: only turn k is written
     written = RuleMessenger().write([*before, turn], specs, rng, virtual=base.virtual_history, withheld=withheld)
-    reveal = reveal_message([Mention(g.names[0], g.value, "NEW", True) for g in chosen], rng,
-                            {g.names[0]: g.noun for g in chosen})
+    reveal = _reveal(chosen, rng)
     return WithheldRequest(turn=turn, earlier=list(base.turns[:k]), withheld=withheld,
                            values=[WithheldValue(tuple(g.names), g.noun, g.value) for g in chosen], specs=specs,
                            virtual=[v for v in base.virtual_history if v.get("turn") == k],
