@@ -258,9 +258,10 @@ def test_a_withheld_request_that_states_or_announces_the_value_is_fed_back(store
     req = WithheldRequest(turn=turn, earlier=[], withheld={(0, 0): frozenset({first})},
                           values=[WithheldValue((first,), "street", args[first])], specs={t.name: t for t in store.tools})
     kept = " ".join(v for p, v in args.items() if p != first)
-    leak = json.dumps({"user_message": f"Please update the address: {kept} {args[first]}.", "follow_up": args[first]})
+    leak = json.dumps({"user_message": f"Please update the address: {kept} {args[first]}.",
+                       "follow_up": f"Oh, it is {args[first]}."})
     announce = json.dumps({"user_message": f"Please update the address: {kept}; the street I'll tell you in a moment.",
-                           "follow_up": args[first]})
+                           "follow_up": f"Oh, it is {args[first]}."})
     with ScriptedLLMServer(responder=role_model) as server:
         server.push(Reply(leak), Reply(announce))
         user_k, follow_up = LLMMessenger(_role(server, "messenger")).withhold(req)
