@@ -10,7 +10,8 @@ import pytest
 
 from sap.export.hf import to_hf_row
 from sap.export.messages import to_messages_row
-from sap.export.records import TOOLS_ADDED_PROMPT, all_tools, tools_at_turns
+from sap.export.records import TOOLS_ADDED_PROMPT
+from sap.provenance.record_tools import all_tools, tools_at_turns
 from sap.export.sharegpt import to_sharegpt
 from sap.export.verl import verl_row
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from sap.errors import SapError
-from sap.export.records import all_tools, record_to_trajectory
+from sap.export.records import record_to_trajectory
+from sap.provenance.record_tools import all_tools
 from sap.jsonutil import read_records
 from sap.provenance.external import (
     ReplayedCall,

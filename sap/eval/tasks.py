@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sap.export.records import SYSTEM_PROMPT, all_tools, record_to_trajectory, tools_at_turns
+from sap.export.records import SYSTEM_PROMPT, record_to_trajectory
+from sap.provenance.record_tools import all_tools, tools_at_turns
 from sap.model import Executor, Toolset
 from sap.rewards.calls import GoldCall, gold_turns
 from sap.toolsets import toolset_for_data

@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from sap.executors.bfcl import BfclExecutor
-from sap.export.records import all_tools
 from sap.jsonutil import read_records
 from sap.model import Tag, ToolCall
+from sap.provenance.record_tools import all_tools
 from sap.provenance.stats import (
     CARRIED,
     ArgNode,

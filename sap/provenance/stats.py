@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from sap.export.records import all_tools
+from sap.provenance.record_tools import all_tools
 from sap.model import Tag
 from sap.provenance.generate import is_word_pair
 
