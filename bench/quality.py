@@ -1,6 +1,8 @@
 """Training-data quality of fresh sets: n records per toolset with the offline rule agents, each set checked by
 `sap audit` (ambiguous references, no-op and repeated calls, error results, placeholder values, leaks, dictated
-calls) and replayed by `sap validate`; one table per toolset, then one JSON line.
+calls) and replayed by `sap validate`, and the user text's diversity (self-BLEU-4 and distinct-2 on a seeded sample
+of up to 400 user requests, bare confirmations left out) beside the same figures for BFCL's own user turns
+(BFCL_v4_multi_turn_base.json); one table per toolset, then one JSON line.
 
 Run: PYTHONPATH=. python bench/quality.py [-n 100] [--toolsets filesystem,bfcl/TradingBot] [--mix ...]
      [--save DIR] [--records DIR] [--generate-only]
@@ -11,13 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import random
+import re
 import sys
 import time
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from sap.api import synthesize
 from sap.jsonutil import read_records, write_jsonl
+from sap.provenance.checks import is_confirmation
 from sap.runs.slots import parse_mix
 from sap.toolsets import load_toolset
 from sap.validate import validate_record
@@ -29,6 +37,87 @@ DEFAULT = ["filesystem", "store", "travel", "bfcl/GorillaFileSystem+TwitterAPI",
 def set_file(directory: Path, toolset: str) -> Path:
     """Where a toolset's set is saved: DIR/<toolset with '/' and '+' as '_'>.jsonl."""
     return directory / (toolset.replace("/", "_").replace("+", "_") + ".jsonl")
+
+
+SAMPLE = 400  # user messages per diversity sample (the usual 300-500)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case word and punctuation tokens."""
+    return re.findall(r"\w+|[^\w\s]", text.lower())
+
+
+def ngrams(toks: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
+    """The n-gram counts of a token list."""
+    return Counter(tuple(toks[i:i + n]) for i in range(len(toks) - n + 1))
+
+
+def self_bleu(texts: Sequence[str], max_n: int = 4) -> float:
+    """Mean BLEU-4 of each text against all the others as references: clipped n-gram precisions (clipped by the
+    highest count in any other text), uniform weights, method-1 smoothing (0.1 for a zero count) and the brevity
+    penalty against the closest reference length, as nltk's sentence_bleu computes it."""
+    toks = [tokens(t) for t in texts]
+    if len(toks) < 2:
+        return 0.0
+    grams = [[ngrams(t, n) for n in range(1, max_n + 1)] for t in toks]
+    top: list[dict[tuple[str, ...], tuple[int, int, int]]] = [{} for _ in range(max_n)]  # gram -> (max, owner, 2nd)
+    for i, per_n in enumerate(grams):
+        for k, counts in enumerate(per_n):
+            for g, c in counts.items():
+                best, owner, second = top[k].get(g, (0, -1, 0))
+                top[k][g] = (c, i, best) if c > best else (best, owner, max(second, c))
+    lengths = [len(t) for t in toks]
+    scores = []
+    for i, per_n in enumerate(grams):
+        c = lengths[i]
+        if c == 0:
+            continue
+        logs = []
+        for k, counts in enumerate(per_n):
+            total = sum(counts.values())
+            if total == 0:
+                break
+            hit = sum(min(n, (top[k][g][0] if top[k][g][1] != i else top[k][g][2])) for g, n in counts.items())
+            logs.append(math.log((hit or 0.1) / total))
+        if len(logs) < max_n:
+            scores.append(0.0)  # shorter than 4 tokens: nltk scores it 0
+            continue
+        r = min((abs(n - c), n) for j, n in enumerate(lengths) if j != i)[1]
+        bp = 1.0 if c > r else math.exp(1 - r / c)
+        scores.append(bp * math.exp(sum(logs) / max_n))
+    return sum(scores) / len(scores) if scores else 0.0
+
+
+def distinct(texts: Sequence[str], n: int = 2) -> float:
+    """Distinct-n: distinct n-grams over all n-grams of the texts."""
+    counts: Counter[tuple[str, ...]] = Counter()
+    for t in texts:
+        counts.update(ngrams(tokens(t), n))
+    return len(counts) / max(1, sum(counts.values()))
+
+
+def user_sample(records: list[dict[str, Any]], seed: int) -> list[str]:
+    """A seeded sample of up to SAMPLE user messages of a set (bare confirmations of a recap left out)."""
+    texts = [m["content"] for r in records for m in r.get("messages", [])
+             if m.get("role") == "user" and isinstance(m.get("content"), str) and not is_confirmation(m["content"])]
+    return random.Random(seed).sample(texts, min(SAMPLE, len(texts)))
+
+
+def bfcl_user_turns() -> list[str]:
+    """BFCL's own user turns (multi_turn_base questions), or none without bfcl-eval."""
+    from sap.toolsets.bfcl import BfclUnavailable, data_dir
+
+    try:
+        path = data_dir() / "BFCL_v4_multi_turn_base.json"
+    except BfclUnavailable:
+        return []
+    return [m["content"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+            for turn in json.loads(line)["question"] for m in turn if m.get("role") == "user"]
+
+
+def diversity(texts: Sequence[str]) -> dict[str, float]:
+    """Self-BLEU-4 and distinct-2 of a sample."""
+    return {"self_bleu4": round(self_bleu(texts), 3), "distinct2": round(distinct(texts), 3), "sample": len(texts)}
 
 
 def fresh_set(toolset: str, n: int, seed: int, mix: dict[str, float]) -> tuple[list[dict[str, Any]], float]:
@@ -47,11 +136,11 @@ def quality_row(toolset: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     ts = load_toolset(toolset)
     valid = sum(not validate_record(r, ts, i) for i, r in enumerate(records))
     return {"toolset": toolset, "records": len(records), "validate_pass": valid, **report.summary(),
-            "chains": dataset_stats(records)["chains"]}
+            "chains": dataset_stats(records)["chains"], "diversity": diversity(user_sample(records, 0))}
 
 
-def print_table(row: dict[str, Any]) -> None:
-    """One toolset's figures as a small table."""
+def print_table(row: dict[str, Any], reference: dict[str, float]) -> None:
+    """One toolset's figures as a small table, its user-text diversity beside BFCL's (`reference`)."""
     print(f"\n== {row['toolset']}: {row['records']} records, {row['validate_pass']} pass sap validate, "
           f"{row['calls']} calls, {row['arguments']} arguments")
     print(f"  {'check':<22} {'count':>6} {'of':>6} {'share':>7}  examples")
@@ -62,6 +151,10 @@ def print_table(row: dict[str, Any]) -> None:
     print(f"  output-derived args {row['depth']['prev_output_share']:.1%}, chain L mean "
           f"{chains['output_derived']['mean_chain_length']:.2f} max {chains['output_derived']['max_chain_length']}; "
           f"announced ahead {chains['announced']['share']:.1%}")
+    div, leak = row["diversity"], row["checks"]["internals_leak"]
+    print(f"  user text: self-BLEU-4 {div['self_bleu4']:.3f} (BFCL {reference.get('self_bleu4', float('nan')):.3f}), "
+          f"distinct-2 {div['distinct2']:.3f} (BFCL {reference.get('distinct2', float('nan')):.3f}) on "
+          f"{div['sample']} messages; leaking internals {leak['share']:.1%}")
 
 
 def main() -> None:
@@ -75,6 +168,8 @@ def main() -> None:
     parser.add_argument("--generate-only", action="store_true", help="generate (and --save) without auditing")
     args = parser.parse_args()
     mix = parse_mix(args.mix)
+    bfcl_turns = bfcl_user_turns()
+    reference = diversity(random.Random(0).sample(bfcl_turns, min(SAMPLE, len(bfcl_turns)))) if bfcl_turns else {}
     rows = []
     for name in args.toolsets.split(","):
         if args.records:
@@ -88,10 +183,11 @@ def main() -> None:
         if args.generate_only:
             continue
         row = quality_row(name, records)
-        print_table(row)
+        print_table(row, reference)
         rows.append(row)
     totals = {key: sum(r["checks"][key]["count"] for r in rows) for key in (rows[0]["checks"] if rows else {})}
-    print(json.dumps({"n": args.n, "seed": args.seed, "mix": args.mix, "totals": totals, "toolsets": rows}))
+    print(json.dumps({"n": args.n, "seed": args.seed, "mix": args.mix, "totals": totals, "bfcl_user_text": reference,
+                      "toolsets": rows}))
 
 
 if __name__ == "__main__":

@@ -42,10 +42,48 @@ def humanize(param: str) -> str:
 
 
 def task_phrase(spec: ToolSpec) -> str:
-    """The tool's first description sentence, as a lower-case imperative phrase."""
-    text = (spec.description or spec.name.replace("_", " ")).strip().split("\n")[0]
-    text = text.split(". ")[0].rstrip(".")
-    return text[:1].lower() + text[1:]
+    """The tool's first description sentence, as a lower-case imperative phrase ("Checks the tire pressure" ->
+    "check the tire pressure")."""
+    return imperative(first_sentence(spec.description) or words_of(spec.name))
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a description (up to ". ", ";" or a line break), without asides in parentheses and
+    without its final stop."""
+    sentence = text.strip().split("\n")[0].split(". ")[0].split(";")[0]
+    return re.sub(r"\s*\([^()]*\)", "", sentence).strip().rstrip(".")
+
+
+_SUBJECT = re.compile(r"^(?:this (?:tool|function|method|api|endpoint) |it )", re.I)
+_NOT_VERBS = {"this", "status", "details", "news", "series", "address", "access", "process", "class", "bus", "gas",
+              "alias", "canvas", "is", "has", "does", "was"}
+_IRREGULAR = {"is": "be", "has": "have", "does": "do", "goes": "go", "returns": "get"}  # "returns" describes output
+
+
+def imperative(sentence: str) -> str:
+    """A description sentence as a lower-case imperative phrase: a leading "This tool"/"It" dropped and a
+    third-person verb made imperative ("Retrieves" -> "retrieve", "Applies" -> "apply", "Presses" -> "press")."""
+    text = _SUBJECT.sub("", sentence.strip())
+    first, _, rest = text.partition(" ")
+    low = first.lower()
+    if low in _IRREGULAR and rest:
+        first = _IRREGULAR[low]
+    elif low not in _NOT_VERBS and rest and low.isalpha() and first[1:].islower():
+        if low.endswith("ies") and len(low) > 4:
+            first = low[:-3] + "y"
+        elif re.search(r"(?:ss|sh|ch|x|z|o)es$", low):
+            first = low[:-2]
+        elif low.endswith("s") and not low.endswith(("ss", "us", "is")):
+            first = low[:-1]
+    if first[1:2].isupper():  # an acronym keeps its case
+        return f"{first} {rest}".strip()
+    return f"{first[:1].lower()}{first[1:]} {rest}".strip()
+
+
+def words_of(name: str) -> str:
+    """An identifier in plain words: `pedalPosition` -> "pedal position", `file_name1` -> "file name 1"."""
+    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|_+|(?<=[A-Za-z])(?=\d)", " ", name)
+    return re.sub(r"\s+", " ", text).strip().lower()
 
 
 def result_noun(tool: str) -> str:

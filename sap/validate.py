@@ -12,6 +12,7 @@ from sap.export.records import record_to_trajectory
 from sap.jsonutil import read_records
 from sap.model import Toolset
 from sap.provenance.policy import policy_check, policy_of
+from sap.provenance.withheld import miss_param_problems
 from sap.toolsets import toolset_for_data
 
 
@@ -29,7 +30,8 @@ class Problem:
 
 def validate_record(record: dict[str, Any], toolset: Toolset, line: int = 0) -> list[Problem]:
     """Replay one record from its initial_config: every result must match, the end state must hash to the recorded
-    `meta.end_state_hash` (when the record has one), and the code check (with the toolset's policy) must pass."""
+    `meta.end_state_hash` (when the record has one), and the code check (with the toolset's policy) and, for a
+    MissParam record, the withheld-value check (`provenance/withheld.py`) must pass."""
     rid = str(record.get("id", f"#{line}"))
     traj = record_to_trajectory(record)
     ex = toolset.executor_factory()
@@ -53,6 +55,7 @@ def validate_record(record: dict[str, Any], toolset: Toolset, line: int = 0) -> 
         if hasattr(ex, "close"):
             ex.close()
     problems += [Problem(rid, line, f"provenance: {p}") for p in policy_check(traj, policy_of(toolset))]
+    problems += [Problem(rid, line, p) for p in miss_param_problems(traj, {t.name: t for t in toolset.tools})]
     return problems
 
 

@@ -229,3 +229,44 @@ def test_llm_messenger_writes_the_rewrite_operators_assistant_turn(store, kind):
         assert validate_record(record, store) == []
         replies = [m["content"] for m in record["messages"] if m["role"] == "assistant" and m.get("content")]
         assert any(text.startswith(opener) for text in replies)
+
+
+def test_llm_messenger_writes_the_withheld_request_and_follow_up(store):
+    with ScriptedLLMServer(responder=role_model) as server:
+        cfg = build_agents_config(agents="rule", role_models={"messenger": "openai/scripted"},
+                                  model_overrides={"api_base": server.api_base})
+        summary = synthesize(store, 3, seed=4, mix={"miss_param": 1.0}, **build_agents(cfg, LLMClient()))
+        withheld = [r for r in server.requests if "Values to leave out of user_message" in _user_text(r)]
+    variants = [r for r in summary.records if r["meta"]["kind"] == "miss_param"]
+    assert variants and len(withheld) >= len(variants)
+    for record in variants:
+        assert validate_record(record, store) == []
+        users = [m["content"] for m in record["messages"] if m["role"] == "user"]
+        reveal = next(i for i, text in enumerate(users) if text.startswith("Sorry, the "))  # the model's follow-up
+        assert users[reveal - 1].startswith("Please ")  # and its request, with the value left out
+
+
+def test_a_withheld_request_that_states_or_announces_the_value_is_fed_back(store):
+    from sap.agents.withheld import WithheldRequest, WithheldValue
+
+    spec = next(t for t in store.tools if t.name == "modify_user_address")
+    args = {p: f"value-{p}" for p in spec.required}
+    call = ToolCall(call_id="call_0_0", name=spec.name, args_exec=args, result={"ok": True},
+                    args_prov={p: ArgProvenance(tag=Tag.self_create) for p in args})
+    turn = Turn(index=0, state="s", transition=0, calls=[call])
+    first = spec.required[0]
+    req = WithheldRequest(turn=turn, earlier=[], withheld={(0, 0): frozenset({first})},
+                          values=[WithheldValue((first,), "street", args[first])], specs={t.name: t for t in store.tools})
+    kept = " ".join(v for p, v in args.items() if p != first)
+    leak = json.dumps({"user_message": f"Please update the address: {kept} {args[first]}.",
+                       "follow_up": f"Oh, it is {args[first]}."})
+    announce = json.dumps({"user_message": f"Please update the address: {kept}; the street I'll tell you in a moment.",
+                           "follow_up": f"Oh, it is {args[first]}."})
+    with ScriptedLLMServer(responder=role_model) as server:
+        server.push(Reply(leak), Reply(announce))
+        user_k, follow_up = LLMMessenger(_role(server, "messenger")).withhold(req)
+    assert len(server.requests) == 3
+    assert "states values it must leave out" in server.requests[1]["messages"][-1]["content"]
+    assert "announces the missing values" in server.requests[2]["messages"][-1]["content"]
+    assert args[first] not in user_k and all(v in user_k for p, v in args.items() if p != first)
+    assert follow_up == f'Sorry, the street is "{args[first]}".'

@@ -18,10 +18,11 @@ from sap.agents.llm_common import LLMRole
 from sap.agents.llm_fsm_builder import FSMDraft, draft_schema
 from sap.agents.llm_judge import JudgeAnswer, judge_schema
 from sap.agents.llm_messenger import (CLARIFY_SCHEMA, ClarifyAnswer, GlobalAnswer, LLMMessenger, TurnAnswer,
-                                      global_schema, turn_schema)
+                                      WithheldAnswer, global_schema, turn_schema, withheld_schema)
 from sap.agents.llm_planner import NARRATIVE_SCHEMA, LLMPlanner, NarrativeAnswer, PlannerAnswer
 from sap.agents.planner import HistoryCall, PlanRequest
 from sap.agents.repair import REPAIR_SCHEMA, RepairAnswer
+from sap.agents.withheld import WithheldRequest, WithheldValue
 from sap.agents.replanner import ReplanAnswer, replan_schema
 from sap.cache import CacheIndex
 from sap.cache.query import QueryAnswer, query_schema
@@ -97,6 +98,13 @@ def _turn(store) -> tuple[Turn, dict[str, ToolSpec]]:
     return Turn(index=0, state="s", transition=0, calls=[call]), {t.name: t for t in store.tools}
 
 
+def _withheld_request(turn: Turn, specs: dict[str, ToolSpec]) -> WithheldRequest:
+    """The turn of `_turn` with its first argument left out."""
+    first = next(iter(turn.calls[0].args_exec))
+    return WithheldRequest(turn=turn, earlier=[], withheld={(0, 0): frozenset({first})},
+                           values=[WithheldValue((first,), "address", turn.calls[0].args_exec[first])], specs=specs)
+
+
 def _hotel_sample():
     index = CacheIndex()
     index.add("search_hotels", {"city": "Oslo", "nights": 3}, {"hotels": [{"id": "H1"}]})
@@ -118,6 +126,7 @@ def cases(store, filesystem) -> dict[str, Case]:
         "messenger_global": Case(global_schema([turn, turn.model_copy(update={"index": 1})], specs, []),
                                  GlobalAnswer, True),
         "messenger_clarify": Case(CLARIFY_SCHEMA, ClarifyAnswer, True),
+        "messenger_withhold": Case(withheld_schema(_withheld_request(turn, specs)), WithheldAnswer, True),
         "repair": Case(REPAIR_SCHEMA, RepairAnswer, False),  # a patch value may be any JSON value
         "replan": Case(replan_schema([2, 5, 7], 1, 3), ReplanAnswer, True),
         "cache_query": Case(query_schema(_hotel_sample(), {s.name: s for s in SPECS}), QueryAnswer, True),
@@ -125,7 +134,7 @@ def cases(store, filesystem) -> dict[str, Case]:
 
 
 ROLES = ["planner_bind", "planner_narrative", "fsm_draft", "judge", "messenger_turn", "messenger_global",
-         "messenger_clarify", "repair", "replan", "cache_query"]
+         "messenger_clarify", "messenger_withhold", "repair", "replan", "cache_query"]
 
 
 def test_the_minimal_instance_takes_first_choices_lowest_numbers_and_required_keys_only():

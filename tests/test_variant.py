@@ -197,10 +197,20 @@ class _ClarifyingMessenger(RuleMessenger):
         return "Just a moment. " + req.template
 
 
-def test_augmentations_use_the_messenger_clarifier_as_synthesis_does(store_seeds):
+def _withholdable(traj) -> bool:
+    """Whether some turn of a store trajectory has a value MissParam may withhold."""
+    from sap.provenance.phrasebook import phrase_book
+    from sap.agents.requests import Wording
+    from sap.graphs.rewrite import _withholdable as withholdable
+
+    specs = {t.name: t for t in load_toolset("store").tools}
+    return any(withholdable(traj, t, specs, Wording(specs, phrase_book(specs))) for t in traj.turns if t.calls)
+
+
+def test_augmentations_use_the_messenger_clarifier_as_synthesis_does():
     messenger = _ClarifyingMessenger()
-    # a base with a value the user introduces: MissParam withholds only such values (SAP's operator)
-    (base, *_) = [r for r in store_seeds if "self_create" in json.dumps(r["provenance"])]
+    # a base with a value MissParam may withhold (a required one the user introduces, not shown before)
+    base = next(r for r in synthesize("store", 10, seed=0).records if _withholdable(record_to_trajectory(r)))
     outcomes = make_variants(VariantContext(load_toolset("store"), messenger=messenger), base, 2,
                              augment=("miss_param", "miss_func"))
     augmented = [r for o in outcomes for r in o.records[1:]]

@@ -15,7 +15,8 @@ from pydantic import BaseModel, Field
 
 from sap.fsm.build import READ_VERBS, named_update
 from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn
-from sap.provenance.checks import answers_recap, mentions, normalize_text, request_start, stating_text
+from sap.provenance.checks import (answers_recap, mentions, normalize_text, request_start, states_value,
+                                   stating_text)
 from sap.provenance.fields import index_of
 from sap.provenance.jsonpath import PathError, resolve
 
@@ -125,7 +126,7 @@ def _occurs(text: str, value: str) -> bool:
     return re.search(r"(?<![a-z0-9_-])" + re.escape(needle) + r"(?![a-z0-9_-])", normalize_text(text)) is not None
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """A crude stem, so that `bookings`, `booked` and `booking` meet `book`."""
     for suffix in ("ings", "ing", "ies", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
@@ -145,12 +146,12 @@ def task_words(spec: ToolSpec) -> list[str]:
 
 def content_words(spec: ToolSpec) -> set[str]:
     """Stems of the task words of a tool."""
-    return {_stem(w) for w in task_words(spec)}
+    return {stem(w) for w in task_words(spec)}
 
 
 def _message_stems(message: str) -> set[str]:
     """Stems of every word of a message."""
-    return {_stem(w) for w in _WORD.findall(message.lower())}
+    return {stem(w) for w in _WORD.findall(message.lower())}
 
 
 def _strings(value: Any) -> list[str]:
@@ -244,7 +245,7 @@ class RuleJudge:
         for name, prov in call.args_prov.items():
             value = call.args_exec.get(name)
             tag = prov.effective_tag()
-            if tag in _STATED and not mentions(message, value):
+            if tag in _STATED and not states_value(message, call.name, name, value):
                 out.append(Finding(criterion="message_matches_calls", turn=turn.index,
                                    detail=f"{where} arg {name}: {tag.value} value {value!r} is not stated "
                                           f"in the user message"))

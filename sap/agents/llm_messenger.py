@@ -1,8 +1,11 @@
 """LLM messenger: user messages under each call's must-mention list, per turn (one fragment per call) or
-for all turns at once from the narrative (global rewrite); verbatim values are checked and fed back."""
+for all turns at once from the narrative (global rewrite); verbatim values are checked and fed back. It also writes
+the rewrite operators' texts: the assistant's question or refusal (`clarify`) and MissParam's withheld request and
+follow-up (`withhold`)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -10,10 +13,12 @@ from pydantic import BaseModel, Field
 from sap.agents.llm_common import RESULT_CHARS, LLMRole, compact
 from sap.agents.judge import MAX_MESSAGE_CHARS, MIN_MESSAGE_CHARS, task_words
 from sap.agents.messenger import ClarifyRequest, Mention, must_mention, reference_phrase, stated_phrase
+from sap.agents.withheld import WithheldRequest
 from sap.llm.schema import closed, containing
 from sap.model import ToolSpec, Turn
 from sap.provenance.checks import mention_texts, mentions, states_selector
 from sap.provenance.selectors import selector_words
+from sap.provenance.withheld import announces
 from sap.text import describe_value, humanize, names_tool, task_phrase
 
 MessageMode = Literal["per_turn", "global"]
@@ -38,6 +43,13 @@ class ClarifyAnswer(BaseModel):
     """The assistant's reply at a turn it cannot serve yet."""
 
     assistant_message: str = Field(min_length=1)
+
+
+class WithheldAnswer(BaseModel):
+    """MissParam's pair of user turns: the request without the withheld values, and the follow-up giving them."""
+
+    user_message: str = Field(min_length=1)
+    follow_up: str = Field(min_length=1)
 
 
 class GlobalAnswer(BaseModel):
@@ -107,6 +119,20 @@ def turn_schema(turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, 
     return closed({"fragments": closed(fragments), "assistant_message": REPLY})
 
 
+def withheld_schema(req: WithheldRequest) -> dict[str, Any]:
+    """The exact answer schema of a MissParam pair: a request naming each call's task and holding the values it
+    keeps (and states for later) verbatim, and a follow-up holding every withheld value verbatim."""
+    k = req.turn.index
+    kept = [p for i, c in enumerate(req.turn.calls)
+            for p in [task_words(req.specs[c.name]),
+                      *(x for m in must_mention(c) if m.param not in req.withheld.get((k, i), ())
+                        for x in mention_pieces(m))]]
+    kept += [t for v in req.virtual for t in mention_texts(v["value"])]
+    given = [t for v in req.values for t in mention_texts(v.value)]
+    return closed({"user_message": containing(kept, MIN_MESSAGE_CHARS, MAX_MESSAGE_CHARS),
+                   "follow_up": containing(given, MIN_MESSAGE_CHARS, MAX_MESSAGE_CHARS)})
+
+
 def global_schema(written: list[Turn], specs: dict[str, ToolSpec], virtual: list[dict[str, Any]]) -> dict[str, Any]:
     """The exact answer schema of a global rewrite: per listed turn a user message naming each call's task and
     holding its values verbatim, and a reply."""
@@ -134,10 +160,13 @@ class LLMMessenger:
             out.append(self._write_turn(turn, specs, list(virtual), out, names) if turn.calls else turn)
         return out
 
-    def _calls_text(self, turn: Turn, specs: dict[str, ToolSpec], names: dict[tuple[int, int], str]) -> str:
-        """The turn's calls as the prompt lists them: task and must-mention list of each."""
+    def _calls_text(self, turn: Turn, specs: dict[str, ToolSpec], names: dict[tuple[int, int], str],
+                    left_out: Mapping[tuple[int, int], Collection[str]] = {}) -> str:
+        """The turn's calls as the prompt lists them: task and must-mention list of each (less the parameters
+        `left_out` at (turn, call))."""
         return "\n".join(f"call {i}: task: {task_phrase(specs[c.name])}\n  must mention:\n    "
-                         + ("\n    ".join(_mention_line(m, names) for m in must_mention(c)) or "(nothing)")
+                         + ("\n    ".join(_mention_line(m, names) for m in must_mention(c)
+                                         if m.param not in left_out.get((turn.index, i), ())) or "(nothing)")
                          for i, c in enumerate(turn.calls))
 
     def _write_turn(self, turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, Any]],
@@ -196,3 +225,25 @@ class LLMMessenger:
                 + " Say so politely, without naming any tool, and do not pretend to have done it."
         return self.llm.ask("messenger_clarify", ClarifyAnswer, CLARIFY_SCHEMA, check=check,
                             user_message=req.user_message, need=need).assistant_message
+
+    def withhold(self, req: WithheldRequest) -> tuple[str, str]:
+        """MissParam's withheld request and follow-up: the request leaves the withheld values out silently (no
+        value, no announcement) and keeps the others; the follow-up gives every withheld value verbatim."""
+        turn = req.turn
+
+        def check(a: WithheldAnswer) -> None:  # what the schema cannot say: values absent, no announcement
+            if stated := [describe_value(v.value) for v in req.values if mentions(a.user_message, v.value)]:
+                raise ValueError(f"user_message states values it must leave out: {', '.join(stated)}")
+            if announces(a.user_message):
+                raise ValueError("user_message announces the missing values; leave them out without a word")
+            if unsaid := unsaid_selectors(a.user_message, turn):
+                raise ValueError(f"user_message: say which one is meant, in the given words, for: {', '.join(unsaid)}")
+
+        names = {(t.index, i): c.name for t in req.earlier for i, c in enumerate(t.calls)}
+        answer = self.llm.ask(
+            "messenger_withhold", WithheldAnswer, withheld_schema(req), check=check,
+            earlier="\n".join(f"turn {t.index}: {t.user_message}" for t in req.earlier if t.user_message) or "(none)",
+            calls=self._calls_text(turn, req.specs, names, req.withheld),
+            ahead="; ".join(stated_ahead(turn, req.virtual)) or "(none)",
+            missing="\n".join(f"- {v.noun}: {describe_value(v.value)}" for v in req.values))
+        return answer.user_message.strip(), answer.follow_up.strip()

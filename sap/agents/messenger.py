@@ -2,19 +2,20 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from sap.agents.composer import compose_message
+from sap.agents.requests import Wording, conveyed_arguments, join_words, request_phrase, said_value
 from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn
+from sap.provenance.phrasebook import phrase_book
 from sap.provenance.selectors import ordinal
-from sap.text import describe_value, humanize, result_noun, task_phrase
+from sap.text import describe_value, humanize, result_noun, words_of
 
-_OPENERS = ["Please {x}.", "Could you {x}?", "I'd like you to {x}.", "Can you {x}?", "Next, {x}."]
-_JOINERS = [" Then, ", " After that, ", " Once that's done, "]
-_REF_PHRASES = ["the {p} from the {t} you looked up", "that {p} you found in the {t}", "the {p} from the {t} earlier"]
-_STATED_PHRASES = ["the same {p} I mentioned earlier", "the {p} I gave you before"]
-_AHEAD_PHRASES = ["By the way, for later: the {p} is {v}.", "Keep in mind for later that the {p} will be {v}.",
-                  "Also, note the {p} {v}; I'll need it further on."]
+_REVEAL_ONE = ["Oh, it's {v}.", "Sorry - it's {v}.", "The {n} is {v}.", "Right, {v}.", "It's {v}.",
+               "Sorry, I should have said: {v}.", "Use {v}.", "{v}, please."]
+_REVEAL_MANY = ["Sorry - {x}.", "Oh, right: {x}.", "Of course: {x}.", "Sure, {x}."]
 
 
 class Messenger(Protocol):
@@ -109,20 +110,6 @@ def stated_phrase(m: Mention) -> str:
     return f"the {ordinal(m.selector.position or 1)} {p} I mentioned"
 
 
-def _fragment_detail(m: Mention, history_names: dict[tuple[int, int], str], rng: random.Random) -> str:
-    """How the user conveys one must-mention entry: verbatim if new or from config, by reference otherwise."""
-    if m.verbatim:
-        return f"{humanize(m.param)} {describe_value(m.value)}"
-    if m.source is not None:
-        tool = history_names.get(m.source, "results")
-        if m.selector is not None:
-            return f"{humanize(m.param)}: {reference_phrase(m, tool)}"
-        return f"{humanize(m.param)}: " + rng.choice(_REF_PHRASES).format(p=humanize(m.param), t=result_noun(tool))
-    if m.selector is not None:
-        return f"{humanize(m.param)}: {stated_phrase(m)}"
-    return f"{humanize(m.param)}: " + rng.choice(_STATED_PHRASES).format(p=humanize(m.param))
-
-
 def _summary(call: ToolCall) -> str:
     """A one-line account of a result for the assistant's reply."""
     if isinstance(call.result, dict):
@@ -137,29 +124,51 @@ def _summary(call: ToolCall) -> str:
 
 
 class RuleMessenger:
-    """Template messages from each call's must-mention list: one fragment per call, composed into the turn's
-    user message; new and config values verbatim, history values by reference."""
+    """Rule-written user messages in the user's words: per call a phrase from the toolset's phrase book (or the
+    tool's docstring as an imperative), composed into a turn with varied openers, lead-ins and closers; new and
+    config values verbatim, history values by reference."""
 
     def write(self, turns: list[Turn], specs: dict[str, ToolSpec], rng: random.Random,
-              virtual: list[dict[str, Any]] = (), narrative: str | None = None) -> list[Turn]:
+              virtual: list[dict[str, Any]] = (), narrative: str | None = None,
+              withheld: Mapping[tuple[int, int], frozenset[str]] = {}) -> list[Turn]:
         """Fill every turn's messages in order, stating virtual-history values in their anchor turns (templates
-        take no narrative)."""
-        names = {(t.index, i): c.name for t in turns for i, c in enumerate(t.calls)}
-        out = []
+        take no narrative); `withheld` maps (turn, call) to parameters whose values the user leaves out there."""
+        wording = Wording(specs, phrase_book(specs))
+        out: list[Turn] = []
         for turn in turns:
             if not turn.calls:  # a clarification or hand-off turn keeps the messages its writer gave it
                 out.append(turn)
                 continue
-            fragments = []
-            for call in turn.calls:
-                task = task_phrase(specs[call.name])
-                details = [_fragment_detail(m, names, rng) for m in must_mention(call)]
-                fragments.append(task + (f" ({'; '.join(details)})" if details else ""))
-            message = rng.choice(_OPENERS).format(x=fragments[0])
-            for frag in fragments[1:]:
-                message += rng.choice(_JOINERS) + frag + "."
-            for v in (v for v in virtual if v["turn"] == turn.index):
-                message += " " + rng.choice(_AHEAD_PHRASES).format(p=humanize(v["param"]), v=describe_value(v["value"]))
+            requests = []
+            for i, call in enumerate(turn.calls):
+                args = conveyed_arguments(call, withheld.get((turn.index, i), frozenset()), wording,
+                                          must_mention(call), turn.index, rng)
+                requests.append(request_phrase(wording.phrases(call.name), specs[call.name], call, args, rng))
+            ahead = [(wording_noun(wording, turn, v["param"]), said_value(v["value"]))
+                     for v in virtual if v["turn"] == turn.index]
+            first = not any(t.user_message for t in out)  # greetings and intros open the dialogue only
+            message = compose_message(requests, ahead, first, wording.book.intros if wording.book else (), rng)
             reply = " ".join(_summary(c) for c in turn.calls)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out
+
+
+def wording_noun(wording: Wording, turn: Turn, param: str) -> str:
+    """Plain words for a parameter stated ahead of use: from a tool of the turn that has it, else from any tool
+    that has it, else its name in words."""
+    tools = [c.name for c in turn.calls] + sorted(wording.specs)
+    for tool in tools:
+        if tool in wording.specs and param in wording.specs[tool].properties:
+            return wording.noun(tool, param)
+    return words_of(param)
+
+
+def reveal_message(mentions: Sequence[Mention], rng: random.Random, nouns: Mapping[str, str] = {}) -> str:
+    """The user's follow-up supplying values the assistant asked for, verbatim and in passing ("Oh, it's alice.",
+    "Sorry - the file is notes.txt and the folder is archive."); `nouns` gives a parameter's plain words."""
+    if len(mentions) == 1:
+        value = said_value(mentions[0].value)
+        noun = nouns.get(mentions[0].param) or words_of(mentions[0].param)
+        return rng.choice(_REVEAL_ONE).format(v=value, n=noun)
+    parts = [f"the {nouns.get(m.param) or words_of(m.param)} is {said_value(m.value)}" for m in mentions]
+    return rng.choice(_REVEAL_MANY).format(x=join_words(parts))

@@ -10,6 +10,7 @@ from typing import Any
 
 from sap.errors import SapError
 from sap.export.records import record_to_trajectory
+from sap.provenance.record_tools import all_tools
 from sap.jsonutil import read_records
 from sap.provenance.external import (
     ReplayedCall,
@@ -88,7 +89,7 @@ def _from_messages(record: dict[str, Any], line: int, fmt: str, toolsets: dict[s
     events = [e for e in base.events if e[0] == "call"]
     calls = [AuditCall(e[1], e[2], e[3], results.get(cid), prov.get(cid)) for e, cid in zip(events, ids + [None] * len(events))]
     users = {e[1]: str(e[2]) for e in base.events if e[0] == "user"}
-    out = AuditDialogue(base.id, users, calls, _tool_docs(record.get("tools") or record.get("functions")))
+    out = AuditDialogue(base.id, users, calls, _tool_docs(all_tools(record) or record.get("functions")))
     name = (record.get("meta") or {}).get("toolset")
     if fmt == "sap" and _loadable(name):
         if name not in toolsets:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from sap.export.records import SYSTEM_PROMPT, record_to_trajectory
+from sap.provenance.record_tools import all_tools, tools_at_turns
 from sap.model import Executor, Toolset
 from sap.rewards.calls import GoldCall, gold_turns
 from sap.toolsets import toolset_for_data
@@ -50,9 +51,12 @@ def task_from_record(record: dict[str, Any], toolset: Toolset) -> EvalTask:
     """The task of one sap record (as `sap synthesize` writes it): its turns, calls, tools and initial_config."""
     traj = record_to_trajectory(record)
     gold = gold_turns(traj)
-    turns = [EvalTurn(t.user_message, gold[t.index], frozenset(traj.missed_function.get(t.index, ())))
+    tools = all_tools(record) or [spec.to_openai() for spec in toolset.tools]
+    offered = [{t["function"]["name"] for t in at} for at in tools_at_turns(record)] if record.get("tools_added") else []
+    turns = [EvalTurn(t.user_message, gold[t.index],
+                      frozenset({t["function"]["name"] for t in tools} - offered[t.index]) if offered
+                      else frozenset(traj.missed_function.get(t.index, ())))
              for t in traj.turns]
-    tools = record.get("tools") or [spec.to_openai() for spec in toolset.tools]
     return EvalTask(id=traj.id, system=_system_message(record, toolset), tools=tools, c0=traj.c0, turns=turns,
                     executor_factory=toolset.executor_factory,
                     meta={"format": "sap", "toolset": toolset.name, "kind": traj.rewrite_kind})

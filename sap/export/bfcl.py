@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sap.errors import ExportError
-from sap.export.records import record_to_trajectory
+from sap.export.records import comeback_turns, record_to_trajectory
 from sap.model import Toolset, Trajectory
 from sap.toolsets.bfcl import is_bfcl_name, parse_bfcl_name
 
@@ -30,7 +30,7 @@ def _turns(traj: Trajectory) -> tuple[list[list[dict[str, str]]], list[list[str]
     says the same with an empty question at k + 1, where the tool comes back (`missed_function` {k + 1: tools}).
     MissParam needs no translation: turn k has no calls (empty ground truth), k + 1 reveals the values.
     """
-    comeback = {k + 1: tools for k, tools in traj.missed_function.items()} if traj.rewrite_kind == "miss_func" else {}
+    comeback = comeback_turns(traj) if traj.rewrite_kind == "miss_func" else {}
     questions, truth = [], []
     for turn in traj.turns:
         empty = turn.index in comeback

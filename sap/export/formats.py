@@ -102,10 +102,12 @@ def _write_messages(records: list[dict[str, Any]], output: str, options: ExportO
 
     return _write_split_files(
         records, output, options, "messages", "jsonl", lambda path, rows: write_jsonl(path, [to_messages_row(r) for r in rows]),
-        "`messages` (OpenAI chat messages; tool-call `arguments` are JSON strings) and `tools` (OpenAI function "
-        "schemas)", 'import datasets\nds = datasets.load_dataset("{dir}")  # this directory, or its name on the Hub',
+        "`messages` (OpenAI chat messages; tool-call `arguments` are JSON strings), `tools` (OpenAI function "
+        "schemas offered at the first turn) and, in MissFunc rows only, `tools_added` ([{turn, tools}]: the tools that "
+        "come back at that turn, also handed over by a system message there)",
+        'import datasets\nds = datasets.load_dataset("{dir}")  # this directory, or its name on the Hub',
         # declared rather than inferred: every message and tool reads back as its own object, whatever keys others have
-        {"messages": "list: json", "tools": "list: json"})
+        {"messages": "list: json", "tools": "list: json", "tools_added": "list: json"})
 
 
 def _write_parquet(records: list[dict[str, Any]], output: str, options: ExportOptions) -> str:

@@ -19,8 +19,10 @@ class HFUnavailable(MissingExtra):
 
 
 ROW_COLUMNS = ("`id`, `toolset`, `kind`, `messages` (OpenAI chat messages, every key present; tool-call `arguments` "
-               "are JSON strings), `tools` (a list of OpenAI function schemas), and `initial_config`, `provenance` "
-               "(each argument's tag and source) and `meta` as JSON strings")
+               "are JSON strings), `tools` (a list of OpenAI function schemas: those offered at the first turn), and "
+               "`initial_config`, `provenance` (each argument's tag and source), `meta` and `tools_added` (MissFunc: "
+               "[{turn, tools}], the tools that come back at that turn, also handed over by a system message there; "
+               "`[]` for other records) as JSON strings")
 
 
 def _message(msg: dict[str, Any]) -> dict[str, Any]:
@@ -40,7 +42,7 @@ def _features(datasets: Any) -> Any:
     message = {"role": text, "content": text, "tool_calls": datasets.List(call), "tool_call_id": text, "name": text}
     return datasets.Features({"id": text, "toolset": text, "kind": text, "messages": datasets.List(message),
                               "tools": datasets.List(datasets.Json()), "initial_config": text, "provenance": text,
-                              "meta": text})
+                              "meta": text, "tools_added": text})
 
 
 def _dump(value: Any) -> str:
@@ -57,7 +59,8 @@ def to_hf_row(record: dict[str, Any]) -> dict[str, Any]:
             "messages": [_message(m) for m in record["messages"]],
             "tools": [json.dumps(t, ensure_ascii=False) for t in record.get("tools", [])],
             "initial_config": _dump(record.get("initial_config", {})),
-            "provenance": _dump(record.get("provenance", [])), "meta": _dump(meta)}
+            "provenance": _dump(record.get("provenance", [])), "meta": _dump(meta),
+            "tools_added": _dump(record.get("tools_added", []))}
 
 
 def require_datasets() -> Any:

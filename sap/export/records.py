@@ -12,6 +12,7 @@ from sap.model import ArgProvenance, Selector, Tag, ToolCall, Toolset, Trajector
 from sap.version import __version__
 
 SYSTEM_PROMPT = "You are a helpful assistant. Use the provided tools to carry out the user's requests."
+TOOLS_ADDED_PROMPT = "You now also have access to the following tools:"
 
 
 def trajectory_id(toolset: str, seed: int, index: int) -> str:
@@ -55,11 +56,30 @@ class RecordMeta(BaseModel):
         return cls(**{**common, **source})
 
 
+def comeback_turns(traj: Trajectory) -> dict[int, list[str]]:
+    """MissFunc, as BFCL's `missed_function` says it: turn -> the tools that come back at that turn. A tool hidden at
+    turn k (`Trajectory.missed_function`) is unavailable from the first turn through k and available from k + 1."""
+    return {k + 1: list(tools) for k, tools in sorted(traj.missed_function.items()) if tools}
+
+
+def tools_notice(tools: list[dict[str, Any]]) -> str:
+    """The system message that hands over tools at the turn they come back: the sentence, then their OpenAI schemas
+    as a JSON list (what a chat template would have rendered had they been in `tools` from the start)."""
+    return f"{TOOLS_ADDED_PROMPT}\n{json.dumps(tools, ensure_ascii=False)}"
+
+
 def to_record(traj: Trajectory, toolset: Toolset, meta: dict[str, Any]) -> dict[str, Any]:
-    """The export record of an accepted trajectory; `meta` holds its source's own meta fields."""
+    """The export record of an accepted trajectory; `meta` holds its source's own meta fields. A tool that is hidden
+    (MissFunc) is left out of `tools` and listed in `tools_added` at the turn it comes back, where a system message
+    before that turn's user message carries its schema (`tools_notice`)."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": f"{SYSTEM_PROMPT} {toolset.description}".strip()}]
+    schemas = {t.name: t.to_openai() for t in toolset.tools}
+    added = {k: [schemas[n] for n in names if n in schemas] for k, names in comeback_turns(traj).items()}
+    hidden = {t["function"]["name"] for tools in added.values() for t in tools}
     provenance = []
     for turn in traj.turns:
+        if added.get(turn.index):
+            messages.append({"role": "system", "content": tools_notice(added[turn.index])})
         messages.append({"role": "user", "content": turn.user_message})
         for group in _groups(turn):
             messages.append({"role": "assistant", "content": None, "tool_calls": [{
@@ -74,14 +94,17 @@ def to_record(traj: Trajectory, toolset: Toolset, meta: dict[str, Any]) -> dict[
                        "fallback_from": p.fallback_from.value if p.fallback_from else None}
                 for name, p in call.args_prov.items()}})
         messages.append({"role": "assistant", "content": turn.assistant_message})
-    return {
+    record = {
         "id": traj.id,
         "messages": messages,
-        "tools": [t.to_openai() for t in toolset.tools],
+        "tools": [s for name, s in schemas.items() if name not in hidden],
         "initial_config": traj.c0,
         "provenance": provenance,
         "meta": RecordMeta.of(traj, toolset, meta).model_dump(),
     }
+    if hidden:
+        record["tools_added"] = [{"turn": k, "tools": tools} for k, tools in added.items() if tools]
+    return record
 
 
 def _groups(turn: Turn) -> list[list[ToolCall]]:

@@ -1,5 +1,9 @@
 """ShareGPT export as LLaMA-Factory reads it: `conversations` of human / function_call / observation / gpt turns,
-`system`, and `tools` as a JSON string (LLaMA-Factory's `formatting: sharegpt` with its default tags)."""
+`system`, and `tools` as a JSON string (LLaMA-Factory's `formatting: sharegpt` with its default tags).
+
+MissFunc: `tools` holds the tools of the first turn only. LLaMA-Factory takes a system turn only at the start, so the
+record's system message that hands a tool over mid-dialogue (its schema as JSON) opens the human turn of the turn the
+tool comes back, as BFCL's prompting handler puts added functions into that turn's user message."""
 from __future__ import annotations
 
 import json
@@ -34,6 +38,7 @@ def to_sharegpt(record: dict[str, Any]) -> dict[str, Any]:
     """One sap record as a LLaMA-Factory ShareGPT row; human/observation turns stand at odd positions (1st, 3rd,
     ...) and function_call/gpt turns at even ones, as LLaMA-Factory requires."""
     system = ""
+    notices: list[str] = []  # mid-dialogue system messages (tools handed over), for the next human turn
     turns: list[dict[str, str]] = []
     pending: list[str] = []  # tool results of the last function_call turn
 
@@ -45,10 +50,13 @@ def to_sharegpt(record: dict[str, Any]) -> dict[str, Any]:
 
     for k, msg in enumerate(record["messages"]):
         role = msg["role"]
-        if role == "system":
+        if role == "system" and k == 0:
             system = msg.get("content") or ""
+        elif role == "system":
+            notices.append(msg.get("content") or "")
         elif role == "user":
-            add("human", msg.get("content") or "")
+            add("human", "\n\n".join([*notices, msg.get("content") or ""]))
+            notices.clear()
         elif role == "assistant" and msg.get("tool_calls"):
             add("function_call", _calls_value(msg["tool_calls"]))
         elif role == "assistant":

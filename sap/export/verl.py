@@ -4,10 +4,11 @@ the ground truth that `sap.rewards.verl.compute_score` reads.
 Columns: `data_source` ("sap/<toolset>"), `prompt` (the system message and the first user turn, chat
 messages), `ability` ("tool_use"), `reward_model` {`style`: "rule", `ground_truth`: `ground_truth_json` of the
 record's calls per turn with their provenance tags and edges}, `agent_name` (verl's agent loop for the row) and
-`extra_info` {`task_id`, `index`, `toolset`, `kind`, `tools` (JSON), `initial_config` (JSON), `user_turns`
-(the later user messages, in order), `interaction_kwargs` {`name`: "sap", `record`: the record as JSON}: what verl
-hands the sap interaction of sap.envs.verl to start the row's live episode}. Nested documents are JSON strings so
-every row has one Arrow schema.
+`extra_info` {`task_id`, `index`, `toolset`, `kind`, `tools` (JSON: the tools offered at the first turn),
+`tools_added` (JSON: MissFunc's [{turn, tools}], the tools that come back at that turn; `[]` otherwise),
+`initial_config` (JSON), `user_turns` (the later user messages, in order), `interaction_kwargs` {`name`: "sap",
+`record`: the record as JSON}: what verl hands the sap interaction of sap.envs.verl to start the row's live
+episode}. Nested documents are JSON strings so every row has one Arrow schema.
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def verl_row(task_id: str, record: dict[str, Any], data_source: str = "sap", ind
             "extra_info": {"task_id": task_id, "index": index, "toolset": str(meta.get("toolset", "")),
                            "kind": str(meta.get("kind", "base")),
                            "tools": json.dumps(record.get("tools", []), ensure_ascii=False),
+                           "tools_added": json.dumps(record.get("tools_added", []), ensure_ascii=False),
                            "initial_config": json.dumps(record.get("initial_config", {}), ensure_ascii=False),
                            "user_turns": [t.user_message for t in traj.turns[1:]],
                            "interaction_kwargs": {"name": INTERACTION_NAME,
@@ -59,7 +61,8 @@ def _schema(pa: Any) -> Any:
         ("reward_model", pa.struct([("style", text), ("ground_truth", text)])),
         ("agent_name", text),
         ("extra_info", pa.struct([("task_id", text), ("index", pa.int64()), ("toolset", text), ("kind", text),
-                                  ("tools", text), ("initial_config", text), ("user_turns", pa.list_(text)),
+                                  ("tools", text), ("tools_added", text), ("initial_config", text),
+                                  ("user_turns", pa.list_(text)),
                                   ("interaction_kwargs", pa.struct([("name", text), ("record", text)]))])),
     ])
 

@@ -2,9 +2,13 @@
 
 Both operators split one base turn k* in two:
 
-- **MissParam.** The user message of k* loses one or more values it stated verbatim (replaced by vague
-  references), the assistant asks for them at k* (no calls), and a reveal turn k*+1 gives them verbatim. The
-  original calls of k* run at k*+1, where the revealed values are `self_create`.
+- **MissParam** (as BFCL does it). User message k* is re-worded as a natural underspecified request that leaves
+  out one or two values silently (no announcement): only values the user introduces (P_c) for required parameters,
+  which the dialogue has not shown before k* (earlier messages, tool results, c0). The assistant asks for exactly
+  those, in plain words (no calls), and the user's follow-up k*+1 gives them verbatim. The original calls of k* run
+  at k*+1, where the revealed values are `self_create`. The rule messenger writes both user turns
+  (`RuleMessenger.write(withheld=...)`, `reveal_message`); a withholder (the LLM messenger's `withhold`) rewrites
+  them when configured, under the same checks (`withheld_texts_problem`).
 - **MissFunc.** A tool t* that k* calls is hidden at k* (`missed_function` {k*: [t*]}). The assistant says it
   cannot do that with the tools it has (no calls), the user hands the tool over at k*+1, and the original calls
   of k* run there.
@@ -17,6 +21,7 @@ and pass the code check.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import random
@@ -28,26 +33,31 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from sap.agents.judge import Judge
-from sap.agents.messenger import ClarifyRequest
+from sap.agents.judge import MIN_MESSAGE_CHARS, Judge
+from sap.agents.messenger import ClarifyRequest, Mention, RuleMessenger, reveal_message
+from sap.provenance.phrasebook import phrase_book
+from sap.agents.requests import Wording
+from sap.agents.withheld import WithheldRequest, WithheldValue
 from sap.errors import SapError
 from sap.executors.base import replay_fresh
 from sap.llm import LLMRoleError
 from sap.model import ArgProvenance, Tag, ToolCall, Toolset, ToolSpec, Trajectory, Turn
-from sap.provenance.checks import mentions
+from sap.provenance.checks import mentions, states_value
 from sap.provenance.policy import policy_check, policy_of
-from sap.text import describe_value, humanize, loose_pattern, names_tool
+from sap.provenance.withheld import announces, miss_param_problems, shown_before
+from sap.text import describe_value, names_tool
 
 RewriteOp = Literal["miss_param", "miss_func"]
 
 _STATED = (Tag.self_create, Tag.initial_state)
 
-# MissParam wording
-_VAGUE = ["the {p} I'll give you", "the {p} I'll tell you in a moment", "{a} {p} I still need to give you"]
-_VAGUE_FLAG = ["{p}: I'll tell you whether to set it", "{p}: I'll let you know whether I want it"]
-_ASK = ["Could you tell me {x}?", "I need a bit more information before I can do that. Could you tell me {x}?",
-        "Before I go ahead, can you let me know {x}?", "Happy to help, but first: could you let me know {x}?"]
-_REVEAL = ["Sure, {x}.", "Of course: {x}.", "Sorry about that: {x}.", "Right, {x}."]
+# MissParam: at most this many values go missing from one request; draws of the follow-up's wording; the question
+MAX_WITHHELD = 2
+REVEAL_DRAWS = 5
+_ASK_ONE = ["Sure - which {n} should I use?", "Happy to. Which {n} do you mean?", "Could you tell me the {n}?",
+            "I can do that. What's the {n}?", "Before I go ahead: which {n} is it?"]
+_ASK_MANY = ["Could you tell me {x}?", "I need a bit more information first: {x}?",
+             "Happy to help - could you let me know {x}?"]
 # MissFunc wording
 _CANNOT = ["I'm sorry, but I can't {task} with the tools I have available right now, so I can't do that yet.",
            "Unfortunately none of the tools I currently have lets me {task}, so I'm unable to carry out that request.",
@@ -101,10 +111,6 @@ def _task_words(spec: ToolSpec) -> str:
     text = (spec.description or "").strip().split("\n")[0]
     text = re.split(r"\. |; |: | \(", text)[0].strip().rstrip(".,")
     return text[:1].lower() + text[1:]
-
-
-def _is_flag(value: Any) -> bool:
-    return isinstance(value, bool)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -209,11 +215,12 @@ class _Group:
     key: str
     value: Any
     names: list[str]  # parameter names, in call order, distinct
-    required: bool
+    required: bool  # every binding of the value is a required parameter of its tool
     created: bool  # every binding is self_create: a value only the user knows, which MissParam may withhold
+    noun: str  # the value's parameter in plain words (the phrase book's noun)
 
 
-def _stated_groups(turn: Turn, specs: dict[str, ToolSpec]) -> list[_Group]:
+def _stated_groups(turn: Turn, specs: dict[str, ToolSpec], wording: Wording) -> list[_Group]:
     """The turn's stated (P_c / P_i) values, one group per distinct value, in call order."""
     groups: dict[str, _Group] = {}
     for call in turn.calls:
@@ -222,54 +229,27 @@ def _stated_groups(turn: Turn, specs: dict[str, ToolSpec]) -> list[_Group]:
             if not _stated_here(prov):
                 continue
             value = call.args_exec.get(name)
-            g = groups.setdefault(_key(value), _Group(_key(value), value, [], False, True))
+            g = groups.setdefault(_key(value), _Group(_key(value), value, [], True, True, wording.noun(call.name, name)))
             if name not in g.names:
                 g.names.append(name)
-            g.required = g.required or (spec is not None and name in spec.required)
+            g.required = g.required and spec is not None and name in spec.required
             g.created = g.created and prov.tag == Tag.self_create
     return list(groups.values())
 
 
-def _withhold(message: str, group: _Group, rng: random.Random) -> str | None:
-    """The message with the group's value replaced by a vague reference, or None if it cannot be removed."""
-    value = group.value
-    if isinstance(value, (dict, type(None))) or value == "" or value == []:
-        return None
-    literal = describe_value(value)
-    p = humanize(group.names[0])
-    vague = rng.choice(_VAGUE_FLAG if _is_flag(value) else _VAGUE).format(p=p, a="an" if p[:1].lower() in "aeiou" else "a")
-    out = message
-    for name in group.names:  # the messenger's form: `<param> <value>`
-        out = re.sub(loose_pattern(f"{humanize(name)} {literal}"), lambda _: vague, out, flags=re.I)
-    for form in dict.fromkeys([literal, literal.strip('"')]):
-        if not mentions(out, value):
-            break
-        if _is_flag(value) or isinstance(value, (int, float)):  # a bare number or flag is too easy to hit elsewhere
-            break
-        out = re.sub(loose_pattern(form), lambda _: vague, out, flags=re.I)
-    return None if mentions(out, value) or out == message else out
+def _askable(value: Any) -> bool:
+    """Whether a value can go missing from a request and be asked for: text, a number or a list of them (a yes/no
+    flag or an object cannot be left out as a natural underspecified request)."""
+    if isinstance(value, list):
+        return bool(value) and all(_askable(v) for v in value)
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip() != ""
 
 
 def _ask_text(groups: list[_Group], rng: random.Random) -> str:
-    """The assistant's clarification request, naming the missing values in plain words."""
-    things = []
-    for g in groups:
-        names = _join([humanize(n) for n in g.names])
-        things.append(f"whether {names} should be set" if _is_flag(g.value) else f"the {names}")
-    return rng.choice(_ASK).format(x=_join(things))
-
-
-def _reveal_text(groups: list[_Group], rng: random.Random) -> str:
-    """The user's reveal: every missing value verbatim."""
-    items = []
-    for g in groups:
-        names = _join([humanize(n) for n in g.names])
-        if _is_flag(g.value):
-            items.append(f"{names} should be {describe_value(g.value)}")
-        else:
-            verb = "are" if isinstance(g.value, list) or len(g.names) > 1 else "is"
-            items.append(f"the {names} {verb} {describe_value(g.value)}")
-    return rng.choice(_REVEAL).format(x=_join(items))
+    """The assistant's clarification request, asking for exactly the missing values in plain words."""
+    if len(groups) == 1:
+        return rng.choice(_ASK_ONE).format(n=groups[0].noun)
+    return rng.choice(_ASK_MANY).format(x=_join([f"the {g.noun}" for g in groups]))
 
 
 def _needed_at(base: Trajectory, k: int) -> list[Any]:
@@ -279,56 +259,86 @@ def _needed_at(base: Trajectory, k: int) -> list[Any]:
     return values + [v.get("value") for v in base.virtual_history if v.get("turn") == k]
 
 
-def _plan_miss_param(base: Trajectory, specs: dict[str, ToolSpec], rng: random.Random) -> dict[str, Any] | str:
-    """Choose k* and the values to withhold, and write the three texts; a reason string if nothing fits."""
-    options = []  # (turn, groups that can be withheld one at a time, preferred ones)
-    for turn in base.turns:
-        if not turn.calls:
-            continue
-        # SAP's MissParam withholds values the user introduces (P_c), never ones read from c0
-        groups = [g for g in _stated_groups(turn, specs) if g.created and mentions(turn.user_message, g.value)]
-        virtual_here = {_key(v.get("value")) for v in base.virtual_history if v.get("turn") == turn.index}
-        # a value also stated "for later" in this message stays; the wording rng here only probes removability
-        removable = [g for g in groups if g.key not in virtual_here
-                     and _withhold(turn.user_message, g, random.Random(0)) is not None]
-        if removable:
-            preferred = [g for g in removable if g.required and not _is_flag(g.value)]
-            options.append((turn.index, removable, preferred))
-    if not options:
-        return "no turn states a user-introduced (self_create) value that can be withheld from its user message"
-    best = [o for o in options if o[2]] or options
-    rng.shuffle(best)
-    for k, removable, preferred in best:
-        pool = preferred or removable
-        size = rng.randint(1, len(pool))
-        for chosen in (rng.sample(pool, size), [rng.choice(pool)]):
-            plan = _texts_miss_param(base, k, chosen, specs, rng)
-            if plan is not None:
-                return plan
-    return "no choice of withheld values leaves the other values of the turn stated"
+def _withholdable(base: Trajectory, turn: Turn, specs: dict[str, ToolSpec], wording: Wording) -> list[_Group]:
+    """The values of a turn MissParam may leave out, as BFCL does: values the user introduces (P_c) for required
+    parameters only, which the dialogue has not shown before the turn and the turn does not state for later."""
+    virtual_here = {_key(v.get("value")) for v in base.virtual_history if v.get("turn") == turn.index}
+    return [g for g in _stated_groups(turn, specs, wording)
+            if g.created and g.required and _askable(g.value) and g.key not in virtual_here
+            and mentions(turn.user_message, g.value) and shown_before(base, turn.index, g.value) is None]
 
 
-def _texts_miss_param(base: Trajectory, k: int, chosen: list[_Group], specs: dict[str, ToolSpec],
-                      rng: random.Random) -> dict[str, Any] | None:
-    """The plan for withholding `chosen` at turn k, or None if the texts do not work out."""
+def _reveal(chosen: list[_Group], rng: random.Random) -> str:
+    """The user's follow-up giving the chosen values: the first of a few draws of the rule messenger's wording that
+    is as long as the judge requires of a user message (a bare "It's x." can be shorter)."""
+    given = [Mention(g.names[0], g.value, "NEW", True) for g in chosen]
+    nouns = {g.names[0]: g.noun for g in chosen}
+    drawn = [reveal_message(given, rng, nouns) for _ in range(REVEAL_DRAWS)]
+    return next((text for text in drawn if len(text) >= MIN_MESSAGE_CHARS), drawn[-1])
+
+
+def withheld_request(base: Trajectory, k: int, chosen: list[_Group], specs: dict[str, ToolSpec],
+                     rng: random.Random) -> WithheldRequest:
+    """What a messenger needs to write the withheld turn k and its follow-up, with the rule messenger's texts (the
+    request re-worded with the chosen values left out, and the reveal) as the template."""
     turn = base.turns[k]
-    chosen = [g for g in _stated_groups(turn, specs) if g.key in {c.key for c in chosen}]  # call order
-    user_k = turn.user_message
-    for g in chosen:
-        user_k = _withhold(user_k, g, rng)
-        if user_k is None:
-            return None
     keys = {g.key for g in chosen}
-    user_next = _reveal_text(chosen, rng)
-    if any(mentions(user_k, g.value) or not mentions(user_next, g.value) for g in chosen):
-        return None
-    kept = [g.value for g in _stated_groups(turn, specs) if g.key not in keys]
-    if not all(mentions(user_k, v) for v in kept):
-        return None
-    if not all(mentions(user_k, v) or (_key(v) in keys and mentions(user_next, v)) for v in _needed_at(base, k)):
-        return None
-    return {"turn": k, "missing": [{"params": g.names, "value": g.value} for g in chosen],
-            "user_k": user_k, "assistant_k": _ask_text(chosen, rng), "user_next": user_next}
+    withheld = {(k, i): frozenset(n for n, p in c.args_prov.items()
+                                  if _stated_here(p) and _key(c.args_exec.get(n)) in keys)
+                for i, c in enumerate(turn.calls)}
+    withheld = {at: params for at, params in withheld.items() if params}
+    before = [t.model_copy(update={"calls": []}) for t in base.turns[:k]]  # kept as they are: only turn k is written
+    written = RuleMessenger().write([*before, turn], specs, rng, virtual=base.virtual_history, withheld=withheld)
+    reveal = _reveal(chosen, rng)
+    return WithheldRequest(turn=turn, earlier=list(base.turns[:k]), withheld=withheld,
+                           values=[WithheldValue(tuple(g.names), g.noun, g.value) for g in chosen], specs=specs,
+                           virtual=[v for v in base.virtual_history if v.get("turn") == k],
+                           template=(written[-1].user_message, reveal))
+
+
+def withheld_texts_problem(base: Trajectory, k: int, values: list[Any], user_k: str, user_next: str,
+                           specs: dict[str, ToolSpec]) -> str | None:
+    """Why the texts of a withheld turn k and its follow-up do not work (None if they do): a withheld value stated
+    or announced at k or missing from the follow-up, or a value the turn still states (or that later turns read
+    from it) gone."""
+    keys = {_key(v) for v in values}
+    if announces(user_k):
+        return f"the withheld request announces the missing value: {user_k!r}"
+    if stated := [describe_value(v) for v in values if mentions(user_k, v)]:
+        return f"the withheld request states {', '.join(stated)}"
+    if unsaid := [describe_value(v) for v in values if not mentions(user_next, v)]:
+        return f"the follow-up does not give {', '.join(unsaid)}"
+    turn = base.turns[k]
+    kept = [(c.name, n, c.args_exec.get(n)) for c in turn.calls for n, p in c.args_prov.items()
+            if _stated_here(p) and _key(c.args_exec.get(n)) not in keys]
+    if lost := [describe_value(v) for tool, n, v in kept if not states_value(user_k, tool, n, v)]:
+        return f"the withheld request no longer states {', '.join(lost)}"
+    if lost := [describe_value(v) for v in _needed_at(base, k)
+                if not mentions(user_k, v) and not (_key(v) in keys and mentions(user_next, v))]:
+        return f"later turns read {', '.join(lost)} from the withheld request, which no longer states it"
+    return None
+
+
+def _plan_miss_param(base: Trajectory, specs: dict[str, ToolSpec], rng: random.Random) -> dict[str, Any] | str:
+    """Choose k* and the values to withhold, and write the rule texts; a reason string if nothing fits."""
+    wording = Wording(specs, phrase_book(specs))
+    options = [(t.index, pool) for t in base.turns if t.calls and (pool := _withholdable(base, t, specs, wording))]
+    if not options:
+        return ("no turn states a value the user introduces for a required parameter that the dialogue has not "
+                "shown before")
+    rng.shuffle(options)
+    last = ""
+    for k, pool in options:
+        size = rng.randint(1, min(len(pool), MAX_WITHHELD))
+        for picks in (sorted(rng.sample(range(len(pool)), size)), [rng.randrange(len(pool))]):
+            chosen = [pool[i] for i in picks]  # call order
+            request = withheld_request(base, k, chosen, specs, rng)
+            user_k, user_next = request.template
+            last = withheld_texts_problem(base, k, [g.value for g in chosen], user_k, user_next, specs) or ""
+            if not last:
+                return {"turn": k, "missing": [{"params": g.names, "value": g.value, "noun": g.noun} for g in chosen],
+                        "user_k": user_k, "assistant_k": _ask_text(chosen, rng), "user_next": user_next}
+    return f"no choice of withheld values gives working texts ({last})"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -369,6 +379,7 @@ def _state_diff(a: Any, b: Any) -> str:
 
 
 Clarifier = Callable[[ClarifyRequest], str]
+Withholder = Callable[[WithheldRequest], tuple[str, str]]
 
 
 def messenger_clarifier(messenger: Any) -> Clarifier | None:
@@ -376,12 +387,18 @@ def messenger_clarifier(messenger: Any) -> Clarifier | None:
     return getattr(messenger, "clarify", None)
 
 
+def messenger_withholder(messenger: Any) -> Withholder | None:
+    """The messenger's writer of a MissParam pair of user turns (the LLM messenger's `withhold`), or None: the rule
+    messenger's texts stand."""
+    return getattr(messenger, "withhold", None)
+
+
 def clarify_request(kind: RewriteOp, plan: dict[str, Any], specs: dict[str, ToolSpec]) -> ClarifyRequest:
     """What the assistant's reply at the plan's turn must do, with the rule wording as the template."""
     missing = plan.get("missing", [])
     tool = plan.get("tool")
     return ClarifyRequest(kind=kind, user_message=plan["user_k"],
-                          missing=[humanize(n) for m in missing for n in m["params"]],
+                          missing=[m["noun"] for m in missing],
                           task=_task_words(specs[tool]) if tool in specs else "",
                           hidden=[m["value"] for m in missing], tools=list(specs), template=plan["assistant_k"])
 
@@ -389,10 +406,12 @@ def clarify_request(kind: RewriteOp, plan: dict[str, Any], specs: dict[str, Tool
 @dataclass(frozen=True)
 class RewriteContext:
     """The rewrite graph's runtime context: the toolset and, optionally, the clarifier (the LLM messenger's), which
-    writes the assistant's reply at the unservable turn instead of the rule wording."""
+    writes the assistant's reply at the unservable turn instead of the rule wording, and the withholder (the LLM
+    messenger's), which writes MissParam's withheld request and follow-up instead of the rule messenger."""
 
     toolset: Toolset
     clarifier: Clarifier | None = None
+    withholder: Withholder | None = None
 
     def specs(self) -> dict[str, ToolSpec]:
         """The toolset's tool specs by name."""
@@ -422,6 +441,11 @@ def rewrite_node(state: RewriteState, runtime: Ctx) -> dict[str, Any]:
     kind = state["kind"]
     base = Trajectory.model_validate(state["base"])
     plan = state["plan"]
+    if kind == "miss_param" and runtime.context.withholder is not None:
+        try:
+            plan = _withheld_by(runtime.context.withholder, base, plan, runtime.context.specs(), state["seed"])
+        except (LLMRoleError, RewriteError) as exc:
+            return {"result": None, "rejection": f"withheld turns: {exc}"}
     clarifier = runtime.context.clarifier
     if clarifier is not None:
         try:
@@ -433,6 +457,22 @@ def rewrite_node(state: RewriteState, runtime: Ctx) -> dict[str, Any]:
     except RewriteError as exc:
         return {"result": None, "rejection": f"rewrite: {exc}"}
     return {"result": variant.model_dump(mode="json")}
+
+
+def _withheld_by(withholder: Withholder, base: Trajectory, plan: dict[str, Any], specs: dict[str, ToolSpec],
+                 seed: int) -> dict[str, Any]:
+    """The plan with the withholder's withheld request and follow-up in place of the rule texts; RewriteError when
+    they fail the checks the rule texts passed."""
+    k = plan["turn"]
+    wording = Wording(specs, phrase_book(specs))
+    chosen = [g for g in _stated_groups(base.turns[k], specs, wording)
+              if g.key in {_key(m["value"]) for m in plan["missing"]}]
+    request = withheld_request(base, k, chosen, specs, random.Random(f"{seed}:withheld"))
+    request = dataclasses.replace(request, template=(plan["user_k"], plan["user_next"]))
+    user_k, user_next = withholder(request)
+    if problem := withheld_texts_problem(base, k, [g.value for g in chosen], user_k, user_next, specs):
+        raise RewriteError(problem)
+    return {**plan, "user_k": user_k, "user_next": user_next}
 
 
 def replay_check(state: RewriteState, runtime: Ctx) -> dict[str, Any]:
@@ -450,6 +490,7 @@ def replay_check(state: RewriteState, runtime: Ctx) -> dict[str, Any]:
     if mismatch:
         reasons.append(f"replay: {mismatch}")
     reasons += [f"code check: {p}" for p in policy_check(variant, policy_of(runtime.context.toolset))[:3]]
+    reasons += miss_param_problems(variant, runtime.context.specs())[:3]
     if reasons:
         return {"result": None, "rejection": "; ".join(reasons)}
     return {"rejection": None}
@@ -492,23 +533,24 @@ def build_variant(kind: RewriteOp, base: Trajectory, plan: dict[str, Any]) -> Tr
 
 
 def rewrite(kind: RewriteOp, base: Trajectory, toolset: Toolset, seed: int,
-            clarifier: Clarifier | None = None) -> Trajectory | RewriteRejected:
-    """Run the `kind` operator on `base`: the kept variant, or why there is none. Deterministic given `seed` (and
-    the clarifier's answers)."""
+            messenger: Any = None) -> Trajectory | RewriteRejected:
+    """Run the `kind` operator on `base`: the kept variant, or why there is none. The messenger's clarifier and
+    withholder (the LLM messenger's `clarify` and `withhold`), if it has them, write the assistant's question and
+    the withheld user turns. Deterministic given `seed` (and the messenger's answers)."""
     if kind not in ("miss_param", "miss_func"):
         raise ValueError(f"unknown rewrite kind {kind!r}")
-    out = rewrite_graph().invoke({"kind": kind, "seed": seed, "base": base.model_dump(mode="json")},
-                                 context=RewriteContext(toolset, clarifier))
+    context = RewriteContext(toolset, messenger_clarifier(messenger), messenger_withholder(messenger))
+    out = rewrite_graph().invoke({"kind": kind, "seed": seed, "base": base.model_dump(mode="json")}, context=context)
     if out.get("rejection") or out.get("result") is None:
         return RewriteRejected(kind=kind, reason=out.get("rejection") or "no variant")
     return Trajectory.model_validate(out["result"])
 
 
 def judged_rewrite(kind: RewriteOp, base: Trajectory, toolset: Toolset, seed: int, judge: Judge,
-                   clarifier: Clarifier | None = None) -> Trajectory | RewriteRejected:
+                   messenger: Any = None) -> Trajectory | RewriteRejected:
     """The `kind` variant of an accepted base as synthesis and RODS variants both make it: the operator (with the
-    messenger's clarifier, if any), then the judge; the kept variant carries the judge's verdict."""
-    out = rewrite(kind, base, toolset, seed, clarifier)
+    messenger's clarifier and withholder, if any), then the judge; the kept variant carries the judge's verdict."""
+    out = rewrite(kind, base, toolset, seed, messenger)
     if isinstance(out, RewriteRejected):
         return out
     verdict = judge.judge(out, {t.name: t for t in toolset.tools})

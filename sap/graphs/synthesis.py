@@ -47,7 +47,7 @@ from sap.fsm.policy_walk import policy_actions
 from sap.graphs.coherence import INCOHERENT, execute_coherently, noop_writes
 from sap.graphs.confirm import confirm_writes
 from sap.graphs.fsm_graph import verified_fsm
-from sap.graphs.rewrite import RewriteRejected, judged_rewrite, messenger_clarifier
+from sap.graphs.rewrite import RewriteRejected, judged_rewrite
 from sap.graphs.state import SynthState
 from sap.model import (
     FSM,
@@ -580,7 +580,7 @@ def rewrite_variant(state: SynthState, runtime: Ctx) -> dict[str, Any]:
         return {}
     ctx = runtime.context
     out = judged_rewrite(kind, trajectory_from_state(state, ctx), ctx.toolset, state["seed"], ctx.judge,
-                         messenger_clarifier(ctx.messenger))
+                         ctx.messenger)
     if isinstance(out, RewriteRejected):
         return {"rewrite_rejection": out.reason}
     return {"variant": out.model_dump(mode="json")}

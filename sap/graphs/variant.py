@@ -15,7 +15,7 @@ START -> plan -> execute -> topology -+-> augment -> END        (kept)
   and the judge (a text rejection is rewritten, a ground-truth one discards the round).
 - topology: the variant is kept only if its call graph is isomorphic to the seed's (`provenance/topology.py`).
 - augment: optional MissParam / MissFunc variants of the kept variant, made as synthesis makes them
-  (`graphs/rewrite.py` `judged_rewrite`: the operator with the messenger's clarifier, then the judge).
+  (`graphs/rewrite.py` `judged_rewrite`: the operator with the messenger's clarifier and withholder, then the judge).
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from sap.agents.variant_planner import (
 )
 from sap.drops import JUDGE_DROPS, DropReason
 from sap.export.records import record_to_trajectory, to_record
-from sap.graphs.rewrite import RewriteRejected, judged_rewrite, messenger_clarifier
+from sap.graphs.rewrite import RewriteRejected, judged_rewrite
 from sap.graphs.synthesis import SynthesisContext, synthesis_graph
 from sap.model import Toolset, Trajectory
 from sap.provenance.topology import topology_difference
@@ -186,7 +186,7 @@ def augment(state: VariantState, runtime: Ctx) -> dict[str, Any]:
     base = record_to_trajectory(base_record)
     records = [base_record]
     for kind in state.get("augment", []):
-        out = judged_rewrite(kind, base, ctx.toolset, base.seed, ctx.judge, messenger_clarifier(ctx.messenger))
+        out = judged_rewrite(kind, base, ctx.toolset, base.seed, ctx.judge, ctx.messenger)
         if isinstance(out, RewriteRejected):
             continue
         meta = {k: v for k, v in base_record["meta"].items()

@@ -5,6 +5,7 @@ import json
 import re
 from typing import Any
 
+from sap.provenance.phrasebook import conveyed
 from sap.model import ArgProvenance, Selector, Tag, Trajectory
 from sap.provenance.jsonpath import PathError, resolve
 from sap.provenance.selectors import output_selector, selector_words, stated_selector
@@ -33,6 +34,12 @@ def mention_texts(value: Any) -> list[str]:
 def mentions(message: str, value: Any) -> bool:
     """Whether `value` appears verbatim (case- and whitespace-insensitive) in `message`."""
     return all(normalize_text(text) in normalize_text(message) for text in mention_texts(value))
+
+
+def states_value(message: str, tool: str, param: str, value: Any) -> bool:
+    """Whether `message` states a call's value: verbatim, or (a yes/no or choice) through a phrase-book wording
+    that conveys it ("unlock the doors" for unlock = true)."""
+    return mentions(message, value) or conveyed(message, tool, param, value)
 
 
 def states_selector(message: str, sel: Selector, value: Any) -> bool:
@@ -180,18 +187,19 @@ def code_check(traj: Trajectory) -> list[str]:
                         problem = f"initial_state value {value!r} differs from c0 at {prov.path}"
                 except PathError as exc:
                     problem = str(exc)
-                if problem is None and not mentions(message, value):
+                if problem is None and not states_value(message, call.name, name, value):
                     problem = f"config value {value!r} not stated in the user message"
             elif problem is None and tag == Tag.prev_user_msg:
                 if prov.turn is None or not 0 <= prov.turn < turn_no:
                     problem = f"prev_user_msg anchor {prov.turn} is not an earlier turn"
-                elif not mentions(traj.turns[prov.turn].user_message, value):
+                elif not any(states_value(traj.turns[prov.turn].user_message, tool, name, value)
+                             for tool in {call.name} | {c.name for c in traj.turns[prov.turn].calls}):
                     problem = f"value {value!r} does not appear in the user message of anchor turn {prov.turn}"
                 else:
                     start = request_start(traj, turn_no)
                     problem = _check_selector(prov.selector, stated_selector(name, value, [s for s in said if s[0] < start]),
                                               request_text(traj, turn_no), value)
-            elif problem is None and tag == Tag.self_create and not mentions(message, value):
+            elif problem is None and tag == Tag.self_create and not states_value(message, call.name, name, value):
                 problem = f"new value {value!r} not stated in the user message"
             if problem:
                 problems.append(f"{where} arg {name}: {problem}")

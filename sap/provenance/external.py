@@ -47,6 +47,7 @@ from typing import Any, Iterable, Iterator
 from sap.executors.bfcl import BfclExecutor
 from sap.jsonutil import read_records
 from sap.model import Tag, ToolCall
+from sap.provenance.record_tools import all_tools
 from sap.provenance.stats import (
     CARRIED,
     ArgNode,
@@ -267,9 +268,7 @@ def _summary(dialogue: Dialogue) -> RecordSummary:
 # ---------------------------------------------------------------- OpenAI-messages records
 
 def _openai_tool_names(record: dict[str, Any]) -> set[str] | None:
-    docs = record.get("tools")
-    if docs is None:
-        docs = record.get("functions")
+    docs = all_tools(record) if isinstance(record.get("tools"), list) else record.get("functions")
     if not isinstance(docs, list):
         return None
     names = set()

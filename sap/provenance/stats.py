@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from sap.provenance.record_tools import all_tools
 from sap.model import Tag
 from sap.provenance.generate import is_word_pair
 
@@ -141,7 +142,7 @@ class RecordSummary:
 def sap_summary(record: dict[str, Any]) -> RecordSummary:
     """The summary of one sap export record (declared provenance)."""
     return RecordSummary(turns=_turns(record), calls=[p["name"] for p in record["provenance"]],
-                         nodes=arg_nodes(record), tools={t["function"]["name"] for t in record.get("tools", [])},
+                         nodes=arg_nodes(record), tools={t["function"]["name"] for t in all_tools(record)},
                          parallel=has_parallel_calls(record["messages"]), kind=record_kind(record))
 
 

@@ -95,6 +95,16 @@ def _messenger_clarify(user: str) -> dict[str, Any]:
     return {"assistant_message": f"I'm sorry, I can't {what} right now."}
 
 
+def _messenger_withhold(user: str) -> dict[str, Any]:
+    """The request with only the values it keeps (as messenger_turn writes it), and a follow-up giving each value
+    left out."""
+    calls, missing = user.split("Values to leave out of user_message and give in follow_up:", 1)
+    fragments, ahead = _fragments(calls.splitlines())
+    given = [f"the {m.group(1)} is {m.group(2)}" for line in missing.splitlines()
+             if (m := re.match(r"^- ([^:]+): (.*)$", line.strip()))]
+    return {"user_message": " ".join(fragments) + ahead, "follow_up": f"Sorry, {'; '.join(given)}."}
+
+
 def _fsm_draft(user: str) -> dict[str, Any]:
     """A phase FSM: login first when tools need it, lookups into `found`, actions into `done`, both final-bound."""
     tools: dict[str, dict[str, Any]] = {}
@@ -183,6 +193,7 @@ ANSWERS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "messenger_turn": _text_only(_messenger_turn),
     "messenger_global": _text_only(_messenger_global),
     "messenger_clarify": _text_only(_messenger_clarify),
+    "messenger_withhold": _text_only(_messenger_withhold),
     "judge": _text_only(lambda _: {"findings": []}),
     "fsm_draft": _text_only(_fsm_draft),
     "repair": _text_only(_repair),

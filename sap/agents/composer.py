@@ -1,0 +1,125 @@
+"""A turn's user message from its calls' request phrases: varied openers and politeness, lead-ins on later turns
+(never "Next," on the first), several requests joined as people join them, values stated ahead of use, thanks."""
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+
+_OPENERS = ["Could you {x}?", "Can you {x}?", "Please {x}.", "{X}, please.", "{X}.", "I'd like you to {x}.",
+            "Would you {x}?", "I need you to {x}.", "Go ahead and {x}.", "Could you please {x}?",
+            "When you get a chance, {x}.", "Would you be able to {x}?", "I was hoping you could {x}.",
+            "Quick one: {x}.", "Can you please {x}?", "{X} - thanks.",
+            "Do me a favor and {x}.", "If you could {x}, that would be great.", "I'd appreciate it if you could {x}.",
+            "Can I ask you to {x}?", "Mind if I ask you to {x}?", "Could you {x} for me?", "Would you kindly {x}?",
+            "Hoping you can {x}.", "{X} when you have a second.", "Okay so, {x}.", "Right, {x}.",
+            "So I need you to {x}.", "Help me out and {x}.", "Any chance you could {x}?", "{X} if you can.",
+            "First thing: {x}.", "Could we {x}?", "{X}, if that's alright.", "Please could you {x}?"]
+_GREETINGS = ["Hi!", "Hello.", "Hey there.", "Hi there!", "Good morning!", "Hey!"]
+_LEAD_SENTENCES = ["Thanks.", "Great.", "OK.", "Perfect, thanks.", "Got it.", "Thank you!", "Alright.", "Nice.",
+                   "That's helpful.", "Good to know.", "Cool.", "Super, thanks.", "Okay, great.", "Makes sense.",
+                   "Lovely.", "Thanks for that.", "Hmm, OK.", "Right."]
+_LEAD_CLAUSES = ["Now", "Next,", "Also,", "And", "Alright,", "One more thing:", "Now,", "Then", "OK, now", "After that,",
+                 "Moving on,", "While we're at it,", "Another thing:", "On top of that,", "Next up,", "Oh, and",
+                 "Following on from that,", "In the meantime,"]
+_CHAINS = [", then {y}", " and then {y}", ", and after that {y}", " and {y}", ", and once that's done, {y}",
+           ", and also {y}", "; then {y}", " and afterwards {y}", ", plus {y}"]
+_SECOND_SENTENCES = ["Then {y}.", "After that, {y}.", "Once that's done, {y}.", "Also, {y}.", "And then {y}.",
+                     "When that's done, please {y}.", "Then please {y}.", "Afterwards, {y}.", "Next, {y}.",
+                     "When you're done with that, {y}.", "After that, could you {y}?", "Then could you also {y}?"]
+_STATEMENT_LEADS = ["Also, {y}.", "Oh, and {y}.", "And {y}.", "Besides that, {y}."]
+_AHEAD = ["By the way, the {n} I'll want later is {v}.", "Just so you know, I'll need {v} as the {n} later on.",
+          "Keep in mind the {n} for later: {v}.", "For later: the {n} will be {v}.", "Also note {v}, the {n} I'll use later.",
+          "Later on I'll want {v} for the {n}.", "Remember {v} as the {n}, it comes up later.",
+          "Heads up: the {n} later will be {v}.", "Side note, the {n} for a later step is {v}."]
+_CLOSERS = [" Thanks!", " Thank you.", " Thanks a lot.", " Appreciate it.", " Cheers.", " Many thanks.",
+            " Thanks so much.", " Much appreciated.", " Thanks in advance!", " You're a star."]
+_TAILS = [" for me", " if you can", " real quick", " right away", " when you get a moment", " please", " now",
+          " as well", " too", " for me please"]
+
+
+def capitalized(text: str) -> str:
+    """The text with its first letter upper-case."""
+    return text[:1].upper() + text[1:]
+
+
+_MODALS = ["Could you", "Can you", "Would you", "Will you", "Could you possibly", "Can you please", "Would you please",
+           "Could you quickly", "Can you just", "Could you kindly", "Would you mind helping me and"]
+_FRAMES = ["I need you to", "I'd like you to", "I want you to", "I'm hoping you can", "I'd love it if you could",
+           "It'd be great if you could", "I'd be grateful if you could", "Please", "Kindly", "Just", "Help me and",
+           "Your job now:", "Okay,", "So,", "Right,", "Hey, could you"]
+
+
+def opened(request: str, rng: random.Random) -> str:
+    """A request as a sentence with an opener ("Could you ...?", "..., please.")."""
+    roll = rng.random()
+    if roll < 0.3:
+        template = "{X}."  # a bare imperative, as people often write
+    elif roll < 0.5:
+        template = rng.choice(_MODALS) + " {x}?"
+    elif roll < 0.7:
+        template = rng.choice(_FRAMES) + " {x}."
+    else:
+        template = rng.choice(_OPENERS)
+    if rng.random() < 0.25:
+        request += rng.choice(_TAILS)
+    return capitalized(template.replace("{X}", capitalized(request)).replace("{x}", request))
+
+
+def joined(requests: Sequence[str], rng: random.Random) -> str:
+    """Requests chained into one phrase: "a, then b", "a and then b, and c"."""
+    text = requests[0]
+    for r in requests[1:]:
+        text += rng.choice(_CHAINS).format(y=r)
+    return text
+
+
+def is_statement(request: str) -> bool:
+    """Whether a request is worded as the user's own statement ("I ordered it by mistake, cancel it"), which
+    stands as a sentence of its own rather than after "Could you"."""
+    return re.match(r"(?:I|I'm|I'd|I've|my|we)\b", request, re.I) is not None
+
+
+def _sentences(requests: Sequence[str], rng: random.Random) -> str:
+    """The requests as sentences: runs of imperative requests chained (or split in two), statements on their own."""
+    runs: list[list[str]] = []
+    for r in requests:
+        if runs and not is_statement(r) and not is_statement(runs[-1][-1]):
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    out = []
+    for n, run in enumerate(runs):
+        if is_statement(run[0]):
+            out.append(capitalized(run[0]) + "." if n == 0 else rng.choice(_STATEMENT_LEADS).format(y=run[0]))
+        elif n == 0 and len(run) > 1 and rng.random() < 0.4:
+            out.append(opened(run[0], rng) + " " + rng.choice(_SECOND_SENTENCES).format(y=joined(run[1:], rng)))
+        elif n == 0:
+            out.append(opened(joined(run, rng), rng))
+        else:
+            out.append(rng.choice(_SECOND_SENTENCES).format(y=joined(run, rng)))
+    return " ".join(out)
+
+
+def compose_message(requests: Sequence[str], ahead: Sequence[tuple[str, str]], first: bool,
+                    intros: Sequence[str], rng: random.Random) -> str:
+    """A turn's user message: an optional greeting and context on the first turn, a lead-in on later ones, the
+    requests (in one sentence or more), values stated ahead of use and an occasional thanks."""
+    body = _sentences(requests, rng)
+    lead = ""
+    if first:
+        if intros and rng.random() < 0.45:
+            lead = rng.choice(intros) + " "
+        if rng.random() < 0.3:
+            lead = rng.choice(_GREETINGS) + " " + lead
+    elif (roll := rng.random()) < 0.3:
+        lead = rng.choice(_LEAD_SENTENCES) + " "
+    elif roll < 0.6:
+        lead = rng.choice(_LEAD_CLAUSES) + " "
+        body = body if body.startswith(("I ", "I'")) else body[:1].lower() + body[1:]
+    message = lead + body
+    for noun, value in ahead:
+        message += " " + rng.choice(_AHEAD).format(n=noun, v=value)
+    if rng.random() < 0.15:
+        message = message.rstrip() + rng.choice(_CLOSERS)
+    return message

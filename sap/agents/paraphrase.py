@@ -1,0 +1,54 @@
+"""Word-level variation of a request phrase: safe synonyms for common request words ("show me" -> "pull up",
+"folder" -> "directory"), each swapped at random, so that one phrase-book entry reads many ways."""
+from __future__ import annotations
+
+import random
+import re
+
+# (pattern, alternatives): the pattern's match is replaced by one alternative (itself included, so it may stay)
+SYNONYMS: list[tuple[str, list[str]]] = [
+    (r"\bshow me\b", ["show me", "give me", "let me see", "pull up", "display"]),
+    (r"\bshow\b(?! me)", ["show", "display", "print", "bring up"]),
+    (r"\btell me\b", ["tell me", "let me know", "fill me in on"]),
+    (r"\blook up\b", ["look up", "pull up", "check", "find"]),
+    (r"\bpull up\b", ["pull up", "bring up", "open", "look up"]),
+    (r"\bfind\b(?! out)", ["find", "locate", "track down", "look for"]),
+    (r"\bcheck\b(?= (?:whether|if|what|which|how))", ["check", "see", "find out", "work out"]),
+    (r"\bcheck\b(?! (?:whether|if|what|which|how|out))", ["check", "verify", "look at", "go over"]),
+    (r"\bchange\b(?! (?:into|to)\b)", ["change", "update", "switch", "adjust"]),
+    (r"\bupdate\b", ["update", "change", "amend"]),
+    (r"\bcreate\b", ["create", "make", "set up"]),
+    (r"\bdelete\b", ["delete", "remove", "erase"]),
+    (r"\bthe details\b", ["the details", "the info", "the full details", "the particulars"]),
+    (r"\bfolder\b", ["folder", "directory"]),
+    (r"\bfolders\b", ["folders", "directories"]),
+    (r"\bcurrent directory\b", ["current directory", "current folder", "working directory"]),
+    (r"\bI'd like\b", ["I'd like", "I want", "I'd love"]),
+    (r"\bgo ahead and\b", ["go ahead and", "please", "just"]),
+    (r"\beverything\b", ["everything", "all of it", "the lot"]),
+    (r"\bfor me\b", ["for me", "for me please", ""]),
+    (r"\bright now\b", ["right now", "at the moment", "currently"]),
+    (r"\bgive me\b", ["give me", "get me", "send me"]),
+    (r"\blist\b(?= (?:the|my|all|every|what|this))", ["list", "give me a list of", "enumerate"]),
+    (r"\bbook\b(?= (?:a|one|room|hotel|flight|\{))", ["book", "reserve"]),
+    (r"\bmake sure\b", ["make sure", "ensure", "double-check"]),
+    (r"\bwhat's in\b", ["what's in", "what is inside", "the contents of"]),
+    (r"\bthe file\b", ["the file", "the document"]),
+    (r"\bcontents\b", ["contents", "content"]),
+    (r"\bof my\b", ["of my", "on my"]),
+    (r"\bmy account\b", ["my account", "my profile", "the account"]),
+    (r"\bmy order\b", ["my order", "the order", "order"]),
+    (r"\binstead\b", ["instead", "rather", "this time"]),
+    (r"\bnew\b", ["new", "fresh"]),
+    (r"\bempty\b", ["empty", "blank"]),
+    (r"\bsearch\b(?= (?:the|your)\b)", ["search", "look through", "go through", "comb through"]),
+    (r"\bsearch for\b", ["search for", "look for", "hunt for"]),
+]
+_COMPILED = [(re.compile(p), alts) for p, alts in SYNONYMS]
+
+
+def vary(text: str, rng: random.Random) -> str:
+    """The phrase with each synonym-bearing word swapped for a random alternative (placeholders untouched)."""
+    for pattern, alts in _COMPILED:
+        text = pattern.sub(lambda _: rng.choice(alts), text)
+    return re.sub(r"\s{2,}", " ", text).strip()

@@ -1,0 +1,271 @@
+"""One call's request in the user's words: a phrase from the toolset's phrase book (or the tool's docstring as an
+imperative), new and config values woven in verbatim, history values referred to in plain words (with the selector
+when one among several), withheld values left out as a natural underspecified request."""
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sap.agents.judge import content_words, stem
+from sap.agents.paraphrase import vary
+from sap.model import Selector, ToolCall, ToolSpec
+from sap.provenance.phrasebook import PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
+from sap.provenance.selectors import ordinal
+from sap.text import describe_value, first_sentence, task_phrase, words_of
+
+_PREPOSITION = r"(?:on|at|for|to|into|in|from|by|with|until|under|onto|as|of|about|called|named)"
+_DETERMINER = r"(?:the|my|our|a|an|this|that)"
+_SAME_TURN = ["that {n}", "the {n} that turns up", "the {n} you get from that", "the resulting {n}",
+              "whatever {n} comes back", "the {n} it shows"]
+_LAST_TURN = ["the {n} you just found", "that {n}", "the {n} from your last answer", "that same {n}",
+              "the {n} you just gave me", "the {n} you just showed me", "this {n}", "the {n} we just looked at",
+              "the {n} from a moment ago"]
+_EARLIER = ["the {n} you found earlier", "the {n} from before", "that {n} from earlier", "the {n} you gave me earlier",
+            "the {n} we saw before", "the {n} you showed me earlier", "the {n} from a while ago",
+            "the earlier {n}"]
+_STATED = ["the {n} I mentioned earlier", "the same {n} as before", "the {n} I gave you before",
+           "that {n} I told you about", "my {n} from before", "the {n} I said earlier"]
+_STATED_LATEST = ["the {n} I mentioned last", "the most recent {n} I gave you", "the latest {n} I mentioned"]
+_STATED_NTH = ["the {o} {n} I mentioned", "the {o} {n} I gave you"]
+_EXTRA_LEADS = [", with {x}", ", using {x}", "; use {x}", " - {x}"]
+
+
+def said_value(value: Any) -> str:
+    """A value as the user writes it, verbatim for the code check: short strings bare, longer text quoted, lists
+    as "a, b and c", numbers and booleans as JSON writes them, objects as their fields in words."""
+    if isinstance(value, str):
+        return f'"{value}"' if len(value.split()) >= 5 or "\n" in value or not value.strip() else value
+    if isinstance(value, list):
+        return join_words([said_value(v) for v in value]) if value else "none"
+    if isinstance(value, dict):
+        return describe_value(value)
+    return json.dumps(value)
+
+
+def join_words(items: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def article(noun: str) -> str:
+    """The noun with "a" or "an"."""
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+
+
+def plural(noun: str) -> str:
+    """A naive plural: file -> files, address -> addresses, entry -> entries."""
+    if re.search(r"(?:s|sh|ch|x|z)$", noun):
+        return noun + "es"
+    if re.search(r"[^aeiou]y$", noun):
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
+_NOT_NOUN = re.compile(r"^(?:true|false|whether|if|when|optional|required|default|set|used|specifies|indicates)\b", re.I)
+
+
+def parameter_noun(spec: ToolSpec, param: str) -> str:
+    """Plain words for a parameter without a phrase book: its description's noun when short ("The name of the
+    file." -> "name of the file"), else its name in words (`pedalPosition` -> "pedal position")."""
+    desc = str(spec.properties.get(param, {}).get("description", ""))
+    desc = re.sub(r"^\s*\[[^\]]*\]\s*", "", desc)
+    head = re.split(r"[.,;:()\[\]]", desc, maxsplit=1)[0].strip()
+    head = re.sub(r"^(?:the|a|an)\s+", "", head, flags=re.I)
+    words = head.split()
+    if 1 <= len(words) <= 4 and all(re.fullmatch(r"[A-Za-z-]+", w) for w in words) and not _NOT_NOUN.match(head):
+        return head[:1].lower() + head[1:]
+    return words_of(param)
+
+
+def generic_phrases(spec: ToolSpec) -> ToolPhrases:
+    """Phrases for a tool without a phrase book: its docstring's first sentence as an imperative, a noun per
+    parameter."""
+    request = task_phrase(spec) if first_sentence(spec.description) else f"help me with {words_of(spec.name)}"
+    return ToolPhrases(spec.name, (request,), (), (), {p: parameter_noun(spec, p) for p in spec.properties})
+
+
+@dataclass(frozen=True)
+class Wording:
+    """A toolset's wording: its phrase book (None: the generic wording from docstrings) and its tool specs."""
+
+    specs: Mapping[str, ToolSpec]
+    book: PhraseBook | None
+
+    def phrases(self, tool: str) -> ToolPhrases:
+        """The phrase-book entry of a tool, or its generic phrases."""
+        if self.book is not None and tool in self.book.tools:
+            return self.book.tools[tool]
+        return generic_phrases(self.specs[tool])
+
+    def noun(self, tool: str, param: str) -> str:
+        """Plain words for a parameter of a tool."""
+        if tool not in self.specs:
+            return words_of(param)
+        return self.phrases(tool).nouns.get(param) or parameter_noun(self.specs[tool], param)
+
+
+_WHERE = ["in that list", "on that list", "you listed", "in the results", "from that listing", "shown there",
+          "in what you found", "that came up", "in the list you gave me", "there"]
+_WHERE_LATEST = ["in the latest list", "in the newest results", "from the most recent listing",
+                 "in the last list you gave me"]
+_WITH = ["whose {f} is {v}", "with {f} {v}", "that has {f} {v}", "where the {f} is {v}", "with the {f} {v}",
+         "showing {f} {v}"]
+_LATEST = ["from the most recent results", "you found last", "from the latest lookup", "that came up most recently",
+           "from your latest answer", "in the last results"]
+
+
+def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -> str:
+    """A reference to one value among several of an earlier result, stating the selector: "the order whose status
+    is pending", "the second file in that list", "the booking ID from the latest results"."""
+    generic = sel.noun in ("entry", "result")
+    same = generic or sel.noun in noun or noun in sel.noun
+    thing = noun if generic else sel.noun
+    head = rng.choice(["the {t}", "the {t}", "that {t}", "whichever {t}"] if same else
+                      ["the {n} of the {t}", "the {n} from the {t}", "the {n} for the {t}", "the {t}"])
+    head = head.format(n=noun, t="{t}")
+    if sel.field is not None:
+        core = head.format(t=thing) + " " + rng.choice(_WITH).format(f=words_of(sel.field), v=sel.value)
+        return core + (" " + rng.choice(_WHERE_LATEST) if sel.latest else "")
+    if sel.position is not None:
+        nth = ordinal(sel.position)
+        where = rng.choice(_WHERE_LATEST if sel.latest else _WHERE)
+        return head.replace("{t}", f"{nth} {thing}").replace("whichever ", "the ") + " " + where
+    return f"the {noun} " + rng.choice(_LATEST)
+
+
+_FOUND = ["you found", "you just found", "you showed me", "that came up", "you pulled up", "we saw", "you got",
+          "you turned up", "you mentioned", "you gave me", "from your answer", "from the results", "you looked up"]
+_WHEN = {"same": ["", " there", " in that step", " from that"],
+         "just": ["", " just now", " a moment ago", " right there", " above"],
+         "earlier": [" earlier", " before", " a while ago", " earlier on", " the first time"]}
+
+
+def history_reference(noun: str, sel: Selector | None, value: Any, source: tuple[int, int] | None, turn: int,
+                      rng: random.Random) -> str:
+    """How the user refers to a value from an earlier result (`source`) or one they stated before (no source)."""
+    if source is not None:
+        if sel is not None:
+            return output_reference(noun, sel, value, rng)
+        when = "same" if source[0] == turn else "just" if source[0] == turn - 1 else "earlier"
+        if when == "same":
+            return rng.choice(_SAME_TURN).format(n=noun)
+        if rng.random() < 0.3:
+            return rng.choice(_LAST_TURN if when == "just" else _EARLIER).format(n=noun)
+        return f"{rng.choice(['the', 'the', 'that'])} {noun} {rng.choice(_FOUND)}{rng.choice(_WHEN[when])}"
+    if sel is None:
+        return rng.choice(_STATED).format(n=noun)
+    if sel.latest:
+        return rng.choice(_STATED_LATEST).format(n=noun)
+    return rng.choice(_STATED_NTH).format(n=noun, o=ordinal(sel.position or 1))
+
+
+def _droppable(text: str, param: str) -> bool:
+    """Whether a withheld slot sits after a preposition (dropped with it) or right after the opening verb."""
+    slot = re.escape("{" + param + "}")
+    return bool(re.search(rf"\b{_PREPOSITION}\s+(?:{_DETERMINER}\s+)?{slot}", text)
+                or re.match(rf"^\S+(?:\s+(?:me|up|out))?\s+{slot}", text))
+
+
+def _leave_out(text: str, param: str, noun: str, rng: random.Random) -> str:
+    """The phrase with a withheld slot left out: "book a flight on {date}" -> "book a flight", "move {file} to
+    x" -> "move a file to x"."""
+    slot = re.escape("{" + param + "}")
+    dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{_DETERMINER}\s+)?{slot}", "", text, count=1)
+    if dropped != text:
+        return dropped
+    vague = rng.choice([article(noun), f"one of the {plural(noun)}"])
+    return re.sub(rf"(?:\b{_DETERMINER}\s+)?{slot}", vague, text, count=1)
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument as the user conveys it: its words (a verbatim value or a reference), or withheld."""
+
+    param: str
+    noun: str
+    words: str
+    verbatim: bool
+    withheld: bool
+    value: Any
+
+
+def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
+    """A phrase with its slots filled (withheld ones, and any the call does not have, left out); side-by-side
+    slots of which one is a reference get a comma between them."""
+    text = re.sub(r"\{(\w+)\}\s+(?=\{(\w+)\})", lambda m: m.group(0).rstrip() + (
+        ", " if any(n in args and not args[n].verbatim for n in m.groups()) else " "), text)
+    for name in placeholders(text):
+        if name not in args or args[name].withheld:
+            text = _leave_out(text, name, args[name].noun if name in args else words_of(name), rng)
+        elif not args[name].verbatim:  # "the pending order {x}" with a reference: "the order you just found"
+            slot = re.escape("{" + name + "}")
+            noun = "(?:" + "|".join(re.escape(n) for n in {args[name].noun, args[name].noun.split()[-1]}) + ")"
+            for merged in (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}", rf"\b{noun}\s+{slot}",
+                           rf"\b(?:the|my)\s+[a-z-]+\s+{slot}", rf"\b(?:the|a|an|my)\s+{slot}"):
+                text, done = re.subn(merged, lambda _, keep="{" + name + "}": keep, text, count=1)
+                if done:
+                    break
+    return PLACEHOLDER.sub(lambda m: args[m.group(1)].words, text)
+
+
+def _extra(a: Argument, rng: random.Random) -> str:
+    """An argument the chosen phrase does not cover, in words."""
+    if not a.verbatim:
+        return a.words
+    if isinstance(a.value, (bool, int, float)):
+        return rng.choice([f"{a.noun} set to {a.words}", f"the {a.noun} at {a.words}"])
+    return rng.choice([f"the {a.noun} {a.words}", f"{a.words} as the {a.noun}"])
+
+
+def refers_to_task(text: str, spec: ToolSpec) -> bool:
+    """Whether a phrase holds a content word of the tool's description (what the rule judge looks for)."""
+    return bool(content_words(spec) & {stem(w) for w in re.findall(r"[a-z]+", text.lower())})
+
+
+def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Mapping[str, Argument],
+                   rng: random.Random) -> str:
+    """The call's request: a phrase conveying its arguments (a conditional one when the arguments meet its
+    condition), with the arguments it does not cover added in words; withheld values never appear."""
+    pool = [(r, c.cond) for c in entry.matching(call.args_exec) for r in c.requests] or \
+        [(r, {}) for r in entry.requests]
+    pool = [p for p in pool if set(placeholders(p[0])) <= set(args)] or \
+        [p for p in pool if not placeholders(p[0])] or pool
+    withheld = [a.param for a in args.values() if a.withheld]
+    pool = [p for p in pool if all(_droppable(p[0], w) or "{" + w + "}" not in p[0] for w in withheld)] or pool
+    stated = {a.param for a in args.values() if not a.withheld}
+    most = max(len(set(placeholders(p[0])) & stated) for p in pool)  # the phrases that weave in the most values
+    pool = [p for p in pool if len(set(placeholders(p[0])) & stated) == most]
+    text, cond = rng.choice(pool)
+    if not cond:  # a conditional phrase stays word for word: the code check recognises it by its wording
+        varied = vary(text, rng)
+        text = varied if refers_to_task(varied, spec) else text
+    covered = set(placeholders(text)) | set(cond)
+    extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld]
+    if extras:
+        text += rng.choice(_EXTRA_LEADS).format(x=join_words(extras))
+    return _fill(text, args, rng)
+
+
+def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wording,
+                       mention_list: list[Any], turn: int, rng: random.Random) -> dict[str, Argument]:
+    """Each must-mention entry of a call as the user conveys it; after the first reference to a source, further
+    plain references to the same source are just "the city" ("the street address you found earlier, the city")."""
+    out = {}
+    sources: set[tuple[int, int] | None] = set()
+    for m in mention_list:
+        noun = wording.noun(call.name, m.param)
+        named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
+        if m.verbatim or named:
+            words = said_value(m.value)
+        elif m.selector is None and m.source is not None and m.source in sources:
+            words = f"the {noun}"
+        else:
+            words = history_reference(noun, m.selector, m.value, m.source, turn, rng)
+            if m.selector is None:
+                sources.add(m.source)
+        out[m.param] = Argument(m.param, noun, words, m.verbatim or named, m.param in withheld, m.value)
+    return out

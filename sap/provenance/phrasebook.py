@@ -1,0 +1,217 @@
+"""Phrase books: per built-in toolset, how users ask for each tool in their own words (TOML files under
+sap/toolsets/phrases/, format in docs/phrasebook.md); loaded and checked against the toolset's tool specs."""
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from sap.errors import ToolsetError
+from sap.model import ToolSpec
+from sap.text import loose_pattern
+
+PHRASE_DIR = Path(__file__).resolve().parent.parent / "toolsets" / "phrases"
+PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+class PhraseBookError(ToolsetError, ValueError):
+    """A malformed phrase file, located by file, tool and field."""
+
+    def __init__(self, message: str, *, file: str, tool: str | None = None, field: str | None = None):
+        self.message, self.file, self.tool, self.field = message, file, tool, field
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        """`file: tool 't' field 'f': message`, leaving out the parts that are unknown."""
+        where = " ".join(p for p in (f"tool {self.tool!r}" if self.tool else "",
+                                     f"field {self.field!r}" if self.field else "") if p)
+        return f"{self.file}: {where}: {self.message}" if where else f"{self.file}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Conditional:
+    """Requests used only when the call's arguments equal `cond` (values the wording conveys)."""
+
+    cond: Mapping[str, Any]
+    requests: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ToolPhrases:
+    """How users ask for one tool: plain requests, conditional ones, goals and a noun per parameter."""
+
+    tool: str
+    requests: tuple[str, ...]
+    when: tuple[Conditional, ...]
+    goals: tuple[str, ...]
+    nouns: Mapping[str, str]
+
+    def matching(self, args: Mapping[str, Any]) -> list[Conditional]:
+        """The conditional entries whose condition the arguments meet."""
+        return [c for c in self.when if all(k in args and args[k] == v for k, v in c.cond.items())]
+
+
+@dataclass(frozen=True)
+class PhraseBook:
+    """The phrases of one or more files (a BFCL combination uses one file per class), by tool name, plus the
+    context sentences users may open a dialogue with."""
+
+    tools: Mapping[str, ToolPhrases]
+    intros: tuple[str, ...]
+
+
+def placeholders(text: str) -> list[str]:
+    """The `{param}` names of a phrase, in order."""
+    return PLACEHOLDER.findall(text)
+
+
+def _strings(raw: Any, file: str, tool: str | None, field: str) -> tuple[str, ...]:
+    """A list of non-empty strings, or a PhraseBookError naming the field."""
+    if not isinstance(raw, list) or not all(isinstance(s, str) and s.strip() for s in raw):
+        raise PhraseBookError("must be a list of non-empty strings", file=file, tool=tool, field=field)
+    return tuple(s.strip() for s in raw)
+
+
+def _check_placeholders(texts: tuple[str, ...], params: Mapping[str, Any], file: str, tool: str, field: str) -> None:
+    """Every placeholder must name a parameter of the tool."""
+    for i, text in enumerate(texts):
+        for name in placeholders(text):
+            if name not in params:
+                raise PhraseBookError(f"placeholder {{{name}}} in {text!r} is not a parameter (parameters: "
+                                      f"{', '.join(sorted(params)) or 'none'})", file=file, tool=tool,
+                                      field=f"{field}[{i}]")
+
+
+def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases:
+    """One tool's table, checked against its spec."""
+    if not isinstance(raw, dict):
+        raise PhraseBookError("must be a table", file=file, tool=name)
+    unknown = set(raw) - {"requests", "when", "goals", "nouns"}
+    if unknown:
+        raise PhraseBookError(f"unknown keys {sorted(unknown)} (allowed: requests, when, goals, nouns)",
+                              file=file, tool=name)
+    params = spec.properties
+    requests = _strings(raw.get("requests", []), file, name, "requests")
+    goals = _strings(raw.get("goals", []), file, name, "goals")
+    _check_placeholders(requests, params, file, name, "requests")
+    _check_placeholders(goals, params, file, name, "goals")
+    when = []
+    for i, entry in enumerate(raw.get("when", [])):
+        field = f"when[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("if"), dict) or not entry["if"]:
+            raise PhraseBookError("must be a table with a non-empty `if` table and `requests`", file=file, tool=name,
+                                  field=field)
+        for key in entry["if"]:
+            if key not in params:
+                raise PhraseBookError(f"`if` on {key!r}, which is not a parameter", file=file, tool=name,
+                                      field=f"{field}.if")
+        texts = _strings(entry.get("requests"), file, name, f"{field}.requests")
+        _check_placeholders(texts, params, file, name, f"{field}.requests")
+        when.append(Conditional(dict(entry["if"]), texts))
+    if not requests and not when:
+        raise PhraseBookError("needs `requests` or `when`", file=file, tool=name)
+    nouns = raw.get("nouns", {})
+    if not isinstance(nouns, dict):
+        raise PhraseBookError("must be a table of parameter -> noun", file=file, tool=name, field="nouns")
+    for key, noun in nouns.items():
+        if key not in params:
+            raise PhraseBookError(f"noun for {key!r}, which is not a parameter", file=file, tool=name, field="nouns")
+        if not isinstance(noun, str) or not noun.strip():
+            raise PhraseBookError("must be a non-empty string", file=file, tool=name, field=f"nouns.{key}")
+    return ToolPhrases(name, requests, tuple(when), goals, {k: v.strip() for k, v in nouns.items()})
+
+
+def load_phrase_file(path: Path, specs: Mapping[str, ToolSpec]) -> PhraseBook:
+    """A phrase file checked against the tool specs it is for: unknown tools, placeholders that are not
+    parameters and `if` on unknown parameters are PhraseBookErrors naming file, tool and field."""
+    file = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise PhraseBookError(f"cannot read: {exc}", file=file) from exc
+    unknown = set(raw) - {"tools", "intros"}
+    if unknown:
+        raise PhraseBookError(f"unknown top-level keys {sorted(unknown)} (allowed: tools, intros)", file=file)
+    tables = raw.get("tools", {})
+    tools = {}
+    for name, table in tables.items():
+        if name not in specs:
+            raise PhraseBookError(f"unknown tool (the toolset has: {', '.join(sorted(specs))})", file=file, tool=name)
+        tools[name] = _tool_phrases(name, table, specs[name], file)
+    return PhraseBook(tools, _strings(raw.get("intros", []), file, None, "intros"))
+
+
+def phrase_file_names(toolset: str) -> list[str]:
+    """The phrase files of a built-in toolset key: `filesystem` -> filesystem.toml, `bfcl/A+B` -> bfcl_A.toml and
+    bfcl_B.toml, `tau2/retail` -> tau2_retail.toml."""
+    if toolset.startswith("bfcl/"):
+        return [f"bfcl_{cls}.toml" for cls in toolset.removeprefix("bfcl/").split("+")]
+    return [toolset.replace("/", "_").replace("+", "_") + ".toml"]
+
+
+def _fits(path: Path, specs: Mapping[str, ToolSpec]) -> bool:
+    """Whether a phrase file is for these specs: every tool it names is among them (a BFCL class file also needs
+    the specs' owner to be its class)."""
+    names = set(re.findall(r"^\s*\[tools\.([^\].]+)", path.read_text(encoding="utf-8"), re.M))
+    owner = path.stem.removeprefix("bfcl_") if path.stem.startswith("bfcl_") else None
+    return bool(names) and all(n in specs and (owner is None or specs[n].owner == owner) for n in names)
+
+
+@lru_cache(maxsize=64)
+def _book_for(key: tuple[tuple[str, str], ...], specs_json: tuple[str, ...]) -> PhraseBook | None:
+    """The merged phrase book of every built-in file that fits the specs (cached by the specs' identity)."""
+    specs = {s.name: s for s in (ToolSpec.model_validate_json(j) for j in specs_json)}
+    books = [load_phrase_file(p, specs) for p in sorted(PHRASE_DIR.glob("*.toml")) if _fits(p, specs)]
+    if not books:
+        return None
+    return PhraseBook({n: t for b in books for n, t in b.tools.items()}, tuple(i for b in books for i in b.intros))
+
+
+def phrase_book(specs: Mapping[str, ToolSpec]) -> PhraseBook | None:
+    """The built-in phrase book for a toolset's specs, or None (a user or MCP toolset: the generic wording)."""
+    ordered = sorted(specs.values(), key=lambda s: s.name)
+    return _book_for(tuple((s.name, s.owner or "") for s in ordered), tuple(s.model_dump_json() for s in ordered))
+
+
+@lru_cache(maxsize=1)
+def _conditionals() -> dict[str, list[Conditional]]:
+    """Every conditional entry of every built-in phrase file, by tool name (read without specs: the check uses it
+    only to recognise wording, and each file is validated against its toolset by the tests)."""
+    out: dict[str, list[Conditional]] = {}
+    for path in sorted(PHRASE_DIR.glob("*.toml")):
+        for name, table in tomllib.loads(path.read_text(encoding="utf-8")).get("tools", {}).items():
+            for entry in table.get("when", []):
+                out.setdefault(name, []).append(Conditional(dict(entry["if"]), tuple(entry["requests"])))
+    return out
+
+
+def phrase_pattern(text: str) -> str:
+    """A regex matching a phrase as rendered: its words as written, any text in place of each placeholder (the
+    two words before a placeholder may have merged into a reference: "the folder {x}" -> "that folder")."""
+    parts = PLACEHOLDER.split(text)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.append(".+?")
+            continue
+        words = part.split()
+        if i + 1 < len(parts) and words:
+            keep, loose = words[:-2], words[-2:]
+            out.append((loose_pattern(" ".join(keep)) + r"\s*" if keep else "") + f"(?:{loose_pattern(' '.join(loose))})?\\s*")
+        else:
+            out.append(loose_pattern(part) if words else r"\s*")
+    return "".join(out)
+
+
+def conveyed(message: str, tool: str, param: str, value: Any) -> bool:
+    """Whether `message` holds a conditional phrase of `tool` whose condition sets `param` to `value`: the
+    wording conveys the value ("unlock the doors" for unlock = true) without writing it."""
+    for entry in _conditionals().get(tool, []):
+        if param in entry.cond and entry.cond[param] == value and \
+                any(re.search(phrase_pattern(r), message, re.I) for r in entry.requests):
+            return True
+    return False

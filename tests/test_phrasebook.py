@@ -1,0 +1,152 @@
+"""Phrase books and the rule messenger's user text: docstrings made imperative, phrase files checked against their
+toolset, values a wording conveys, withheld values left out silently, and no internals in the text."""
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from sap.agents.judge import content_words, stem
+from sap.agents.messenger import Mention, RuleMessenger, reveal_message
+from sap.provenance.phrasebook import PHRASE_DIR, PhraseBookError, load_phrase_file, phrase_file_names
+from sap.api import synthesize
+from sap.audit.checks import RAW_NAME
+from sap.errors import ToolsetError
+from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Turn
+from sap.provenance.checks import mentions, states_value
+from sap.text import task_phrase
+from sap.toolsets import load_toolset
+
+BUILT_IN = ["filesystem", "store", "travel", "tau2/retail", "tau2/airline"]
+SHELL_NAMES = {"pwd", "ls", "cd", "du", "mkdir", "rmdir", "wc", "grep", "rm", "cp", "mv", "echo"}
+
+
+def _toolset(name: str):
+    """A built-in toolset, or a skip when its optional backend is not installed."""
+    try:
+        return load_toolset(name)
+    except ToolsetError as exc:
+        pytest.skip(f"{name}: {exc}")
+
+
+@pytest.mark.parametrize("doc, phrase", [
+    ("Checks the tire pressure of the vehicle.", "check the tire pressure of the vehicle"),
+    ("Retrieves the list of flights. More text.", "retrieve the list of flights"),
+    ("Applies the brake.", "apply the brake"),
+    ("Presses the brake pedal based on pedal position.", "press the brake pedal based on pedal position"),
+    ("Lists all files (hidden too) in the folder; sorted.", "list all files in the folder"),
+    ("Gets the current speed.", "get the current speed"),
+    ("This tool fetches the weather.", "fetch the weather"),
+    ("Cancel an order.", "cancel an order"),
+])
+def test_a_third_person_docstring_becomes_an_imperative(doc, phrase):
+    assert task_phrase(ToolSpec(name="x", description=doc)) == phrase
+
+
+SPECS = {"mv": ToolSpec(name="mv", description="Move a file.", parameters={
+    "type": "object", "properties": {"source": {"type": "string"}, "destination": {"type": "string"},
+                                     "force": {"type": "boolean"}}, "required": ["source", "destination"]})}
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "demo.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("body, tool, field, words", [
+    ('[tools.mv]\nrequests = ["move {source} to {target}"]\n', "mv", "requests[0]", "{target}"),
+    ('[tools.move_file]\nrequests = ["move {source}"]\n', "move_file", None, "unknown tool"),
+    ('[tools.mv]\nrequests = ["move {source} to {destination}"]\n'
+     'when = [{ if = { overwrite = true }, requests = ["move {source} over {destination}"] }]\n', "mv", "when[0].if",
+     "'overwrite'"),
+    ('[tools.mv]\nrequests = ["move {source}"]\n[tools.mv.nouns]\nsrc = "file"\n', "mv", "nouns", "'src'"),
+])
+def test_a_bad_phrase_file_is_refused_naming_file_tool_and_field(tmp_path, body, tool, field, words):
+    path = _write(tmp_path, body)
+    with pytest.raises(PhraseBookError) as err:
+        load_phrase_file(path, SPECS)
+    text = str(err.value)
+    assert str(path) in text and f"tool {tool!r}" in text and words in text
+    assert field is None or f"field {field!r}" in text
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_each_built_in_phrase_file_fits_its_toolset_and_names_each_task(name):
+    ts = _toolset(name)
+    specs = {t.name: t for t in ts.tools}
+    for file in phrase_file_names(name):
+        book = load_phrase_file(PHRASE_DIR / file, specs)
+        assert set(book.tools) == set(specs), f"{file} misses tools {sorted(set(specs) - set(book.tools))}"
+        for tool, entry in book.tools.items():
+            texts = list(entry.requests) + [r for c in entry.when for r in c.requests]
+            assert len(texts) >= 4, f"{file} {tool}: fewer than 4 requests"
+            for text in texts:  # the rule judge wants a word of the tool's description in the request
+                words = {stem(w) for w in re.findall(r"[a-z]+", re.sub(r"\{\w+\}", "", text.lower()))}
+                assert content_words(specs[tool]) & words, f"{file} {tool}: {text!r} names nothing of the task"
+
+
+RMDIR = ToolCall(call_id="c", name="rmdir", args_exec={"dir_name": "old", "recursive": True},
+                 args_prov={"dir_name": ArgProvenance(tag=Tag.self_create),
+                            "recursive": ArgProvenance(tag=Tag.self_create)})
+
+
+def test_a_conditional_wording_states_its_value_and_nothing_else_does():
+    specs = {t.name: t for t in load_toolset("filesystem").tools}
+    for seed in range(20):
+        turn = RuleMessenger().write([Turn(index=0, state="s", transition=0, calls=[RMDIR])], specs,
+                                     random.Random(seed))[0]
+        assert states_value(turn.user_message, "rmdir", "recursive", True), turn.user_message
+        assert "true" not in turn.user_message.lower()
+    assert not states_value("Please delete the folder old.", "rmdir", "recursive", True)
+    assert not states_value("Delete the folder old and everything inside it.", "rmdir", "recursive", False)
+
+
+MV = ToolCall(call_id="c", name="mv", args_exec={"file_name": "budget_2024.xlsx", "destination": "archive"},
+              args_prov={"file_name": ArgProvenance(tag=Tag.self_create),
+                         "destination": ArgProvenance(tag=Tag.self_create)})
+ANNOUNCING = re.compile(r"\b(later|in a moment|give me a (?:moment|sec)|tell you|let you know|I'll (?:give|send|say)|"
+                        r"not sure yet|to be decided)\b", re.I)
+
+
+@pytest.mark.parametrize("withheld", ["file_name", "destination"])
+def test_a_withheld_value_is_left_out_without_announcing_it(withheld):
+    specs = {t.name: t for t in load_toolset("filesystem").tools}
+    kept = "archive" if withheld == "file_name" else "budget_2024.xlsx"
+    hidden = MV.args_exec[withheld]
+    for seed in range(30):
+        turn = RuleMessenger().write([Turn(index=0, state="s", transition=0, calls=[MV])], specs, random.Random(seed),
+                                     withheld={(0, 0): frozenset({withheld})})[0]
+        message = turn.user_message
+        assert not mentions(message, hidden) and mentions(message, kept), message
+        assert not ANNOUNCING.search(message), message
+        assert "{" not in message and "  " not in message, message
+
+
+def test_the_reveal_gives_the_asked_for_values_verbatim():
+    values = [Mention("file_name", "budget_2024.xlsx", "NEW", True), Mention("destination", "archive", "NEW", True)]
+    for seed in range(10):
+        one = reveal_message(values[:1], random.Random(seed), {"file_name": "file"})
+        both = reveal_message(values, random.Random(seed), {"file_name": "file", "destination": "folder"})
+        assert mentions(one, "budget_2024.xlsx") and "file_name" not in one
+        assert mentions(both, "budget_2024.xlsx") and mentions(both, "archive") and "destination" not in both.split()[0]
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_user_text_names_no_tool_and_no_raw_parameter(name):
+    ts = _toolset(name)
+    records = synthesize(ts, 4, seed=3, mix={"base": 1.0}).records
+    tools = {t.name for t in ts.tools}
+    raw = {p for t in ts.tools for p in t.properties if RAW_NAME.match(p)}
+    forbidden = {n for n in tools if RAW_NAME.match(n)} | raw | {n.replace("_", " ") for n in tools if "_" in n}
+    if name == "filesystem":
+        forbidden |= SHELL_NAMES
+    messages = [m["content"] for r in records for m in r["messages"] if m["role"] == "user"]
+    assert len(messages) >= 8
+    for message in messages:
+        words = " ".join(re.findall(r"[A-Za-z0-9_]+", message))
+        hits = [f for f in forbidden if re.search(rf"(?<![\w.]){re.escape(f)}(?![\w.])", words)]
+        assert not hits, f"{hits} in {message!r}"
+        assert "(" not in message or not re.search(r"\(\w+ \"", message), message  # no parenthesised value lists
