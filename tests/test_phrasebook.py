@@ -150,3 +150,11 @@ def test_user_text_names_no_tool_and_no_raw_parameter(name):
         hits = [f for f in forbidden if re.search(rf"(?<![\w.]){re.escape(f)}(?![\w.])", words)]
         assert not hits, f"{hits} in {message!r}"
         assert "(" not in message or not re.search(r"\(\w+ \"", message), message  # no parenthesised value lists
+
+
+def test_word_variation_leaves_placeholders_alone():
+    from sap.agents.paraphrase import vary
+
+    for seed in range(30):
+        varied = vary("open the {folder} folder and show me the details of {file}", random.Random(seed))
+        assert "{folder}" in varied and "{file}" in varied, varied

@@ -204,7 +204,8 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
         elif not args[name].verbatim:  # "the pending order {x}" with a reference: "the order you just found"
             slot = re.escape("{" + name + "}")
             noun = "(?:" + "|".join(re.escape(n) for n in {args[name].noun, args[name].noun.split()[-1]}) + ")"
-            for merged in (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}", rf"\b{noun}\s+{slot}",
+            for merged in (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}",
+                           rf"\b(?:the|a|an|my)\s+{slot}\s+(?:folder|directory|file|{noun})\b", rf"\b{noun}\s+{slot}",
                            rf"\b(?:the|my)\s+[a-z-]+\s+{slot}", rf"\b(?:the|a|an|my)\s+{slot}"):
                 text, done = re.subn(merged, lambda _, keep="{" + name + "}": keep, text, count=1)
                 if done:
