@@ -85,7 +85,8 @@ def generic_phrases(spec: ToolSpec) -> ToolPhrases:
     """Phrases for a tool without a phrase book: its docstring's first sentence as an imperative, a noun per
     parameter."""
     request = task_phrase(spec) if first_sentence(spec.description) else f"help me with {words_of(spec.name)}"
-    return ToolPhrases(spec.name, (request,), (), (), {p: parameter_noun(spec, p) for p in spec.properties})
+    return ToolPhrases(spec.name, (request,), (), (), {p: parameter_noun(spec, p) for p in spec.properties},
+                       written=False)
 
 
 @dataclass(frozen=True)
@@ -241,9 +242,9 @@ def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Map
     most = max(len(set(placeholders(p[0])) & stated) for p in pool)  # the phrases that weave in the most values
     pool = [p for p in pool if len(set(placeholders(p[0])) & stated) == most]
     text, cond = rng.choice(pool)
-    if not cond:  # a conditional phrase stays word for word: the code check recognises it by its wording
+    if entry.written and not cond:  # conditional phrases stay word for word (the code check recognises them), and
         varied = vary(text, rng)
-        text = varied if refers_to_task(varied, spec) else text
+        text = varied if refers_to_task(varied, spec) else text  # a docstring's words are not varied either
     covered = set(placeholders(text)) | set(cond)
     extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld]
     if extras:
