@@ -126,7 +126,7 @@ def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -
     same = generic or sel.noun in noun or noun in sel.noun
     thing = noun if generic else sel.noun
     head = rng.choice(["the {t}", "the {t}", "that {t}", "whichever {t}"] if same else
-                      ["the {n} of the {t}", "the {n} from the {t}", "the {n} for the {t}", "the {t}"])
+                      ["the {n} of the {t}", "the {n} from the {t}", "the {n} for the {t}"])
     head = head.format(n=noun, t="{t}")
     if sel.field is not None:
         core = head.format(t=thing) + " " + rng.choice(_WITH).format(f=words_of(sel.field), v=sel.value)
