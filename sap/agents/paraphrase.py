@@ -49,6 +49,7 @@ _COMPILED = [(re.compile(p), alts) for p, alts in SYNONYMS]
 
 def vary(text: str, rng: random.Random) -> str:
     """The phrase with each synonym-bearing word swapped for a random alternative (placeholders untouched)."""
+    parts = re.split(r"(\{\w+\})", text)  # odd parts are placeholders
     for pattern, alts in _COMPILED:
-        text = pattern.sub(lambda _: rng.choice(alts), text)
-    return re.sub(r"\s{2,}", " ", text).strip()
+        parts = [p if i % 2 else pattern.sub(lambda _: rng.choice(alts), p) for i, p in enumerate(parts)]
+    return re.sub(r"\s{2,}", " ", "".join(parts)).strip()

@@ -85,7 +85,8 @@ def generic_phrases(spec: ToolSpec) -> ToolPhrases:
     """Phrases for a tool without a phrase book: its docstring's first sentence as an imperative, a noun per
     parameter."""
     request = task_phrase(spec) if first_sentence(spec.description) else f"help me with {words_of(spec.name)}"
-    return ToolPhrases(spec.name, (request,), (), (), {p: parameter_noun(spec, p) for p in spec.properties})
+    return ToolPhrases(spec.name, (request,), (), (), {p: parameter_noun(spec, p) for p in spec.properties},
+                       written=False)
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -
     same = generic or sel.noun in noun or noun in sel.noun
     thing = noun if generic else sel.noun
     head = rng.choice(["the {t}", "the {t}", "that {t}", "whichever {t}"] if same else
-                      ["the {n} of the {t}", "the {n} from the {t}", "the {n} for the {t}", "the {t}"])
+                      ["the {n} of the {t}", "the {n} from the {t}", "the {n} for the {t}"])
     head = head.format(n=noun, t="{t}")
     if sel.field is not None:
         core = head.format(t=thing) + " " + rng.choice(_WITH).format(f=words_of(sel.field), v=sel.value)
@@ -204,7 +205,8 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
         elif not args[name].verbatim:  # "the pending order {x}" with a reference: "the order you just found"
             slot = re.escape("{" + name + "}")
             noun = "(?:" + "|".join(re.escape(n) for n in {args[name].noun, args[name].noun.split()[-1]}) + ")"
-            for merged in (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}", rf"\b{noun}\s+{slot}",
+            for merged in (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}",
+                           rf"\b(?:the|a|an|my)\s+{slot}\s+(?:folder|directory|file|{noun})\b", rf"\b{noun}\s+{slot}",
                            rf"\b(?:the|my)\s+[a-z-]+\s+{slot}", rf"\b(?:the|a|an|my)\s+{slot}"):
                 text, done = re.subn(merged, lambda _, keep="{" + name + "}": keep, text, count=1)
                 if done:
@@ -240,9 +242,9 @@ def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Map
     most = max(len(set(placeholders(p[0])) & stated) for p in pool)  # the phrases that weave in the most values
     pool = [p for p in pool if len(set(placeholders(p[0])) & stated) == most]
     text, cond = rng.choice(pool)
-    if not cond:  # a conditional phrase stays word for word: the code check recognises it by its wording
+    if entry.written and not cond:  # conditional phrases stay word for word (the code check recognises them), and
         varied = vary(text, rng)
-        text = varied if refers_to_task(varied, spec) else text
+        text = varied if refers_to_task(varied, spec) else text  # a docstring's words are not varied either
     covered = set(placeholders(text)) | set(cond)
     extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld]
     if extras:

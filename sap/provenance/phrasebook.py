@@ -49,6 +49,7 @@ class ToolPhrases:
     when: tuple[Conditional, ...]
     goals: tuple[str, ...]
     nouns: Mapping[str, str]
+    written: bool = True  # written for the tool (a phrase book), not derived from its docstring
 
     def matching(self, args: Mapping[str, Any]) -> list[Conditional]:
         """The conditional entries whose condition the arguments meet."""
