@@ -73,7 +73,7 @@ def dry_run_plan(args: argparse.Namespace, toolset: Any, settings: Any) -> str:
         check_owner(store, args.output, args.overwrite, run_id)
         database = f"{args.db}: " + (f"continues run {run_id} ({store.counts(run_id).get('accepted', 0)} of "
                                      f"{settings.n} accepted)" if run_id else "a new run")
-    from sap.runs.estimate import estimate_cost
+    from sap.cli.estimate import estimate_cost
 
     cost = estimate_cost(toolset, settings).lines() if settings.agents.uses_llm() else \
         ["  cost      $0: no LLM calls"]
