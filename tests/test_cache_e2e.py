@@ -9,7 +9,7 @@ import pytest
 
 from sap.cache.query import RuleQueryWriter
 from sap.cli import main
-from tests.helpers import travel_cache
+from helpers import travel_cache
 from sap.executors.python_object import PythonObjectExecutor
 
 

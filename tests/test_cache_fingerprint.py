@@ -11,7 +11,7 @@ from sap.cache.templates import parse_templates
 from sap.cli import main
 from sap.runs.cache import cache_run_config, start_cache_run
 from sap.store import RunStore
-from tests.test_cache_query import SPECS, TEMPLATES
+from test_cache_query import SPECS, TEMPLATES
 
 ENTRIES = [("search_hotels", {"city": "Oslo", "nights": 3}, {"hotels": [{"id": "H1"}]}),
            ("get_hotel", {"hotel_id": "H1"}, {"hotel_id": "H1", "rooms": 4})]

@@ -10,7 +10,7 @@ from sap.cache.templates import parse_templates
 from sap.graphs.cache_synthesis import CacheSynthesisContext, cache_synthesis_graph
 from sap.llm import LLMClient, ModelConfig
 from sap.testing.scripted_llm import Reply, ScriptedLLMServer
-from tests.test_cache_query import SPECS, TEMPLATES, _cache
+from test_cache_query import SPECS, TEMPLATES, _cache
 
 NAMES_TOOL = "reads_as_user: the user message names tools: search_hotels"
 

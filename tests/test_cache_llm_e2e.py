@@ -9,7 +9,7 @@ import pytest
 
 from sap.cache.templates import load_templates
 from sap.cli import main
-from tests.helpers import travel_cache
+from helpers import travel_cache
 from sap.store import RunStore
 from sap.testing.role_model import role_model
 from sap.testing.scripted_llm import ScriptedLLMServer

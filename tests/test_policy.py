@@ -22,7 +22,7 @@ from sap.provenance.policy import (
     violations,
 )
 from sap.toolsets.modules import module_from_path, toolset_from_module
-from tests.helpers import call, spec
+from helpers import call, spec
 
 SPECS = {s.name: s for s in [
     spec("login", "Log the user in.", {"email": {"type": "string"}}),

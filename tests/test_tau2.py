@@ -13,7 +13,7 @@ import pytest
 from sap.api import synthesize
 from sap.toolsets.tau2_bench import INSTALL_HINT, Tau2Unavailable, load_tau2_toolset
 from sap.validate import validate_file, validate_record
-from tests.helpers import call
+from helpers import call
 
 try:
     RETAIL = load_tau2_toolset("tau2/retail")

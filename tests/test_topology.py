@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sap.model import ArgProvenance, Tag, Trajectory, Turn
 from sap.provenance.topology import call_graph, isomorphism, topology_difference
-from tests.helpers import call
+from helpers import call
 
 
 def _traj(turns: list[list[tuple[str, dict[str, ArgProvenance]]]]) -> Trajectory:
