@@ -5,6 +5,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from sap.agents.replies import assistant_reply
 from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn
 from sap.provenance.selectors import ordinal
 from sap.text import describe_value, humanize, result_noun, task_phrase
@@ -123,19 +124,6 @@ def _fragment_detail(m: Mention, history_names: dict[tuple[int, int], str], rng:
     return f"{humanize(m.param)}: " + rng.choice(_STATED_PHRASES).format(p=humanize(m.param))
 
 
-def _summary(call: ToolCall) -> str:
-    """A one-line account of a result for the assistant's reply."""
-    if isinstance(call.result, dict):
-        parts = []
-        for k, v in list(call.result.items())[:3]:
-            shown = v if isinstance(v, (str, int, float, bool)) else f"{len(v)} item(s)" if isinstance(v, (list, dict)) else v
-            parts.append(f"{humanize(k)}: {shown}")
-        body = "; ".join(parts) if parts else "no details"
-    else:
-        body = str(call.result)[:120]
-    return f"{call.name} done ({body})."
-
-
 class RuleMessenger:
     """Template messages from each call's must-mention list: one fragment per call, composed into the turn's
     user message; new and config values verbatim, history values by reference."""
@@ -160,6 +148,6 @@ class RuleMessenger:
                 message += rng.choice(_JOINERS) + frag + "."
             for v in (v for v in virtual if v["turn"] == turn.index):
                 message += " " + rng.choice(_AHEAD_PHRASES).format(p=humanize(v["param"]), v=describe_value(v["value"]))
-            reply = " ".join(_summary(c) for c in turn.calls)
+            reply = assistant_reply(turn.calls, specs, rng)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out
