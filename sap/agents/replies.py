@@ -76,7 +76,7 @@ def failure_reason(tool: str, result: Any) -> str | None:
     for shape in BFCL_FAILURE_SHAPES:
         if shape.matches(tool, result):
             said = next((str(result[k]) for k in MESSAGE_FIELDS if isinstance(result, dict) and result.get(k)), "")
-            return said or f"the {_words(shape.field)} came back negative"
+            return said or f"the {_words(shape.field).removesuffix(' status')} was refused"
     return None
 
 
@@ -97,7 +97,9 @@ def clean_error(problem: str, spec: ToolSpec | None) -> str:
             if re.search(r"_|[a-z][A-Z]", name):
                 text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w])", _words(name), text)
     text = _cut(text.rstrip(". "), SHORT_STRING)
-    return _lower_first(text) if text else "something went wrong"
+    if not text:
+        return "something went wrong"
+    return text if text[1:2].isupper() else text[:1].lower() + text[1:]
 
 
 def next_step(reason: str, rng: random.Random) -> str:
@@ -109,8 +111,10 @@ def next_step(reason: str, rng: random.Random) -> str:
     if re.search(r"not found|no such|does not exist|doesn't exist|invalid|unknown|not a valid|no .* with", low):
         return rng.choice(["Could you double-check the details and tell me which one you meant?",
                            "Could you check it and give me the right one?"])
-    if re.search(r"log ?in|logged|authenticat|permission|unauthori|credential|password", low):
+    if re.search(r"not logged|permission|unauthori|must (?:be )?log", low):
         return rng.choice(["Would you like to sign in first?", "Could you sign in and try again?"])
+    if re.search(r"authenticat|credential|password|log ?in", low):
+        return rng.choice(["Could you double-check your credentials?", "Could you check the username and password?"])
     if re.search(r"already", low):
         return rng.choice(["So nothing needed changing. Is there anything else?", "Nothing changed, then; anything else?"])
     return rng.choice(["Would you like me to try something else?", "How would you like to proceed?",
@@ -127,7 +131,7 @@ def is_write(task: str, spec: ToolSpec | None) -> bool:
 def short_task(task: str) -> str:
     """The task's action up to its first clause break ("book one seat on a flight, paying ..." -> "book one seat on
     a flight"), verbs in base form."""
-    head = re.split(r"[,;:(]| - | — | unless | if | so that | by (?!line)| based on | given ", task, maxsplit=1)[0].strip()
+    head = re.split(r"[,;:(]| - | — | unless | if | so that | by (?!line)| based on | given | with | for the ", task, maxsplit=1)[0].strip()
     words = head.split()
     if words:
         words[0] = _base_verb(words[0])
