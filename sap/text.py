@@ -36,6 +36,17 @@ def describe_value(value: Any) -> str:
     return json.dumps(value)
 
 
+ABBREVIATIONS = {"id": "ID", "ids": "IDs", "dob": "date of birth", "iata": "airport code", "est": "(EST)",
+                 "c": "(°C)", "num": "number", "qty": "quantity", "msg": "message", "dir": "folder"}
+
+
+def field_words(key: str) -> str:
+    """A field, parameter or tool name in words, as a user reads it: `frontLeftTirePressure` -> "front left tire
+    pressure", `user_id` -> "user ID", `address1` -> "address 1", `currentACTemperature` -> "current AC temperature"."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+|(?<=[a-z])(?=\d)", " ", key.strip("_"))
+    return " ".join(ABBREVIATIONS.get(w.lower(), w if w.isupper() and len(w) > 1 else w.lower()) for w in spaced.split())
+
+
 def humanize(param: str) -> str:
     """`check_in` -> `check in`."""
     return param.replace("_", " ")

@@ -52,7 +52,8 @@ def validate_record(record: dict[str, Any], toolset: Toolset, line: int = 0) -> 
     finally:
         if hasattr(ex, "close"):
             ex.close()
-    problems += [Problem(rid, line, f"provenance: {p}") for p in policy_check(traj, policy_of(toolset))]
+    specs = {t.name: t for t in toolset.tools}
+    problems += [Problem(rid, line, f"provenance: {p}") for p in policy_check(traj, policy_of(toolset), specs)]
     return problems
 
 

@@ -10,11 +10,9 @@ from typing import Any
 from sap.executors.bfcl import BFCL_FAILURE_SHAPES
 from sap.executors.failures import MESSAGE_FIELDS, error_text
 from sap.model import ToolCall, ToolSpec
-from sap.text import task_phrase
+from sap.text import field_words, task_phrase
 
 NUMBER_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
-ABBREVIATIONS = {"id": "ID", "ids": "IDs", "dob": "date of birth", "iata": "airport code", "est": "(EST)",
-                 "c": "(°C)", "num": "number", "qty": "quantity", "msg": "message", "dir": "folder"}
 MONEY = re.compile(r"price|amount|(?:^|_)total$|balance|cost|fare|refund|paid|fee|charge|budget|spent", re.I)
 NAME_KEYS = ("name", "title", "hotel_name", "full_name", "city")  # what names an object (in this order)
 AUTHOR_KEYS = ("username", "user_name", "author", "sender")  # who wrote a post or message
@@ -49,7 +47,7 @@ def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: rand
 def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random) -> str:
     """One call's part of the reply: a failure and what can be done next, a write acknowledged with its key values,
     or the facts a read found."""
-    task = task_phrase(spec) if spec is not None else _words(call.name)
+    task = task_phrase(spec) if spec is not None else field_words(call.name)
     problem = call.error if not call.ok else failure_reason(call.name, call.result)
     if problem is not None:
         return failure_reply(task, problem, spec, rng)
@@ -76,7 +74,7 @@ def failure_reason(tool: str, result: Any) -> str | None:
     for shape in BFCL_FAILURE_SHAPES:
         if shape.matches(tool, result):
             said = next((str(result[k]) for k in MESSAGE_FIELDS if isinstance(result, dict) and result.get(k)), "")
-            return said or f"the {_words(shape.field).removesuffix(' status')} was refused"
+            return said or f"the {field_words(shape.field).removesuffix(' status')} was refused"
     return None
 
 
@@ -95,7 +93,7 @@ def clean_error(problem: str, spec: ToolSpec | None) -> str:
         names = {spec.name, *spec.properties} if hasattr(spec, "properties") else {spec.name}
         for name in sorted(names, key=len, reverse=True):
             if re.search(r"_|[a-z][A-Z]", name):
-                text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w])", _words(name), text)
+                text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w])", field_words(name), text)
     text = _cut(text.rstrip(". "), SHORT_STRING)
     if not text:
         return "something went wrong"
@@ -204,9 +202,9 @@ def describe_result(result: Any, tool: str, changed: set[str] = frozenset()) -> 
 def _object_sentence(obj: dict[str, Any], noun: str, changed: set[str]) -> str:
     """An object in words: who or what it is, its status, then its salient fields (a write's changed ones)."""
     subject, used = _subject(obj, noun)
-    status_key = next((k for k in obj if _words(k).split()[-1:] == ["status"] and isinstance(obj[k], str)
+    status_key = next((k for k in obj if field_words(k).split()[-1:] == ["status"] and isinstance(obj[k], str)
                        and k not in used), None)
-    message_key = next((k for k in obj if _words(k).split()[-1:] in (["status"], ["result"], ["message"])
+    message_key = next((k for k in obj if field_words(k).split()[-1:] in (["status"], ["result"], ["message"])
                         and isinstance(obj[k], str) and len(obj[k].split()) > (2 if k == status_key else 1)), None)
     message = _message(obj[message_key]) if message_key else ""
     if message_key:  # a message of the result's own ("Navigating to ...", "'a.txt' removed")
@@ -220,7 +218,7 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: set[str]) -> str:
         text = _sentence(f"{subject}: {_join(facts)}" if facts else f"that's {subject}")
     else:
         if status_key:
-            facts = [f"the {_words(status_key)} is {_say(obj[status_key], status_key)}"] + facts
+            facts = [f"the {field_words(status_key)} is {_say(obj[status_key], status_key)}"] + facts
         text = _sentence(_join(facts))
     return " ".join(t for t in (_sentence(message), text) if t)
 
@@ -242,7 +240,7 @@ def _subject(obj: dict[str, Any], noun: str) -> tuple[str, set[str]]:
     if {"first_name", "last_name"} <= set(obj):
         name = name or f"{obj['first_name']} {obj['last_name']}"
         used |= {"first_name", "last_name"}
-    kind = _words(id_key).rsplit(" ", 1)[0] if id_key and " " in _words(id_key) else noun
+    kind = field_words(id_key).rsplit(" ", 1)[0] if id_key and " " in field_words(id_key) else noun
     ident = f"{kind} {obj[id_key]}" if id_key else None
     by = f" by {obj[author_key]}" if author_key else ""
     if name and ident:
@@ -259,10 +257,10 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
         skip = skip | set(ADDRESS_KEYS)
     empty = next((k for k, v in obj.items() if v == [] and k not in skip), None)
     if empty and not any(isinstance(v, list) and v for v in obj.values()):  # the one thing found is nothing
-        out.append(_list_phrase([], _words(empty)))
+        out.append(_list_phrase([], field_words(empty)))
     keys = [k for k in obj if k not in skip and not k.startswith("_") and obj[k] not in (None, "", [], {})
             and not (isinstance(obj[k], str) and len(obj[k]) > 4 * SHORT_STRING)
-            and not (obj[k] is True and _words(k).split()[-1] in ("status", "success"))
+            and not (obj[k] is True and field_words(k).split()[-1] in ("status", "success"))
             and not _counted(k, obj)]
     keys.sort(key=lambda k: (-1 if k in changed else _rank(k, obj[k]), list(obj).index(k)))
     for key in keys[:MOST_FACTS - len(out)]:
@@ -270,15 +268,15 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
         if isinstance(value, list) or (isinstance(value, dict) and _is_collection(value)):
             items = value if isinstance(value, list) else _collection_items(value)
             total = obj.get(f"{_singular(key)}_count")
-            out.append(_list_phrase(items, _words(key), total if isinstance(total, int) else None))
+            out.append(_list_phrase(items, field_words(key), total if isinstance(total, int) else None))
         elif key == "content" or (isinstance(value, str) and "\n" in value):
-            out.append(f"the {_words(key)} reads \u201c{_say(value, key)}\u201d")
+            out.append(f"the {field_words(key)} reads \u201c{_say(value, key)}\u201d")
         elif isinstance(value, bool):
-            out.append(f"{_words(key)}: {_say(value, key)}")
+            out.append(f"{field_words(key)}: {_say(value, key)}")
         elif key in ("today", "now"):
             out.append(f"{key} is {_say(value, key)}")
         else:
-            out.append(f"the {_words(key)} is {_say(value, key)}")
+            out.append(f"the {field_words(key)} is {_say(value, key)}")
     return out
 
 
@@ -344,7 +342,7 @@ def _label(item: Any, noun: str, priced: bool = True) -> str:
         return _say(item, noun)
     name_key = next((k for k in NAME_KEYS if isinstance(item.get(k), str) and item[k]), None)
     subject = item[name_key] if name_key else _subject(item, noun)[0]
-    extras = [_say(item[k], k) for k in item if _words(k).split()[-1:] == ["status"] and isinstance(item[k], str)]
+    extras = [_say(item[k], k) for k in item if field_words(k).split()[-1:] == ["status"] and isinstance(item[k], str)]
     extras += [_money(v) for k, v in item.items() if priced and MONEY.search(k) and isinstance(v, (int, float))
                and not isinstance(v, bool)][:1]
     if subject:
@@ -372,8 +370,8 @@ def _say(value: Any, key: str) -> str:
         if {"address1", "city"} <= set(value):
             return _address(value)
         if _subject(value, key)[0]:
-            return _label(value, _words(key))
-        return "; ".join(f"{_words(k)} {_say(v, k)}" for k, v in list(value.items())[:MOST_FACTS]
+            return _label(value, field_words(key))
+        return "; ".join(f"{field_words(k)} {_say(v, k)}" for k, v in list(value.items())[:MOST_FACTS]
                          if v not in (None, "", [], {}) and not k.startswith("_"))
     if isinstance(value, list):
         return _list_phrase(value, key)
@@ -404,12 +402,12 @@ def _collection_items(obj: dict[str, Any]) -> list[Any]:
 def _arg_facts(args: dict[str, Any], spec: ToolSpec | None) -> str:
     """A write's key values from its arguments, in words ("folder name reports")."""
     shown = [(k, v) for k, v in args.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)][:3]
-    return ", ".join(f"{_words(k)} {_say(v, k)}" for k, v in shown)
+    return ", ".join(f"{field_words(k)} {_say(v, k)}" for k, v in shown)
 
 
 def _tool_noun(tool: str) -> str:
     """What a tool's result is about, in words: get_flight_status -> "flight status", calculate -> "result"."""
-    words = _words(tool).split()
+    words = field_words(tool).split()
     while words and words[0].lower() in LEAD_VERBS | WRITE_VERBS | {"posting", "message", "ticket", "trading", "travel",
                                                                      "all"}:
         words = words[1:]
@@ -418,12 +416,6 @@ def _tool_noun(tool: str) -> str:
             words = words[:i]
             break
     return " ".join(words) or "result"
-
-
-def _words(key: str) -> str:
-    """A field or tool name in words: `frontLeftTirePressure` -> "front left tire pressure", `user_id` -> "user ID"."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+|(?<=[a-z])(?=\d)", " ", key.strip("_"))
-    return " ".join(ABBREVIATIONS.get(w.lower(), w if w.isupper() and len(w) > 1 else w.lower()) for w in spaced.split())
 
 
 def _singular(noun: str) -> str:

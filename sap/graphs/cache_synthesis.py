@@ -134,7 +134,7 @@ def check(state: CacheState, runtime: Ctx) -> dict[str, Any]:
             return {"status": "dropped", "drop_reason": f"replay through the cache: call {k} ({call.name}) gave "
                                                         f"{res.error or 'a different response'}",
                     "drop_kind": DropReason.CACHE_REPLAY.value}
-    problems = code_check(traj)
+    problems = code_check(traj, ctx.specs)
     if problems:
         return {"status": "dropped", "drop_reason": "code check: " + "; ".join(problems),
                 "drop_kind": DropReason.CODE_CHECK.value}
