@@ -9,9 +9,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from sap.model import ArgProvenance, Selector, Tag, ToolCall, Toolset, Trajectory, Turn
+from sap.toolsets.system_prompt import system_prompt
 from sap.version import __version__
 
-SYSTEM_PROMPT = "You are a helpful assistant. Use the provided tools to carry out the user's requests."
 
 
 def trajectory_id(toolset: str, seed: int, index: int) -> str:
@@ -57,7 +57,7 @@ class RecordMeta(BaseModel):
 
 def to_record(traj: Trajectory, toolset: Toolset, meta: dict[str, Any]) -> dict[str, Any]:
     """The export record of an accepted trajectory; `meta` holds its source's own meta fields."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": f"{SYSTEM_PROMPT} {toolset.description}".strip()}]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(toolset)}]
     provenance = []
     for turn in traj.turns:
         messages.append({"role": "user", "content": turn.user_message})
