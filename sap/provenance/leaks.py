@@ -10,6 +10,8 @@ Rules (each finding names its kind and the offending text):
   backticks or quotes, before "(" or a command-line flag, or beside "command", "tool" or "function".
 - raw parameter: a parameter name of the toolset with "_", a digit or camelCase (`address1`, `pedalPosition`) as a
   whole token.
+Names count only as tokens of their own: inside a path, a file name, an e-mail or hyphenated text
+("notes/cd", "ls.txt", "value-address1") they are part of a value.
 - JSON path: "$." or "$[", an index such as "[0]", a quoted key in brackets ("["id"]"), or a `.field` chain whose
   field is a raw name (`orders.order_id`).
 - provenance tag: a tag name (`self_create`, `prev_output`, `initial_state`, `prev_user_msg`), a must-mention
@@ -24,6 +26,8 @@ from collections.abc import Iterable
 from sap.model import ToolSpec
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ALONE = r"(?<![\w./@-]){n}(?![\w/@-]|\.\w)"  # a name as a token of its own, not part of a value (a path, a file
+# name, an e-mail or hyphenated text such as "value-address1")
 RAW = re.compile(r"_|\d|[a-z][A-Z]")
 COMMAND_CONTEXT = r"(?:[`'\"]{n}[`'\"]|(?<![A-Za-z0-9_]){n}\s*\(|(?<![A-Za-z0-9_]){n}\s+--?[A-Za-z]|" \
                   r"\b(?:command|tool|function)\s+{n}\b|(?<![A-Za-z0-9_]){n}\s+(?:command|tool|function)\b)"
@@ -50,7 +54,7 @@ def find_leaks(text: str, tools: Iterable[str], params: Iterable[str] = ()) -> l
         if hit:
             found.append(f"tool name: {hit!r}")
     for name in sorted(set(params) - set(tools)):
-        if RAW.search(name) and name in tokens:
+        if RAW.search(name) and name in tokens and re.search(ALONE.format(n=re.escape(name)), text):
             found.append(f"raw parameter: {name!r}")
     for kind, pattern in (("JSON path", JSON_PATH), ("provenance tag", TAGS), ("call position", POSITION)):
         if m := pattern.search(text):
@@ -61,7 +65,7 @@ def find_leaks(text: str, tools: Iterable[str], params: Iterable[str] = ()) -> l
 def _tool_hit(text: str, tokens: set[str], name: str) -> str | None:
     """The text by which `text` names the tool `name`, per the module's rules, or None."""
     if RAW.search(name):
-        if name in tokens:
+        if name in tokens and re.search(ALONE.format(n=re.escape(name)), text):
             return name
         words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|_+", " ", name).lower().split()
         if len(words) >= 3 and (m := re.search(r"(?<![A-Za-z0-9])" + r"\s+".join(map(re.escape, words))
@@ -69,6 +73,6 @@ def _tool_hit(text: str, tokens: set[str], name: str) -> str | None:
             return m.group(0)
         return None
     if len(name) <= 2 or not re.search(r"[aeiouy]", name, re.I):
-        return name if re.search(rf"(?<![A-Za-z0-9_/.-]){re.escape(name)}(?![A-Za-z0-9_-]|\.[A-Za-z0-9])", text) else None
+        return name if re.search(ALONE.format(n=re.escape(name)), text) else None
     m = re.search(COMMAND_CONTEXT.replace("{n}", re.escape(name)), text)
     return m.group(0) if m else None
