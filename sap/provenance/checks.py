@@ -161,9 +161,10 @@ def _check_output_ref(traj: Trajectory, turn: int, index: int, prov: ArgProvenan
     return _check_selector(prov.selector, expected, request_text(traj, turn), value)
 
 
-def code_check(traj: Trajectory, specs: dict[str, ToolSpec] | None = None) -> list[str]:
+def code_check(traj: Trajectory, specs: dict[str, ToolSpec] | None = None, leaks: bool = True) -> list[str]:
     """Violations found in `traj` (an empty list means it passes); `policy.policy_check` adds a toolset's rules.
-    `specs` (the toolset's tools) widens the leak check to every tool and parameter of the toolset."""
+    `specs` (the toolset's tools) widens the leak check to every tool and parameter of the toolset; the synthesis
+    graphs pass `leaks=False` and leave leaks to the judge, whose text rejection rewrites the messages."""
     problems: list[str] = []
     said = statements(traj)
     for turn_no, index, call in traj.calls():
@@ -204,7 +205,7 @@ def code_check(traj: Trajectory, specs: dict[str, ToolSpec] | None = None) -> li
                 problem = f"new value {value!r} not stated in the user message"
             if problem:
                 problems.append(f"{where} arg {name}: {problem}")
-    return problems + closure_check(traj) + leak_check(traj, specs)
+    return problems + closure_check(traj) + (leak_check(traj, specs) if leaks else [])
 
 
 def leak_check(traj: Trajectory, specs: dict[str, ToolSpec] | None = None) -> list[str]:

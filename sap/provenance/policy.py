@@ -177,10 +177,11 @@ def recap(call: ToolCall, spec: ToolSpec, rng: random.Random) -> str:
     return f"{lead} {rng.choice(CONFIRM_QUESTIONS)}"
 
 
-def policy_check(traj: Trajectory, policy: Policy | None, specs: dict[str, ToolSpec] | None = None) -> list[str]:
-    """The code check's problems with `traj` (its leak check over `specs` when given), then its violations of
-    `policy` (if there is one)."""
-    return code_check(traj, specs) + (violations(traj, policy) if policy is not None else [])
+def policy_check(traj: Trajectory, policy: Policy | None, specs: dict[str, ToolSpec] | None = None,
+                 leaks: bool = True) -> list[str]:
+    """The code check's problems with `traj` (its leak check over `specs` when given, unless `leaks` is off), then
+    its violations of `policy` (if there is one)."""
+    return code_check(traj, specs, leaks) + (violations(traj, policy) if policy is not None else [])
 
 
 def violations(traj: Trajectory, policy: Policy) -> list[str]:
