@@ -77,3 +77,9 @@ def test_the_rule_messenger_replies_without_the_tool_name_or_a_dump():
     reply = written[0].assistant_message
     _clean(reply)
     assert "get_order_details" not in reply and "get order details" not in reply
+
+
+def test_odd_shapes_are_told_in_words_without_failing():
+    for result in ([[1, 2], [3]], {"rows": [[1, 2]], "count": 2}, {"a": {"b": {"c": []}}}, [None, True, 1.5],
+                   {"items": [{"id": 1, "sub": [[{"q": 1}]]}]}, {"k": None}, 0):
+        _clean(assistant_reply([_call("get_order_details", result)], SPECS, random.Random(0)))

@@ -306,8 +306,8 @@ def _rank(key: str, value: Any) -> int:
         return 3
     if isinstance(value, (list, dict)):
         items = value if isinstance(value, list) else list(value.values())
-        return 2 if items and all(not isinstance(i, (list, dict)) or _subject(i, "")[0] for i in items
-                                  if not isinstance(i, dict) or i) else 3
+        return 2 if items and all(_subject(i, "")[0] if isinstance(i, dict) else not isinstance(i, list)
+                                  for i in items) else 3
     return 1
 
 
