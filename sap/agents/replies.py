@@ -225,7 +225,8 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: set[str]) -> str:
 
 def _message(text: str) -> str:
     """A result's own message, its quoted names in typographic quotes ("'a.txt' removed" -> "“a.txt” removed")."""
-    return _cut(re.sub(r"'([^']+)'", "\u201c\\1\u201d", text.strip()), SHORT_STRING)
+    text = re.sub(r"'([^']+)'", "\u201c\\1\u201d", text.strip())
+    return _cut(re.sub(r"\bNone\b", "none", text), SHORT_STRING)  # a missing value said as a word, not a repr
 
 
 def _subject(obj: dict[str, Any], noun: str) -> tuple[str, set[str]]:
@@ -270,7 +271,7 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
             total = obj.get(f"{_singular(key)}_count")
             out.append(_list_phrase(items, field_words(key), total if isinstance(total, int) else None))
         elif key == "content" or (isinstance(value, str) and "\n" in value):
-            out.append(f"the {field_words(key)} reads \u201c{_say(value, key)}\u201d")
+            out.append(f"the {field_words(key)} reads \u201c{_say(value, key).strip(chr(0x201c) + chr(0x201d))}\u201d")
         elif isinstance(value, bool):
             out.append(f"{field_words(key)}: {_say(value, key)}")
         elif key in ("today", "now"):
@@ -363,7 +364,8 @@ def _say(value: Any, key: str) -> str:
         text = value.replace("\n", " / ") if "\n" in value else value
         if re.fullmatch(r"[a-z]+(?:_[a-z]+)+", text):  # an enum value ("round_trip", "basic_economy")
             text = text.replace("_", " ")
-        return _cut(text, SHORT_STRING)
+        text = _cut(text, SHORT_STRING)
+        return f"\u201c{text}\u201d" if re.search(r"[{}\[\]]", text) else text  # brackets in a value: quoted
     if isinstance(value, dict):
         if _person(value):
             return _person(value) or ""
