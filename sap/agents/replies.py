@@ -38,19 +38,20 @@ COMMON_OPENERS = {"The", "There", "Here's", "That's", "That", "It", "Done:", "Al
 
 def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random) -> str:
     """The assistant's answer to the user after `calls`: one or two sentences per call, joined."""
-    parts = [call_reply(c, specs.get(c.name), rng) for c in calls]
+    parts = [call_reply(c, specs.get(c.name), rng, specs) for c in calls]
     if len(parts) > 1:
         parts = [parts[0]] + [_joined(p, rng) for p in parts[1:]]
     return " ".join(parts)
 
 
-def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random) -> str:
+def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
+               specs: dict[str, ToolSpec] | None = None) -> str:
     """One call's part of the reply: a failure and what can be done next, a write acknowledged with its key values,
-    or the facts a read found."""
+    or the facts a read found; `specs` (the toolset) names what an error text must not show."""
     task = task_phrase(spec) if spec is not None else field_words(call.name)
-    problem = call.error if not call.ok else failure_reason(call.name, call.result)
+    problem = failure_reason(call.name, call.result) or (call.error if not call.ok else None)
     if problem is not None:
-        return failure_reply(task, problem, spec, rng)
+        return failure_reply(task, problem, specs or ({spec.name: spec} if spec else {}), rng)
     write = is_write(task, spec)
     facts = describe_result(call.result, call.name, set(call.args_exec) if write else set())
     if write:
@@ -78,23 +79,32 @@ def failure_reason(tool: str, result: Any) -> str | None:
     return None
 
 
-def failure_reply(task: str, problem: str, spec: ToolSpec | None, rng: random.Random) -> str:
+def failure_reply(task: str, problem: str, specs: dict[str, ToolSpec], rng: random.Random) -> str:
     """A failure said as one: what could not be done, why, and what the user can do next."""
-    reason = clean_error(problem, spec)
+    reason = clean_error(problem, specs)
     lead = rng.choice(["I couldn't {t}", "I wasn't able to {t}", "Sorry, I couldn't {t}", "That didn't work: I couldn't {t}"])
     return f"{lead.format(t=_definite(short_task(task)))}: {reason}. {next_step(reason, rng)}"
 
 
-def clean_error(problem: str, spec: ToolSpec | None) -> str:
-    """An error text fit for the user: no "Error:" prefix, no tool name prefix, identifiers in words."""
+def clean_error(problem: str, specs: dict[str, ToolSpec]) -> str:
+    """An error text fit for the user: no "Error:" or tool-name prefix, no "with <tool>" advice, identifiers in
+    words, quoted names in typographic quotes, no Python literals."""
     text = re.sub(r"^\s*(?:error\s*:\s*)+", "", str(problem), flags=re.I).strip()
-    if spec is not None:
-        text = re.sub(rf"^{re.escape(spec.name)}\s*:\s*", "", text)
-        names = {spec.name, *spec.properties} if hasattr(spec, "properties") else {spec.name}
-        for name in sorted(names, key=len, reverse=True):
-            if re.search(r"_|[a-z][A-Z]", name):
-                text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w])", field_words(name), text)
-    text = _cut(text.rstrip(". "), SHORT_STRING)
+    tools = sorted(specs, key=len, reverse=True)
+    if tools:
+        text = re.sub(rf"^(?:{'|'.join(re.escape(t) for t in tools)})\s*:\s*", "", text)
+    raw = [t for t in tools if re.search(r"_|[a-z][A-Z]|\d", t)]  # identifier-like names (English words stay)
+    if raw:
+        names = "|".join(re.escape(t) for t in raw)
+        text = re.sub(rf"\s*(?:with|using|via|by calling|use)\s+(?:{names})(?:\s+or\s+(?:{names}))*", "", text)
+        text = re.sub(rf"(?<![\w.])(?:{names})(?!\w)", "the right step", text)
+    params = {p for s in specs.values() for p in s.properties}
+    for name in sorted(params, key=len, reverse=True):
+        if re.search(r"_|[a-z][A-Z]|\d", name):
+            text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w])", field_words(name), text)
+    text = re.sub(r"\b(\w+(?:_\w+)+) is (True|False)\b", lambda m: f"{field_words(m.group(1))} is "
+                  f"{'yes' if m.group(2) == 'True' else 'no'}", text)
+    text = _cut(_message(text).rstrip(". "), SHORT_STRING)
     if not text:
         return "something went wrong"
     return text if text[1:2].isupper() else text[:1].lower() + text[1:]
@@ -109,7 +119,7 @@ def next_step(reason: str, rng: random.Random) -> str:
     if re.search(r"not found|no such|does not exist|doesn't exist|invalid|unknown|not a valid|no .* with", low):
         return rng.choice(["Could you double-check the details and tell me which one you meant?",
                            "Could you check it and give me the right one?"])
-    if re.search(r"not logged|permission|unauthori|must (?:be )?log", low):
+    if re.search(r"not logged|permission|unauthori|must (?:be )?log|log ?in required|sign in|authenticate .* first", low):
         return rng.choice(["Would you like to sign in first?", "Could you sign in and try again?"])
     if re.search(r"authenticat|credential|password|log ?in", low):
         return rng.choice(["Could you double-check your credentials?", "Could you check the username and password?"])
