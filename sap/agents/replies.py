@@ -33,6 +33,7 @@ IRREGULAR = {"send": "sent", "set": "set", "make": "made", "get": "got", "find":
              "cut": "cut", "shut": "shut", "begin": "began", "go": "went", "do": "did", "turn": "turned"}
 SHORT_STRING = 160  # longest string value quoted whole; longer ones end at a word boundary with "…"
 MOST_FACTS = 4  # fields of one object stated at most
+SECRET = re.compile(r"password|token|secret|pin\b|cvv|ssn", re.I)  # arguments a reply never repeats
 COMMON_OPENERS = {"The", "There", "Here's", "That's", "That", "It", "Done:", "All", "Order", "Booking", "Reservation"}
 
 
@@ -139,7 +140,10 @@ def is_write(task: str, spec: ToolSpec | None) -> bool:
 def short_task(task: str) -> str:
     """The task's action up to its first clause break ("book one seat on a flight, paying ..." -> "book one seat on
     a flight"), verbs in base form."""
-    head = re.split(r"[,;:(]| - | — | unless | if | so that | by (?!line)| based on | given | with | for the ", task, maxsplit=1)[0].strip()
+    parts = re.split(r"([,;:(]| - | — | unless | if | so that | by (?!line)| based on | given | with | for the )", task)
+    head = parts[0].strip()
+    if re.search(r"\b(?:a|an|the|new)$", head) and len(parts) > 2:  # "create a new, empty folder"
+        head = (parts[0] + parts[1] + parts[2]).strip()
     words = head.split()
     if words:
         words[0] = _base_verb(words[0])
@@ -215,7 +219,8 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: set[str]) -> str:
     status_key = next((k for k in obj if field_words(k).split()[-1:] == ["status"] and isinstance(obj[k], str)
                        and k not in used), None)
     message_key = next((k for k in obj if field_words(k).split()[-1:] in (["status"], ["result"], ["message"])
-                        and isinstance(obj[k], str) and len(obj[k].split()) > (2 if k == status_key else 1)), None)
+                        and isinstance(obj[k], str) and len(obj[k].split()) > 1
+                        and (k != status_key or obj[k][:1].isupper())), None)
     message = _message(obj[message_key]) if message_key else ""
     if message_key:  # a message of the result's own ("Navigating to ...", "'a.txt' removed")
         used = used | {message_key}
@@ -286,6 +291,8 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
             out.append(f"{field_words(key)}: {_say(value, key)}")
         elif key in ("today", "now"):
             out.append(f"{key} is {_say(value, key)}")
+        elif re.fullmatch(r"[a-z]+ed", key):  # a participle ("removed", "appended"): what it names
+            out.append(f"{key}: {_say(value, key)}")
         else:
             out.append(f"the {field_words(key)} is {_say(value, key)}")
     return out
@@ -413,7 +420,8 @@ def _collection_items(obj: dict[str, Any]) -> list[Any]:
 
 def _arg_facts(args: dict[str, Any], spec: ToolSpec | None) -> str:
     """A write's key values from its arguments, in words ("folder name reports")."""
-    shown = [(k, v) for k, v in args.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)][:3]
+    shown = [(k, v) for k, v in args.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+             and not SECRET.search(k)][:3]
     return ", ".join(f"{field_words(k)} {_say(v, k)}" for k, v in shown)
 
 
