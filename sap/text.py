@@ -36,9 +36,21 @@ def describe_value(value: Any) -> str:
     return json.dumps(value)
 
 
+ABBREVIATIONS = {"id": "ID", "ids": "IDs", "dob": "date of birth", "iata": "airport code", "est": "(EST)",
+                 "c": "(°C)", "num": "number", "qty": "quantity", "msg": "message", "dir": "folder"}
+
+
+def field_words(key: str) -> str:
+    """A field, parameter or tool name in words, as a user reads it, abbreviations spelled out: `user_id` ->
+    "user ID", `dob` -> "date of birth", `frontLeftTirePressure` -> "front left tire pressure"."""
+    return " ".join(ABBREVIATIONS.get(w.lower(), w) for w in humanize(key).split())
+
+
 def humanize(param: str) -> str:
-    """`check_in` -> `check in`."""
-    return param.replace("_", " ")
+    """A name in plain words, never a raw identifier: `check_in` -> "check in", `pedalPosition` -> "pedal position",
+    `address1` -> "address 1", `currentACTemperature` -> "current AC temperature"."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+|(?<=[a-z])(?=\d)", " ", param.strip("_"))
+    return " ".join(w if w.isupper() and len(w) > 1 else w.lower() for w in spaced.split())
 
 
 def task_phrase(spec: ToolSpec) -> str:

@@ -54,8 +54,9 @@ def validate_record(record: dict[str, Any], toolset: Toolset, line: int = 0) -> 
     finally:
         if hasattr(ex, "close"):
             ex.close()
-    problems += [Problem(rid, line, f"provenance: {p}") for p in policy_check(traj, policy_of(toolset))]
-    problems += [Problem(rid, line, p) for p in miss_param_problems(traj, {t.name: t for t in toolset.tools})]
+    specs = {t.name: t for t in toolset.tools}
+    problems += [Problem(rid, line, f"provenance: {p}") for p in policy_check(traj, policy_of(toolset), specs)]
+    problems += [Problem(rid, line, p) for p in miss_param_problems(traj, specs)]
     return problems
 
 

@@ -11,7 +11,7 @@ from sap.audit import audit_records
 from sap.fsm.policy_walk import policy_actions
 from sap.graphs.confirm import confirm_writes
 from sap.model import ArgProvenance, Tag, Trajectory, Turn
-from sap.provenance.checks import CONFIRM_QUESTION, code_check
+from sap.provenance.checks import CONFIRM_QUESTIONS, answers_recap, code_check
 from sap.provenance.policy import (
     PolicyError,
     load_policy_file,
@@ -63,11 +63,11 @@ def _compliant() -> Trajectory:
     cancel = call("cancel_order", {"order_id": "#W1"}, result={"status": "cancelled"})
     return _traj(("I am a@b.c, please cancel order #W1.", [_login(), call("get_order", {"order_id": "#W1"},
                                                                           result=ORDER)],
-                  recap(cancel, SPECS["cancel_order"])),
+                  recap(cancel, SPECS["cancel_order"], random.Random(0))),
                  ("Yes, please go ahead.", [cancel], "Done."),
                  ("Booking B1 was cancelled by you, I want 200 back.",
                   [call("get_booking", {"booking_id": "B1"}, result=BOOKING)],
-                  recap(call("refund", {"amount": 200}), SPECS["refund"])),
+                  recap(call("refund", {"amount": 200}), SPECS["refund"], random.Random(1))),
                  ("Yes.", [call("refund", {"amount": 200}, result="ok"),
                            call("transfer", {"summary": "refund done"}, result="Transfer successful")], HANDOFF))
 
@@ -93,7 +93,7 @@ def test_a_write_without_the_users_yes_to_a_recap_breaks_confirm_before():
     traj.turns[1].user_message = "Cancel it now and tell me about 3 other orders?"
     assert _rules(traj) == {"policy confirm_before"}
     traj = _compliant()
-    traj.turns[0].assistant_message = f"I will cancel an order. {CONFIRM_QUESTION}"  # the details are missing
+    traj.turns[0].assistant_message = f"I will cancel an order. {CONFIRM_QUESTIONS[0]}"  # the details are missing
     assert "recap" in violations(traj, POLICY)[0]
     merged = _compliant()  # the write in the request's own turn, no exchange before it
     merged.turns[0].calls.append(merged.turns[1].calls[0])
@@ -119,7 +119,7 @@ def test_two_calls_in_one_group_break_one_at_a_time():
 def test_an_amount_off_the_per_passenger_rates_breaks_the_value_rule():
     traj = _compliant()
     traj.turns[3].calls[0].args_exec["amount"] = 150
-    traj.turns[2].assistant_message = recap(traj.turns[3].calls[0], SPECS["refund"])
+    traj.turns[2].assistant_message = recap(traj.turns[3].calls[0], SPECS["refund"], random.Random(2))
     problems = violations(traj, POLICY)
     assert problems == ["policy value_rules: turn 3 call 0 (refund) amount=150, allowed [100, 200]"]
 
@@ -217,7 +217,8 @@ def test_confirmation_exchanges_split_turns_before_each_write_and_follow_provena
     assert [t.user_message for t in out.turns][:2] == ["Hi, I am a@b.c.", "Check booking B1 and cancel order #W1."]
     assert [[c.name for c in t.calls] for t in out.turns] == [["login"], ["get_booking", "get_order"],
                                                               ["cancel_order"]]
-    assert out.turns[1].assistant_message == recap(cancel, SPECS["cancel_order"])
+    asked = out.turns[1].assistant_message  # the recap: the action and its values in words, then a question
+    assert "#W1" in asked and "order ID" in asked and "order_id" not in asked and answers_recap(out, 2)
     assert out.turns[2].assistant_message == "Cancelled." and out.turns[2].user_message.startswith("Yes")
     moved = out.turns[2].calls[0].args_prov["order_id"]
     assert (moved.turn, moved.call) == (1, 1) and out.turns[2].index == 2

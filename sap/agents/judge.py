@@ -18,6 +18,7 @@ from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn
 from sap.provenance.checks import (answers_recap, mentions, normalize_text, request_start, states_value,
                                    stating_text)
 from sap.provenance.fields import index_of
+from sap.provenance.leaks import find_leaks, names_of
 from sap.provenance.jsonpath import PathError, resolve
 
 
@@ -307,9 +308,11 @@ class RuleJudge:
 
     # 4 -----------------------------------------------------------------------------------------------
     def reads_as_user(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> list[Finding]:
-        """User messages contain no raw JSON, no snake_case tool names, no API vocabulary, and have a sane length."""
+        """User messages contain no raw JSON, no snake_case tool names, no API vocabulary, and have a sane length;
+        no user or assistant message leaks internals (sap.provenance.leaks)."""
         out: list[Finding] = []
         tool_names = [n for n in specs if "_" in n]
+        tools, params = names_of(specs)
         for pos, turn in enumerate(traj.turns):
             message = turn.user_message or ""
 
@@ -322,6 +325,10 @@ class RuleJudge:
                      if re.search(r"(?<![A-Za-z0-9_])" + re.escape(n) + r"(?![A-Za-z0-9_])", message, re.I)]
             if named:
                 add(f"the user message names tools: {', '.join(named)}")
+            for role, text in (("user", message), ("assistant", turn.assistant_message or "")):
+                for leak in find_leaks(text, tools, params):
+                    if role == "assistant" or not any(repr(n) in leak for n in named):
+                        add(f"the {role} message leaks {leak}")
             if words := sorted({w.lower() for w in _API_WORDS.findall(message)}):
                 add(f"API vocabulary in the user message: {', '.join(words)}")
             length = len(message.strip())

@@ -6,20 +6,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from sap.agents.llm_common import RESULT_CHARS, LLMRole, compact
 from sap.agents.judge import MAX_MESSAGE_CHARS, MIN_MESSAGE_CHARS, task_words
-from sap.agents.messenger import ClarifyRequest, Mention, must_mention, reference_phrase, stated_phrase
+from sap.agents.messenger import ClarifyRequest, Mention, must_mention, output_choice, stated_phrase
+from sap.agents.replies import short_task
 from sap.agents.withheld import WithheldRequest
 from sap.llm.schema import closed, containing
 from sap.model import ToolSpec, Turn
 from sap.provenance.checks import mention_texts, mentions, states_selector
+from sap.provenance.leaks import find_leaks, names_of
 from sap.provenance.selectors import selector_words
 from sap.provenance.withheld import announces
-from sap.text import describe_value, humanize, names_tool, task_phrase
+from sap.text import describe_value, field_words, names_tool, task_phrase
 
 MessageMode = Literal["per_turn", "global"]
 
@@ -62,27 +65,48 @@ REPLY = {"type": "string", "minLength": 1}
 CLARIFY_SCHEMA = closed({"assistant_message": REPLY})
 
 
-def _mention_line(m: Mention, names: dict[tuple[int, int], str]) -> str:
-    """A must-mention entry as the prompt shows it: label, parameter, and the value or, in words, where it came
-    from and (when it is one among several) which one it is; `names` gives each earlier call's tool."""
+def _mention_line(m: Mention, steps: dict[tuple[int, int], str]) -> str:
+    """A must-mention entry as the prompt shows it: label, parameter in words, and the value or, for a history
+    value, where it came from in plain words (the earlier step, by its task in `steps`), which one it is when it is
+    one among several, and the value itself (to recognise, not to restate); never a tool name or call position."""
     if m.verbatim:
-        return f"{m.label()} {humanize(m.param)}: {describe_value(m.value)}"
-    where = reference_phrase(m, names.get(m.source, "results")) if m.source else stated_phrase(m)
-    line = f"{m.label()} {humanize(m.param)}: refer to it as {where}"
+        return f"{m.label()} {field_words(m.param)}: {describe_value(m.value)}"
+    where = history_phrase(m, steps) if m.source else stated_phrase(replace(m, param=field_words(m.param)))
+    line = f"{m.label()} {field_words(m.param)}: refer to it as {where}"
     if m.selector is not None:
         line += " (say which one in these words; it is one among several)"
-    return line
+    return line + f" | its value, not to be restated: {describe_value(m.value)}"
+
+
+LOOKUPS = {"get", "find", "show", "list", "search", "view", "check", "read", "look", "retrieve", "display", "fetch"}
+
+
+def history_phrase(m: Mention, steps: dict[tuple[int, int], str]) -> str:
+    """Where a value from an earlier result came from, in the user's words: "the order ID of the order whose status
+    is "delivered" from the details of a user you looked up", "the booking ID from when I asked you to book a room"."""
+    choice = output_choice(m.selector, m.value) if m.selector is not None else ""
+    latest = "most recent " if m.selector is not None and m.selector.latest else ""
+    verb, _, rest = steps.get(m.source, "look it up").partition(" ")
+    origin = f"the {latest}{rest.removeprefix('one of ').removeprefix('the ')} you looked up" if verb in LOOKUPS and rest else \
+        f"{'the most recent time' if latest else 'when'} I asked you to {verb} {rest}".rstrip()
+    return f"the {field_words(m.param)}" + (f" of {choice}" if choice else "") + f" from {origin}"
+
+
+def leaks_in(texts: list[str], specs: dict[str, ToolSpec]) -> list[str]:
+    """The internals (tool or raw parameter names, paths, tags, call positions) that written messages leak."""
+    tools, params = names_of(specs)
+    return [leak for text in texts for leak in find_leaks(text, tools, params)]
 
 
 def unsaid_selectors(message: str, turn: Turn) -> list[str]:
     """The parameters of the turn whose reference is one among several and whose selector `message` leaves out."""
-    return [humanize(m.param) for c in turn.calls for m in must_mention(c)
+    return [field_words(m.param) for c in turn.calls for m in must_mention(c)
             if m.selector is not None and not states_selector(message, m.selector, m.value)]
 
 
 def stated_ahead(turn: Turn, virtual: list[dict[str, Any]]) -> list[str]:
     """The virtual-history values this turn must state for later turns, as the prompt shows them."""
-    return [f"{humanize(v['param'])}: {describe_value(v['value'])}" for v in virtual if v["turn"] == turn.index]
+    return [f"{field_words(v['param'])}: {describe_value(v['value'])}" for v in virtual if v["turn"] == turn.index]
 
 
 def call_pieces(turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, Any]]) -> list[list[str | list[str]]]:
@@ -152,41 +176,44 @@ class LLMMessenger:
     def write(self, turns: list[Turn], specs: dict[str, ToolSpec], rng: random.Random,
               virtual: list[dict[str, Any]] = (), narrative: str | None = None) -> list[Turn]:
         """The turns with messages; turns without calls keep the messages they have."""
-        names = {(t.index, i): c.name for t in turns for i, c in enumerate(t.calls)}
+        steps = {(t.index, i): short_task(task_phrase(specs[c.name])) for t in turns for i, c in enumerate(t.calls)}
         if self.mode == "global":
-            return self._write_global(turns, specs, list(virtual), narrative or "", names)
+            return self._write_global(turns, specs, list(virtual), narrative or "", steps)
         out: list[Turn] = []
         for turn in turns:
-            out.append(self._write_turn(turn, specs, list(virtual), out, names) if turn.calls else turn)
+            out.append(self._write_turn(turn, specs, list(virtual), out, steps) if turn.calls else turn)
         return out
 
-    def _calls_text(self, turn: Turn, specs: dict[str, ToolSpec], names: dict[tuple[int, int], str],
+    def _calls_text(self, turn: Turn, specs: dict[str, ToolSpec], steps: dict[tuple[int, int], str],
                     left_out: Mapping[tuple[int, int], Collection[str]] = {}) -> str:
-        """The turn's calls as the prompt lists them: task and must-mention list of each (less the parameters
-        `left_out` at (turn, call))."""
+        """The turn's calls as the prompt lists them: task and must-mention list of each, less the parameters
+        `left_out` at (turn, call) (`steps`: each earlier call's task in words, which history references name as
+        their origin)."""
         return "\n".join(f"call {i}: task: {task_phrase(specs[c.name])}\n  must mention:\n    "
-                         + ("\n    ".join(_mention_line(m, names) for m in must_mention(c)
+                         + ("\n    ".join(_mention_line(m, steps) for m in must_mention(c)
                                          if m.param not in left_out.get((turn.index, i), ())) or "(nothing)")
                          for i, c in enumerate(turn.calls))
 
     def _write_turn(self, turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, Any]],
-                     earlier: list[Turn], names: dict[tuple[int, int], str]) -> Turn:
-        def check(a: TurnAnswer) -> None:  # what the schema cannot say: the selector's words
+                     earlier: list[Turn], steps: dict[tuple[int, int], str]) -> Turn:
+        def check(a: TurnAnswer) -> None:  # what the schema cannot say: the selector's words, no internals
             fragments = " ".join(a.fragments.values())
             if unsaid := unsaid_selectors(fragments, turn):
                 raise ValueError(f"fragments: say which one is meant, in the given words, for: {', '.join(unsaid)}")
+            if leaks := leaks_in([fragments, a.assistant_message], specs):
+                raise ValueError(f"speak in plain words, the messages name internals: {'; '.join(leaks)}")
 
         answer = self.llm.ask(
             "messenger_turn", TurnAnswer, turn_schema(turn, specs, virtual), check=check,
             earlier="\n".join(f"turn {t.index}: {t.user_message}" for t in earlier if t.user_message) or "(none)",
-            calls=self._calls_text(turn, specs, names), ahead="; ".join(stated_ahead(turn, virtual)) or "(none)",
+            calls=self._calls_text(turn, specs, steps), ahead="; ".join(stated_ahead(turn, virtual)) or "(none)",
             results=compact([c.result for c in turn.calls], RESULT_CHARS * 2))
         fragments = [answer.fragments[f"call_{i}"].strip() for i in range(len(turn.calls))]
         return turn.model_copy(update={"user_message": " ".join(fragments),
                                        "assistant_message": answer.assistant_message})
 
     def _write_global(self, turns: list[Turn], specs: dict[str, ToolSpec], virtual: list[dict[str, Any]],
-                      narrative: str, names: dict[tuple[int, int], str]) -> list[Turn]:
+                      narrative: str, steps: dict[tuple[int, int], str]) -> list[Turn]:
         written = [t for t in turns if t.calls]
 
         def check(a: GlobalAnswer) -> None:  # what the schema cannot say: the selectors' words
@@ -194,11 +221,14 @@ class LLMMessenger:
                       if (u := unsaid_selectors(a.turns[f"turn_{k}"].user_message, t))]
             if unsaid:
                 raise ValueError("say which one is meant, in the given words, for: " + "; ".join(unsaid))
+            texts = [m for t in a.turns.values() for m in (t.user_message, t.assistant_message)]
+            if leaks := leaks_in(texts, specs):
+                raise ValueError(f"speak in plain words, the messages name internals: {'; '.join(leaks)}")
 
         blocks = []
         for k, t in enumerate(written):
             ahead = stated_ahead(t, virtual)
-            blocks.append(f"turn {k}:\n{self._calls_text(t, specs, names)}"
+            blocks.append(f"turn {k}:\n{self._calls_text(t, specs, steps)}"
                           + (f"\n  also state, for later: {'; '.join(ahead)}" if ahead else "")
                           + f"\n  results: {compact([c.result for c in t.calls], RESULT_CHARS)}")
         answer = self.llm.ask("messenger_global", GlobalAnswer, global_schema(written, specs, virtual), check=check,
@@ -239,11 +269,12 @@ class LLMMessenger:
             if unsaid := unsaid_selectors(a.user_message, turn):
                 raise ValueError(f"user_message: say which one is meant, in the given words, for: {', '.join(unsaid)}")
 
-        names = {(t.index, i): c.name for t in req.earlier for i, c in enumerate(t.calls)}
+        steps = {(t.index, i): short_task(task_phrase(req.specs[c.name])) for t in req.earlier
+                 for i, c in enumerate(t.calls)}
         answer = self.llm.ask(
             "messenger_withhold", WithheldAnswer, withheld_schema(req), check=check,
             earlier="\n".join(f"turn {t.index}: {t.user_message}" for t in req.earlier if t.user_message) or "(none)",
-            calls=self._calls_text(turn, req.specs, names, req.withheld),
+            calls=self._calls_text(turn, req.specs, steps, req.withheld),
             ahead="; ".join(stated_ahead(turn, req.virtual)) or "(none)",
             missing="\n".join(f"- {v.noun}: {describe_value(v.value)}" for v in req.values))
         return answer.user_message.strip(), answer.follow_up.strip()

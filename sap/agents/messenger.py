@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol
 
 from sap.agents.composer import compose_message
 from sap.agents.requests import Wording, conveyed_arguments, join_words, request_phrase, said_value
+from sap.agents.replies import assistant_reply
 from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn
 from sap.provenance.phrasebook import phrase_book
 from sap.provenance.selectors import ordinal
@@ -110,17 +111,6 @@ def stated_phrase(m: Mention) -> str:
     return f"the {ordinal(m.selector.position or 1)} {p} I mentioned"
 
 
-def _summary(call: ToolCall) -> str:
-    """A one-line account of a result for the assistant's reply."""
-    if isinstance(call.result, dict):
-        parts = []
-        for k, v in list(call.result.items())[:3]:
-            shown = v if isinstance(v, (str, int, float, bool)) else f"{len(v)} item(s)" if isinstance(v, (list, dict)) else v
-            parts.append(f"{humanize(k)}: {shown}")
-        body = "; ".join(parts) if parts else "no details"
-    else:
-        body = str(call.result)[:120]
-    return f"{call.name} done ({body})."
 
 
 class RuleMessenger:
@@ -148,7 +138,7 @@ class RuleMessenger:
                      for v in virtual if v["turn"] == turn.index]
             first = not any(t.user_message for t in out)  # greetings and intros open the dialogue only
             message = compose_message(requests, ahead, first, wording.book.intros if wording.book else (), rng)
-            reply = " ".join(_summary(c) for c in turn.calls)
+            reply = assistant_reply(turn.calls, specs, rng)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out
 

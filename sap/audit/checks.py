@@ -13,8 +13,9 @@
 | placeholder_value    | user-stated string argument   | snake_case words ("archive_report") for a parameter that is not a    |
 |                      |                               | file, directory, path or key name, and not a value its doc offers    |
 |                      |                               | (its enum, or named in its description: "read_write")                |
-| internals_leak       | user message                  | it names a tool or raw parameter (with "_", a digit or camelCase),   |
-|                      |                               | a JSON path ("$.x", "[0]") or "turn N call M" / call ids             |
+| internals_leak       | user message                  | it names a tool or raw parameter, a JSON path, a provenance tag or a |
+|                      |                               | call position (the rules of sap.provenance.leaks, which the code     |
+|                      |                               | check applies to sap's own records)                                  |
 | dictated_call        | call                          | the user message of its turn holds the first 5+ words of the tool's  |
 |                      |                               | own description                                                      |
 | policy_violation     | sap record of a toolset with  | it breaks a rule of the toolset's policy (sap.provenance.policy)     |
@@ -35,6 +36,7 @@ from sap.audit.dialogues import AuditCall, AuditDialogue
 from sap.executors.bfcl import BFCL_FAILURE_SHAPES
 from sap.executors.failures import failure_text
 from sap.executors.tau2_env import TAU2_FAILURE_SHAPES
+from sap.provenance.leaks import find_leaks
 
 KNOWN_SHAPES = BFCL_FAILURE_SHAPES + TAU2_FAILURE_SHAPES
 ORDINALS = re.compile(r"\b(first|second|third|fourth|fifth|last|latest|earliest|newest|oldest|most recent|"
@@ -45,8 +47,6 @@ WRITE_VERB = re.compile(r"^(?i:set|update|modify|add|remove|delete|create|cancel
                         r"return|transfer|place|fund|withdraw|mv|cp|rm|rmdir|mkdir|touch|echo|lock|unlock|start|"
                         r"fill|press|release|activate|follow|unfollow|comment|retweet|mention|close|resolve|edit|"
                         r"purchase|pay|change|move|rename|write|upload|login|logout|authenticate)(?:_|$|[A-Z])")
-JSON_PATH = re.compile(r"\$\.|\[\d+\]|\[\"|\bturn \d+ call \d+\b|\bcall_\d+_\d+\b", re.I)
-RAW_NAME = re.compile(r"^(?=.*(?:_|\d|[a-z][A-Z]))[A-Za-z][A-Za-z0-9_]{2,}$")
 
 
 @dataclass(frozen=True)
@@ -237,19 +237,12 @@ def placeholder_value(d: AuditDialogue) -> CheckResult:
 
 
 def internals_leak(d: AuditDialogue) -> CheckResult:
-    """User messages naming tools or raw parameters, or carrying JSON paths or call positions."""
-    names = {n for n in d.tools if RAW_NAME.match(n)}
-    names |= {p for doc in d.tools.values() for p in (doc.get("parameters") or {}).get("properties", {})
-              if RAW_NAME.match(p)}
-    names |= {c.name for c in d.calls if RAW_NAME.match(c.name)} | {p for c in d.calls for p in c.args
-                                                                     if RAW_NAME.match(p)}
-    found = []
-    for turn, text in sorted(d.users.items()):
-        words = set(re.findall(r"[A-Za-z][A-Za-z0-9_]*", text))
-        leaked = sorted(words & names)
-        path = JSON_PATH.search(text)
-        if leaked or path:
-            found.append(Finding(f"{d.id} turn {turn}", ", ".join(leaked) or path.group(0)))  # type: ignore[union-attr]
+    """User messages naming tools or raw parameters, or carrying JSON paths, provenance tags or call positions."""
+    tools = set(d.tools) | {c.name for c in d.calls}
+    params = {p for doc in d.tools.values() for p in (doc.get("parameters") or {}).get("properties", {})}
+    params |= {p for c in d.calls for p in c.args}
+    found = [Finding(f"{d.id} turn {turn}", "; ".join(leaks)) for turn, text in sorted(d.users.items())
+             if (leaks := find_leaks(text, tools, params))]
     return len(d.users), found
 
 

@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sap.export.records import SYSTEM_PROMPT, record_to_trajectory
+from sap.export.records import record_to_trajectory
 from sap.provenance.record_tools import all_tools, tools_at_turns
 from sap.model import Executor, Toolset
 from sap.rewards.calls import GoldCall, gold_turns
 from sap.toolsets import toolset_for_data
+from sap.toolsets.system_prompt import system_prompt
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ def _system_message(record: dict[str, Any], toolset: Toolset) -> str:
     first = (record.get("messages") or [{}])[0]
     if first.get("role") == "system" and isinstance(first.get("content"), str):
         return first["content"]
-    return f"{SYSTEM_PROMPT} {toolset.description}".strip()
+    return system_prompt(toolset)
 
 
 def task_from_record(record: dict[str, Any], toolset: Toolset) -> EvalTask:

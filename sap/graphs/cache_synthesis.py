@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from sap.agents.judge import Judge, RuleJudge, Verdict
+from sap.agents.replies import assistant_reply
 from sap.cache.index import CacheIndex
 from sap.cache.query import QueryDraft, QueryWriter, RuleQueryWriter, echo_problems
 from sap.cache.sampling import Sample, SampledStep, Sampler, TemplateAbandoned
@@ -24,7 +25,6 @@ from sap.export.records import to_record, trajectory_id
 from sap.model import ArgProvenance, Tag, ToolCall, Toolset, ToolSpec, Trajectory, Turn
 from sap.provenance.checks import code_check
 from sap.provenance.groups import group_calls
-from sap.text import humanize
 
 
 class CacheState(TypedDict, total=False):
@@ -75,7 +75,7 @@ def sample_from_state(data: dict[str, Any]) -> Sample:
 
 def trajectory_of(sample: Sample, draft: QueryDraft, ctx: CacheSynthesisContext, state: CacheState) -> Trajectory:
     """One user turn: the query, the chain's calls in order (dependent arguments prev_output at their concrete
-    paths, stated ones self_create), and a reply summarising the results."""
+    paths, stated ones self_create), and the assistant's reply telling the results in words."""
     position = {s.step: k for k, s in enumerate(sample.steps)}
     calls = []
     for k, step in enumerate(sample.steps):
@@ -84,7 +84,7 @@ def trajectory_of(sample: Sample, draft: QueryDraft, ctx: CacheSynthesisContext,
                 for p in step.args}
         calls.append(ToolCall(call_id=f"call_0_{k}", name=step.function, args_exec=step.args, args_prov=prov,
                               result=step.response))
-    reply = " ".join(f"Done: {humanize(s.function)}." for s in sample.steps)
+    reply = assistant_reply(calls, ctx.specs, random.Random(f"{state['seed']}:reply"))
     turn = group_calls(Turn(index=0, state="done", transition=-1, calls=calls, user_message=draft.query,
                             assistant_message=reply))
     return Trajectory(id=trajectory_id(ctx.toolset.name, state["seed"], state["index"]), toolset=ctx.toolset.name,
@@ -134,7 +134,7 @@ def check(state: CacheState, runtime: Ctx) -> dict[str, Any]:
             return {"status": "dropped", "drop_reason": f"replay through the cache: call {k} ({call.name}) gave "
                                                         f"{res.error or 'a different response'}",
                     "drop_kind": DropReason.CACHE_REPLAY.value}
-    problems = code_check(traj)
+    problems = code_check(traj, ctx.specs, leaks=False)  # leaks: the judge (rewritable)
     if problems:
         return {"status": "dropped", "drop_reason": "code check: " + "; ".join(problems),
                 "drop_kind": DropReason.CODE_CHECK.value}

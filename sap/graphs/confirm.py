@@ -43,8 +43,7 @@ def confirm_writes(traj: Trajectory, policy: Policy, specs: dict[str, ToolSpec])
         last = new + 1 == len(plan) or plan[new + 1][0].index != turn.index
         following = None if last else turn.calls[plan[new + 1][1][0]]
         calls = [_moved(turn.calls[i], where, opened) for i in chunk]
-        reply = turn.assistant_message if last else recap(following,
-                                                           specs[following.name])
+        reply = turn.assistant_message if last else recap(following, specs[following.name], rng)
         turns.append(Turn(index=new, state=turn.state, transition=turn.transition, calls=calls,
                           user_message=turn.user_message if k == 0 else rng.choice(CONFIRMATIONS),
                           assistant_message=reply))

@@ -544,7 +544,7 @@ def code_check_node(state: SynthState, runtime: Ctx) -> Command[Literal["judge",
     """The code check, the minimum length and the replay from c0: on to the judge, or dropped."""
     ctx = runtime.context
     traj = trajectory_from_state(state, ctx)
-    problems = policy_check(traj, ctx.policy)
+    problems = policy_check(traj, ctx.policy, ctx.specs, leaks=False)  # leaks: the judge (rewritable)
     if len(traj.turns) < ctx.min_keep_turns:
         problems.append(f"only {len(traj.turns)} turns, fewer than {ctx.min_keep_turns}")
     end_hash = None

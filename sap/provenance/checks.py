@@ -5,15 +5,18 @@ import json
 import re
 from typing import Any
 
+from sap.model import ArgProvenance, Selector, Tag, ToolSpec, Trajectory
 from sap.provenance.phrasebook import conveyed
-from sap.model import ArgProvenance, Selector, Tag, Trajectory
 from sap.provenance.jsonpath import PathError, resolve
+from sap.provenance.leaks import find_leaks, names_of
 from sap.provenance.selectors import output_selector, selector_words, stated_selector
 from sap.text import describe_value
 
 # an explicit yes in a message of its own: "yes", "yes, please go ahead.", "yes, I confirm." (no further request)
 CONFIRMATION = re.compile(r"(yes|yeah|yep|correct|confirmed|i confirm)\b[a-z ,'!.]{0,40}", re.I)
-CONFIRM_QUESTION = "Do you confirm (yes/no)?"  # how the assistant's recap of a write to confirm ends
+CONFIRM_QUESTIONS = ("Shall I go ahead?", "Do you want me to go ahead?", "Should I proceed?",
+                     "Is that right, and shall I go ahead?", "Can I go ahead with that?")  # how the assistant's recap of
+# a write to confirm ends
 
 
 def normalize_text(text: str) -> str:
@@ -79,7 +82,12 @@ def is_confirmation(text: str) -> bool:
 def answers_recap(traj: Trajectory, turn: int) -> bool:
     """Whether turn `turn`'s user message is an explicit yes to a recap the assistant ended the turn before with."""
     return 0 < turn < len(traj.turns) and is_confirmation(traj.turns[turn].user_message) and \
-        traj.turns[turn - 1].assistant_message.rstrip().endswith(CONFIRM_QUESTION)
+        asks_confirmation(traj.turns[turn - 1].assistant_message)
+
+
+def asks_confirmation(text: str) -> bool:
+    """Whether an assistant message ends with the question of a recap of a write to confirm."""
+    return text.rstrip().endswith(CONFIRM_QUESTIONS)
 
 
 def request_start(traj: Trajectory, turn: int) -> int:
@@ -160,8 +168,10 @@ def _check_output_ref(traj: Trajectory, turn: int, index: int, prov: ArgProvenan
     return _check_selector(prov.selector, expected, request_text(traj, turn), value)
 
 
-def code_check(traj: Trajectory) -> list[str]:
-    """Violations found in `traj` (an empty list means it passes); `policy.policy_check` adds a toolset's rules."""
+def code_check(traj: Trajectory, specs: dict[str, ToolSpec] | None = None, leaks: bool = True) -> list[str]:
+    """Violations found in `traj` (an empty list means it passes); `policy.policy_check` adds a toolset's rules.
+    `specs` (the toolset's tools) widens the leak check to every tool and parameter of the toolset; the synthesis
+    graphs pass `leaks=False` and leave leaks to the judge, whose text rejection rewrites the messages."""
     problems: list[str] = []
     said = statements(traj)
     for turn_no, index, call in traj.calls():
@@ -203,7 +213,28 @@ def code_check(traj: Trajectory) -> list[str]:
                 problem = f"new value {value!r} not stated in the user message"
             if problem:
                 problems.append(f"{where} arg {name}: {problem}")
-    return problems + closure_check(traj)
+    return problems + closure_check(traj) + (leak_check(traj, specs) if leaks else [])
+
+
+def leak_check(traj: Trajectory, specs: dict[str, ToolSpec] | None = None) -> list[str]:
+    """Internals in the user and assistant messages (sap.provenance.leaks): tool and raw parameter names of the
+    toolset (of the record's own calls without `specs`), JSON paths, provenance tags, call positions."""
+    if specs is not None:
+        tools, params = names_of(specs)
+    else:
+        tools = {c.name for _, _, c in traj.calls()}
+        params = {p for _, _, c in traj.calls() for p in c.args_exec}
+    problems = []
+    for turn in traj.turns:
+        for role, text in (("user", turn.user_message), ("assistant", turn.assistant_message)):
+            problems += [f"turn {turn.index} {role} message leaks {leak} in {_excerpt(text)!r}"
+                         for leak in find_leaks(text, tools, params)]
+    return problems
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    """The start of a message, as a problem text quotes it."""
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
 def closure_check(traj: Trajectory) -> list[str]:

@@ -6,6 +6,7 @@ shape) or a `<module>.policy.toml` file beside it. Tool lists name the toolset's
 a rule does not name otherwise and "writes" for every tool not declared read-only (`resolved` expands both)."""
 from __future__ import annotations
 
+import random
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -14,9 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sap.errors import ToolsetError
 from sap.model import ToolCall, ToolSpec, Toolset, Trajectory
-from sap.provenance.checks import CONFIRM_QUESTION, code_check, is_confirmation, mentions
+from sap.provenance.checks import CONFIRM_QUESTIONS, code_check, is_confirmation, mentions
 from sap.provenance.jsonpath import PathError, resolve
-from sap.text import describe_value, humanize, task_phrase
+from sap.text import describe_value, field_words, task_phrase
 
 ToolList = list[str] | Literal["*", "writes"]
 
@@ -162,16 +163,25 @@ def module_policy(module: Any) -> Policy | None:
     return load_policy_file(beside) if beside is not None and beside.is_file() else None
 
 
-def recap(call: ToolCall, spec: ToolSpec) -> str:
-    """The assistant's recap of a write before it runs: the action and every argument value, then the question."""
-    details = "; ".join(f"{humanize(name)} {describe_value(value)}" for name, value in call.args_exec.items())
-    return f"Before I go ahead, please check the details: I will {task_phrase(spec)}" + \
-        (f" ({details})" if details else "") + f". {CONFIRM_QUESTION}"
+RECAP_LEADS = ("Before I go ahead, let me check the details with you: I'll {task}{details}.",
+               "Just to confirm, I'm about to {task}{details}.", "Here's what I'm going to do: {task}{details}.",
+               "To make sure I have it right: I'll {task}{details}.")
 
 
-def policy_check(traj: Trajectory, policy: Policy | None) -> list[str]:
-    """The code check's problems with `traj`, then its violations of `policy` (if there is one)."""
-    return code_check(traj) + (violations(traj, policy) if policy is not None else [])
+def recap(call: ToolCall, spec: ToolSpec, rng: random.Random) -> str:
+    """The assistant's recap of a write before it runs, in words: the action and every argument value (parameter
+    names in words), then a question from CONFIRM_QUESTIONS; wording drawn with `rng`."""
+    details = "; ".join(f"{field_words(name)} {describe_value(value)}" for name, value in call.args_exec.items())
+    task = task_phrase(spec).split(";")[0].rstrip(". ")
+    lead = rng.choice(RECAP_LEADS).format(task=task, details=f", with {details}" if details else "")
+    return f"{lead} {rng.choice(CONFIRM_QUESTIONS)}"
+
+
+def policy_check(traj: Trajectory, policy: Policy | None, specs: dict[str, ToolSpec] | None = None,
+                 leaks: bool = True) -> list[str]:
+    """The code check's problems with `traj` (its leak check over `specs` when given, unless `leaks` is off), then
+    its violations of `policy` (if there is one)."""
+    return code_check(traj, specs, leaks) + (violations(traj, policy) if policy is not None else [])
 
 
 def violations(traj: Trajectory, policy: Policy) -> list[str]:

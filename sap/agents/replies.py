@@ -1,0 +1,521 @@
+"""The assistant's answer after a turn's tool calls, in words, per result shape: the facts the user asked for,
+errors as errors with what can be done next, writes acknowledged with their key values; never a tool name, a raw
+structure or a raw field name, and no text cut mid-word."""
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from sap.executors.bfcl import BFCL_FAILURE_SHAPES
+from sap.executors.failures import MESSAGE_FIELDS, error_text
+from sap.model import ToolCall, ToolSpec
+from sap.text import field_words, task_phrase
+
+NUMBER_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+MONEY = re.compile(r"price|amount|(?:^|_)total$|balance|cost|fare|refund|paid|fee|charge|budget|spent", re.I)
+NAME_KEYS = ("name", "title", "hotel_name", "full_name", "city")  # what names an object (in this order)
+AUTHOR_KEYS = ("username", "user_name", "author", "sender")  # who wrote a post or message
+ADDRESS_KEYS = ("address1", "address2", "city", "state", "zip", "country")  # a flat address, in writing order
+LEAD_VERBS = {"get", "gets", "list", "lists", "search", "searches", "find", "finds", "show", "shows", "view", "check",
+              "checks", "lookup", "fetch", "read", "query", "describe", "retrieve", "retrieves", "display", "displays",
+              "estimate", "estimates", "compute", "calculate", "return", "returns", "count"}
+CUT_WORDS = {"by", "based", "from", "for", "with", "given", "in", "on", "of"}
+WRITE_VERBS = {"set", "update", "modify", "add", "remove", "delete", "create", "cancel", "book", "register", "send",
+               "post", "exchange", "transfer", "place", "fund", "withdraw", "move", "copy", "rename", "write", "lock",
+               "unlock", "start", "fill", "press", "release", "activate", "adjust", "follow", "unfollow", "comment",
+               "retweet", "mention", "close", "resolve", "edit", "purchase", "pay", "change", "upload", "log",
+               "authenticate", "swap", "request", "navigate", "change", "replace", "append", "mark", "assign", "apply",
+               "reset", "enable", "disable", "turn", "open", "submit", "approve", "reject", "schedule", "notify",
+               "handle", "contact", "verify"}
+IRREGULAR = {"send": "sent", "set": "set", "make": "made", "get": "got", "find": "found", "write": "wrote",
+             "buy": "bought", "pay": "paid", "read": "read", "run": "ran", "take": "took", "give": "gave", "put": "put",
+             "cut": "cut", "shut": "shut", "begin": "began", "go": "went", "do": "did", "turn": "turned"}
+SHORT_STRING = 160  # longest string value quoted whole; longer ones end at a word boundary with "…"
+MOST_FACTS = 4  # fields of one object stated at most
+SECRET = re.compile(r"password|token|secret|pin\b|cvv|ssn", re.I)  # arguments a reply never repeats
+COMMON_OPENERS = {"The", "There", "Here's", "That's", "That", "It", "Done:", "All", "Order", "Booking", "Reservation"}
+
+
+def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random) -> str:
+    """The assistant's answer to the user after `calls`: one or two sentences per call, joined."""
+    parts = [call_reply(c, specs.get(c.name), rng, specs) for c in calls]
+    if len(parts) > 1:
+        parts = [parts[0]] + [_joined(p, rng) for p in parts[1:]]
+    return " ".join(parts)
+
+
+def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
+               specs: dict[str, ToolSpec] | None = None) -> str:
+    """One call's part of the reply: a failure and what can be done next, a write acknowledged with its key values,
+    or the facts a read found; `specs` (the toolset) names what an error text must not show."""
+    task = task_phrase(spec) if spec is not None else field_words(call.name)
+    problem = failure_reason(call.name, call.result) or (call.error if not call.ok else None)
+    if problem is not None:
+        return failure_reply(task, problem, specs or ({spec.name: spec} if spec else {}), rng)
+    write = is_write(task, spec)
+    facts = describe_result(call.result, call.name, set(call.args_exec) if write else set())
+    if write:
+        done = f"I {past_tense(short_task(task))}"
+        if not facts:
+            values = _arg_facts(call.args_exec, spec)
+            return rng.choice(["Done: {d}{v}.", "All set: {d}{v}.", "{D}{v}."]).format(
+                d=done, D=done, v=f" ({values})" if values else "")
+        return rng.choice(["Done: {d}. {f}", "{D}. {f}", "All set: {d}. {f}"]).format(d=done, D=done, f=facts)
+    if not facts:
+        return rng.choice(["There was nothing to report there.", "That came back empty."])
+    lead = rng.choice(["", "", "Here's what I found: ", "I checked: "])
+    return lead + (_lower_first(facts) if lead else facts)
+
+
+def failure_reason(tool: str, result: Any) -> str | None:
+    """Why a returned result is a failure, in words (an error text, or a known soft failure), else None."""
+    text = error_text(result)
+    if text is not None:
+        return text
+    for shape in BFCL_FAILURE_SHAPES:
+        if shape.matches(tool, result):
+            said = next((str(result[k]) for k in MESSAGE_FIELDS if isinstance(result, dict) and result.get(k)), "")
+            return said or f"the {field_words(shape.field).removesuffix(' status')} was refused"
+    return None
+
+
+def failure_reply(task: str, problem: str, specs: dict[str, ToolSpec], rng: random.Random) -> str:
+    """A failure said as one: what could not be done, why, and what the user can do next."""
+    reason = clean_error(problem, specs)
+    lead = rng.choice(["I couldn't {t}", "I wasn't able to {t}", "Sorry, I couldn't {t}", "That didn't work: I couldn't {t}"])
+    return f"{lead.format(t=_definite(short_task(task)))}: {reason}. {next_step(reason, rng)}"
+
+
+def clean_error(problem: str, specs: dict[str, ToolSpec]) -> str:
+    """An error text fit for the user: no "Error:" or tool-name prefix, no "with <tool>" advice, identifiers in
+    words, quoted names in typographic quotes, no Python literals."""
+    text = re.sub(r"^\s*(?:error\s*:\s*)+", "", str(problem), flags=re.I).strip()
+    tools = sorted(specs, key=len, reverse=True)
+    if tools:
+        text = re.sub(rf"^(?:{'|'.join(re.escape(t) for t in tools)})\s*:\s*", "", text)
+    raw = [t for t in tools if re.search(r"_|[a-z][A-Z]|\d", t)]  # identifier-like names (English words stay)
+    if raw:
+        names = "|".join(re.escape(t) for t in raw)
+        text = re.sub(rf"\s*(?:with|using|via|by calling|use)\s+(?:{names})(?:\s+or\s+(?:{names}))*", "", text)
+        text = re.sub(rf"(?<![\w.])(?:{names})(?!\w)", "the right step", text)
+    params = {p for s in specs.values() for p in s.properties}
+    for name in sorted(params, key=len, reverse=True):
+        if re.search(r"_|[a-z][A-Z]|\d", name):
+            text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w])", field_words(name), text)
+    text = re.sub(r"\b(\w+(?:_\w+)+) is (True|False)\b", lambda m: f"{field_words(m.group(1))} is "
+                  f"{'yes' if m.group(2) == 'True' else 'no'}", text)
+    text = _cut(_message(text).rstrip(". "), SHORT_STRING)
+    if not text:
+        return "something went wrong"
+    return text if text[1:2].isupper() else text[:1].lower() + text[1:]
+
+
+def next_step(reason: str, rng: random.Random) -> str:
+    """What the user can do after a failure with this reason."""
+    low = reason.lower()
+    if re.search(r"insufficient|not enough|balance|funds|exceed", low):
+        return rng.choice(["Would you like to use another payment method?", "Would you like to try a smaller amount "
+                                                                            "or another payment method?"])
+    if re.search(r"not found|no such|does not exist|doesn't exist|invalid|unknown|not a valid|no .* with", low):
+        return rng.choice(["Could you double-check the details and tell me which one you meant?",
+                           "Could you check it and give me the right one?"])
+    if re.search(r"not logged|permission|unauthori|must (?:be )?log|log ?in required|sign in|authenticate .* first", low):
+        return rng.choice(["Would you like to sign in first?", "Could you sign in and try again?"])
+    if re.search(r"authenticat|credential|password|log ?in", low):
+        return rng.choice(["Could you double-check your credentials?", "Could you check the username and password?"])
+    if re.search(r"already", low):
+        return rng.choice(["So nothing needed changing. Is there anything else?", "Nothing changed, then; anything else?"])
+    return rng.choice(["Would you like me to try something else?", "How would you like to proceed?",
+                       "Let me know if you'd like to try with different details."])
+
+
+def is_write(task: str, spec: ToolSpec | None) -> bool:
+    """Declared not read-only, else a task that opens with a changing verb ("cancel", "activates")."""
+    if spec is not None and spec.read_only is not None:
+        return not spec.read_only
+    return _base_verb(task.split()[0].lower() if task.split() else "") in WRITE_VERBS
+
+
+def short_task(task: str) -> str:
+    """The task's action up to its first clause break ("book one seat on a flight, paying ..." -> "book one seat on
+    a flight"), verbs in base form."""
+    parts = re.split(r"([,;:(]| - | — | unless | if | so that | by (?!line)| based on | given | with | for the )", task)
+    head = parts[0].strip()
+    if re.search(r"\b(?:a|an|the|new)$", head) and len(parts) > 2:  # "create a new, empty folder"
+        head = (parts[0] + parts[1] + parts[2]).strip()
+    words = head.split()
+    if words:
+        words[0] = _base_verb(words[0])
+    return " ".join(words)
+
+
+def past_tense(task: str) -> str:
+    """The task in the past tense: its first verb, and one joined by "and", conjugated; an article after the verb
+    made definite ("cancel a pending order and refund it" -> "cancelled the pending order and refunded it")."""
+    words = _definite(task).split()
+    if not words:
+        return "did that"
+    words[0] = _past(words[0])
+    for i in range(1, len(words) - 1):
+        if words[i] in ("and", "or") and _base_verb(words[i + 1]) in WRITE_VERBS | LEAD_VERBS:
+            words[i + 1] = _past(_base_verb(words[i + 1]))
+    return " ".join(words)
+
+
+def _definite(task: str) -> str:
+    """The article right after the first verb made definite, unless it introduces something new."""
+    return re.sub(r"^(\S+) an? (?!new\b|empty\b)", r"\1 the ", task)
+
+
+def _base_verb(word: str) -> str:
+    """A verb in its base form: "activates" -> "activate", "presses" -> "press", "modifies" -> "modify"."""
+    w = word.lower()
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if re.search(r"(ss|sh|ch|x|z)es$", w):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss") and w[:-1] not in {"thi", "ha"}:
+        return w[:-1]
+    return w
+
+
+def _past(verb: str) -> str:
+    """The simple past of a base-form verb."""
+    v = verb.lower()
+    if v in IRREGULAR:
+        return IRREGULAR[v]
+    if v.endswith("e"):
+        return v + "d"
+    if re.search(r"[^aeiou]y$", v):
+        return v[:-1] + "ied"
+    if v.endswith("el"):
+        return v + "led"
+    if len(re.findall(r"[aeiou]+", v)) == 1 and re.search(r"[^aeiou][aeiou][^aeiouwxy]$", v):
+        return v + v[-1] + "ed"
+    return v + "ed"
+
+
+def describe_result(result: Any, tool: str, changed: set[str] = frozenset()) -> str:
+    """The facts of a result as sentences ("" for an empty one); `changed` names a write's arguments, whose fields
+    are the ones to state."""
+    if result is None or result == "" or result == {}:
+        return ""
+    noun = _tool_noun(tool)
+    if isinstance(result, list):
+        return _sentence(_list_phrase(result, noun))
+    if isinstance(result, dict):
+        if _is_collection(result):
+            return _sentence(_list_phrase(_collection_items(result), noun))
+        return _object_sentence(result, noun, changed)
+    if isinstance(result, str) and len(result.split()) > 1:  # a message of its own ("Certificate ... added")
+        return _sentence(_message(result))
+    return _sentence(f"the {noun} is {_say(result, noun)}")
+
+
+def _object_sentence(obj: dict[str, Any], noun: str, changed: set[str]) -> str:
+    """An object in words: who or what it is, its status, then its salient fields (a write's changed ones)."""
+    subject, used = _subject(obj, noun)
+    status_key = next((k for k in obj if field_words(k).split()[-1:] == ["status"] and isinstance(obj[k], str)
+                       and k not in used), None)
+    message_key = next((k for k in obj if field_words(k).split()[-1:] in (["status"], ["result"], ["message"])
+                        and isinstance(obj[k], str) and len(obj[k].split()) > 1
+                        and (k != status_key or obj[k][:1].isupper())), None)
+    message = _message(obj[message_key]) if message_key else ""
+    if message_key:  # a message of the result's own ("Navigating to ...", "'a.txt' removed")
+        used = used | {message_key}
+        status_key = None if status_key == message_key else status_key
+    facts = _facts(obj, used | ({status_key} if status_key else set()), changed)
+    if subject and status_key:
+        head = f"{subject} is {_say(obj[status_key], status_key)}"
+        text = _sentence(head + (f"; {_join(facts)}" if facts else ""))
+    elif subject:
+        text = _sentence(f"{subject}: {_join(facts)}" if facts else f"that's {subject}")
+    else:
+        if status_key:
+            facts = [f"the {field_words(status_key)} is {_say(obj[status_key], status_key)}"] + facts
+        text = _sentence(_join(facts))
+    return " ".join(t for t in (_sentence(message), text) if t)
+
+
+def _message(text: str) -> str:
+    """A result's own message, its quoted names in typographic quotes ("'a.txt' removed" -> "“a.txt” removed")."""
+    text = re.sub(r"'([^']+)'", "\u201c\\1\u201d", text.strip())
+    return _cut(re.sub(r"\bNone\b", "none", text), SHORT_STRING)  # a missing value said as a word, not a repr
+
+
+def _subject(obj: dict[str, Any], noun: str) -> tuple[str, set[str]]:
+    """How to name an object ("order #W123", "Park Hotel (hotel HTL1)", "tweet 2 by ana") and the keys that says."""
+    id_key = next((k for k in obj if re.fullmatch(r"(?:\w+_)?id|\w+Id|\w+_number|\w+Number", k)
+                   and isinstance(obj[k], (str, int)) and not isinstance(obj[k], bool)), None)
+    name_key = next((k for k in NAME_KEYS if k in obj and isinstance(obj[k], (str, dict)) and obj[k]), None)
+    author_key = next((k for k in AUTHOR_KEYS if isinstance(obj.get(k), str) and obj[k]), None)
+    used = {k for k in (id_key, name_key, author_key) if k}
+    name = _person(obj[name_key]) if name_key and isinstance(obj[name_key], dict) else obj.get(name_key) if name_key \
+        else None
+    if {"first_name", "last_name"} <= set(obj):
+        name = name or f"{obj['first_name']} {obj['last_name']}"
+        used |= {"first_name", "last_name"}
+    kind = field_words(id_key).rsplit(" ", 1)[0] if id_key and " " in field_words(id_key) else noun
+    ident = f"{kind} {obj[id_key]}" if id_key else None
+    by = f" by {obj[author_key]}" if author_key else ""
+    if name and ident:
+        return f"{name} ({ident}{by})", used
+    return (f"{name}{by}" if name else f"{ident}{by}" if ident else ""), used
+
+
+def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
+    """The object's salient fields as clauses ("the email is x", "there are three orders: ..."), most salient first;
+    a write's changed fields first of all."""
+    out = []
+    if {"address1", "city"} <= set(obj):
+        out.append(f"the address is {_address(obj)}")
+        skip = skip | set(ADDRESS_KEYS)
+    empty = next((k for k, v in obj.items() if v == [] and k not in skip), None)
+    if empty and not any(isinstance(v, list) and v for v in obj.values()):  # the one thing found is nothing
+        out.append(_list_phrase([], field_words(empty)))
+    keys = [k for k in obj if k not in skip and not k.startswith("_") and obj[k] not in (None, "", [], {})
+            and not (isinstance(obj[k], str) and len(obj[k]) > 4 * SHORT_STRING)
+            and not (obj[k] is True and field_words(k).split()[-1] in ("status", "success"))
+            and not _counted(k, obj)]
+    keys.sort(key=lambda k: (-1 if k in changed else _rank(k, obj[k]), list(obj).index(k)))
+    for key in keys[:MOST_FACTS - len(out)]:
+        value = obj[key]
+        if isinstance(value, list) or (isinstance(value, dict) and _is_collection(value)):
+            items = value if isinstance(value, list) else _collection_items(value)
+            total = obj.get(f"{_singular(key)}_count")
+            out.append(_list_phrase(items, field_words(key), total if isinstance(total, int) else None))
+        elif key == "content" or (isinstance(value, str) and "\n" in value):
+            out.append(f"the {field_words(key)} reads \u201c{_say(value, key).strip(chr(0x201c) + chr(0x201d))}\u201d")
+        elif isinstance(value, bool):
+            out.append(f"{field_words(key)}: {_say(value, key)}")
+        elif key in ("today", "now"):
+            out.append(f"{key} is {_say(value, key)}")
+        elif re.fullmatch(r"[a-z]+ed", key):  # a participle ("removed", "appended"): what it names
+            out.append(f"{key}: {_say(value, key)}")
+        else:
+            out.append(f"the {field_words(key)} is {_say(value, key)}")
+    return out
+
+
+def _counted(key: str, obj: dict[str, Any]) -> bool:
+    """Whether a count field only repeats the size of a listing beside it (`match_count` beside `matches`)."""
+    if key == "count":
+        return sum(isinstance(v, list) for v in obj.values()) == 1
+    if not key.endswith("_count"):
+        return False
+    stem = key[:-len("_count")]
+    return any(isinstance(v, list) and _singular(k) == stem for k, v in obj.items()) or \
+        (stem == "directory" and isinstance(obj.get("directories"), list))
+
+
+def _address(obj: dict[str, Any]) -> str:
+    """A postal address on one line: street lines, city, "state zip", country."""
+    street = [str(obj[k]) for k in ("address1", "address2") if obj.get(k)]
+    region = " ".join(str(obj[k]) for k in ("state", "zip") if obj.get(k))
+    return ", ".join(street + [str(v) for v in (obj.get("city"), region, obj.get("country")) if v])
+
+
+def _rank(key: str, value: Any) -> int:
+    """How salient a field is: money and dates, then plain values and named listings, then other ids and lists."""
+    if MONEY.search(key) or re.search(r"date|time|day", key, re.I):
+        return 0
+    if re.search(r"(?:_|\b)ids?$|Ids?$", key):
+        return 3
+    if isinstance(value, (list, dict)):
+        items = value if isinstance(value, list) else list(value.values())
+        return 2 if items and all(_subject(i, "")[0] if isinstance(i, dict) else not isinstance(i, list)
+                                  for i in items) else 3
+    return 1
+
+
+def _list_phrase(items: list[Any], noun: str, total: int | None = None) -> str:
+    """A list in words: its size in words and a few named elements ("there are three files: a.txt, b.txt and c.md");
+    `total` is the size when the list shows only part."""
+    item_noun = _singular(noun)
+    size = max(total or 0, len(items))
+    entries = item_noun.split()[-1] == "entry" and noun.split()[-1] != "entries"  # "the log has two entries"
+    if not items:
+        return f"the {noun} is empty" if entries else f"there are no {_plural(item_noun)}"
+    labels = list(dict.fromkeys(_label(i, item_noun) for i in items))
+    shown = labels[:3]
+    rest = size - len(shown)
+    listed = _join(shown + ([f"{_count(rest)} more"] if rest else []))
+    head = f"{_count(size)} {item_noun if size == 1 else _plural(item_noun)}"
+    priced = [(i.get("price"), _label(i, item_noun, priced=False)) for i in items if isinstance(i, dict)
+              and isinstance(i.get("price"), (int, float)) and not isinstance(i.get("price"), bool)]
+    extra = ""
+    if len(priced) > 1:
+        price, label = max(priced, key=lambda p: p[0])
+        extra = f", the most expensive being {label} at {_money(price)}"
+    if entries:
+        return f"the {noun} has {head}: {listed}{extra}"
+    return f"there {'is' if size == 1 else 'are'} {head}: {listed}{extra}"
+
+
+def _label(item: Any, noun: str, priced: bool = True) -> str:
+    """A short name for one list element: a scalar as it is, an object by its name (else id) and its status or
+    price, else its first short field."""
+    if not isinstance(item, dict):
+        return _say(item, noun)
+    name_key = next((k for k in NAME_KEYS if isinstance(item.get(k), str) and item[k]), None)
+    subject = item[name_key] if name_key else _subject(item, noun)[0]
+    extras = [_say(item[k], k) for k in item if field_words(k).split()[-1:] == ["status"] and isinstance(item[k], str)]
+    extras += [_money(v) for k, v in item.items() if priced and MONEY.search(k) and isinstance(v, (int, float))
+               and not isinstance(v, bool)][:1]
+    if subject:
+        return subject + (f" ({extras[0]})" if extras else "")
+    short = [v for k, v in item.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+             and len(str(v)) < 60 and not k.startswith("_")]
+    return _say(short[0], noun) if short else noun
+
+
+def _say(value: Any, key: str) -> str:
+    """One value in words: money with its sign, numbers rounded, yes/no, an address or name on one line, long text
+    cut at a word boundary, small objects as their fields in words."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        return _money(value) if MONEY.search(key) else _number(value)
+    if isinstance(value, str):
+        text = value.replace("\n", " / ") if "\n" in value else value
+        if re.fullmatch(r"[a-z]+(?:_[a-z]+)+", text):  # an enum value ("round_trip", "basic_economy")
+            text = text.replace("_", " ")
+        text = _cut(text, SHORT_STRING)
+        return f"\u201c{text}\u201d" if re.search(r"[{}\[\]]", text) else text  # brackets in a value: quoted
+    if isinstance(value, dict):
+        if _person(value):
+            return _person(value) or ""
+        if {"address1", "city"} <= set(value):
+            return _address(value)
+        if _subject(value, key)[0]:
+            return _label(value, field_words(key))
+        return "; ".join(f"{field_words(k)} {_say(v, k)}" for k, v in list(value.items())[:MOST_FACTS]
+                         if v not in (None, "", [], {}) and not k.startswith("_"))
+    if isinstance(value, list):
+        return _list_phrase(value, key)
+    return "none" if value is None else str(value)
+
+
+def _person(value: dict[str, Any]) -> str | None:
+    """A name object ({"first_name", "last_name"}) as one name, else None."""
+    if {"first_name", "last_name"} <= set(value):
+        return f"{value['first_name']} {value['last_name']}"
+    return None
+
+
+def _is_collection(obj: dict[str, Any]) -> bool:
+    """Whether a dict is a keyed listing (payment methods by id, product ids by name) rather than one object."""
+    if obj and all(isinstance(v, dict) for v in obj.values()) and (len(obj) >= 2 or any(
+            ch.isdigit() for k in obj for ch in k)):
+        return True
+    return len(obj) > 8 and all(not re.fullmatch(r"[a-z][a-z0-9_]*|[a-z]+[A-Z]\w*", k) for k in obj)
+
+
+def _collection_items(obj: dict[str, Any]) -> list[Any]:
+    """A keyed listing's elements, each named by its key."""
+    return [k if not isinstance(v, (dict, list)) and len(str(v)) > 30 else f"{k} ({_say(v, k)})"
+            if not isinstance(v, (dict, list)) else k for k, v in obj.items()]
+
+
+def _arg_facts(args: dict[str, Any], spec: ToolSpec | None) -> str:
+    """A write's key values from its arguments, in words ("folder name reports")."""
+    shown = [(k, v) for k, v in args.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+             and not SECRET.search(k)][:3]
+    return ", ".join(f"{field_words(k)} {_say(v, k)}" for k, v in shown)
+
+
+def _tool_noun(tool: str) -> str:
+    """What a tool's result is about, in words: get_flight_status -> "flight status", calculate -> "result"."""
+    words = field_words(tool).split()
+    while words and words[0].lower() in LEAD_VERBS | WRITE_VERBS | {"posting", "message", "ticket", "trading", "travel",
+                                                                     "all"}:
+        words = words[1:]
+    for i, w in enumerate(words):
+        if w in CUT_WORDS or w == "to":
+            words = words[:i]
+            break
+    return " ".join(words) or "result"
+
+
+def _singular(noun: str) -> str:
+    """The last word of a plural noun made singular ("matching lines" -> "matching line"), "entry" for non-nouns."""
+    words = noun.split()
+    if not words:
+        return "entry"
+    last = words[-1]
+    if last in {"content", "list", "history", "log", "result", "output", "information", "info", "data"}:
+        return "entry"
+    if last.endswith("ies") and len(last) > 4:
+        last = last[:-3] + "y"
+    elif re.search(r"(ss|sh|ch|x)es$", last):
+        last = last[:-2]
+    elif last.endswith("s") and not last.endswith(("ss", "us", "is")):
+        last = last[:-1]
+    return " ".join(words[:-1] + [last])
+
+
+def _plural(noun: str) -> str:
+    """A singular noun's plural ("entry" -> "entries", "match" -> "matches")."""
+    if re.search(r"[^aeiou]y$", noun):
+        return noun[:-1] + "ies"
+    if re.search(r"(s|sh|ch|x|z)$", noun):
+        return noun + "es"
+    return noun + "s"
+
+
+def _count(n: int) -> str:
+    """A count in words up to twelve, in digits beyond."""
+    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
+
+
+def _number(value: float) -> str:
+    """A number as people write it: whole numbers without decimals, others to two decimals."""
+    if isinstance(value, int) or float(value).is_integer():
+        return f"{int(value)}"
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _money(value: float) -> str:
+    """An amount in dollars: "$237.89", "-$8.54"."""
+    return f"{'-' if value < 0 else ''}${abs(value):,.2f}"
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` whole if short, else cut at the last word boundary before `limit` with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit].rsplit(" ", 1)[0].rstrip(" ,;:/")
+    return head + "\u2026"
+
+
+def _join(parts: list[str]) -> str:
+    """Clauses joined as a list in prose: "a", "a and b", "a, b and c"."""
+    parts = [p for p in parts if p]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
+
+
+def _sentence(text: str) -> str:
+    """A clause as a sentence: capital first letter, a final full stop (unless it ends in one already)."""
+    text = text.strip()
+    if not text:
+        return ""
+    return _upper_first(text) + ("" if text[-1] in ".!?\u2026" else ".")
+
+
+def _upper_first(text: str) -> str:
+    """The text with its first letter upper-case."""
+    return text[:1].upper() + text[1:]
+
+
+def _lower_first(text: str) -> str:
+    """The text with its first letter lower-case unless it opens an acronym or a name with capitals inside."""
+    return text[:1].lower() + text[1:] if text.split(" ", 1)[0] in COMMON_OPENERS else text
+
+
+def _joined(part: str, rng: random.Random) -> str:
+    """A later call's part opened with a linking word when it starts with a common word (never before a name)."""
+    if part.split(" ", 1)[0] not in COMMON_OPENERS | {"I"}:
+        return part
+    link = rng.choice(["", "Also, ", "And "])
+    return link + _lower_first(part) if link else part

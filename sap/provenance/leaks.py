@@ -1,0 +1,78 @@
+"""Internals leaked into dialogue text: tool names, raw parameter names, JSON paths, provenance tags and call
+positions, which no user or assistant would write.
+
+Rules (each finding names its kind and the offending text):
+- tool name: an identifier-like name (with "_", a digit or camelCase: `get_user_details`, `lockDoors`) anywhere as
+  a whole token, and its words when they are three or more ("modify pending order address": two-word forms such
+  as "search flights" or "book hotel" are ordinary requests). A one-word lower-case name is an English word or a
+  shell command: a name of at most two letters or without a vowel (`ls`, `cd`, `mv`, `wc`, `pwd`) is flagged as a
+  lower-case whole word; any other (`find`, `sort`, `cat`, `mkdir`) only where it is used as a command: in
+  backticks or quotes, before "(" or a command-line flag, or beside "command", "tool" or "function".
+- raw parameter: a parameter name of the toolset with "_", a digit or camelCase (`address1`, `pedalPosition`) as a
+  whole token.
+Names count only as tokens of their own: inside a path, a file name, an e-mail or hyphenated text
+("notes/cd", "ls.txt", "value-address1") they are part of a value.
+- JSON path: "$." or "$[", an index such as "[0]", a quoted key in brackets ("["id"]"), or a `.field` chain whose
+  field is a raw name (`orders.order_id`).
+- provenance tag: a tag name (`self_create`, `prev_output`, `initial_state`, `prev_user_msg`), a must-mention
+  label ([NEW], [FROM_HISTORY], [FROM_CONFIG]) or the fallback tag ("[FALLBACK", "FALLBACK from", `fallback_from`).
+- call position: "turn N call M" or a call id (`call_2_0`).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from sap.model import ToolSpec
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ALONE = r"(?<![\w./@-]){n}(?![\w/@-]|\.\w)"  # a name as a token of its own, not part of a value (a path, a file
+# name, an e-mail or hyphenated text such as "value-address1")
+RAW = re.compile(r"_|\d|[a-z][A-Z]")
+COMMAND_CONTEXT = r"(?:[`'\"]{n}[`'\"]|(?<![A-Za-z0-9_]){n}\s*\(|(?<![A-Za-z0-9_]){n}\s+--?[A-Za-z]|" \
+                  r"\b(?:command|tool|function)\s+{n}\b|(?<![A-Za-z0-9_]){n}\s+(?:command|tool|function)\b)"
+JSON_PATH = re.compile(r"\$[.\[]|\[\d+\]|\[[\"'][^\"'\]]+[\"']\]|"
+                       r"(?:\]|[A-Za-z0-9_])\.(?:[a-z]+(?:_[a-z0-9]+)+|[a-z]+[A-Z]\w*)\b(?![@.-])")
+TAGS = re.compile(r"\b(?:self_create|prev_output|initial_state|prev_user_msg|fallback_from)\b|"
+                  r"\[(?:NEW|FROM_HISTORY|FROM_CONFIG|FALLBACK)\b|\bFALLBACK\b|\bfallback from (?:prev_output|"
+                  r"initial_state|self_create|prev_user_msg)\b|\bFROM_(?:HISTORY|CONFIG)\b")
+POSITION = re.compile(r"\bturn\s+\d+,?\s+call\s+\d+\b|\bcall_\d+_\d+\b", re.I)
+
+
+def names_of(specs: dict[str, ToolSpec] | Iterable[ToolSpec]) -> tuple[set[str], set[str]]:
+    """(tool names, parameter names) of a toolset's specs."""
+    tools = list(specs.values()) if isinstance(specs, dict) else list(specs)
+    return {t.name for t in tools}, {p for t in tools for p in (t.parameters or {}).get("properties", {})}
+
+
+def find_leaks(text: str, tools: Iterable[str], params: Iterable[str] = ()) -> list[str]:
+    """Every leak in `text`, each as "<kind>: <offending text>" (empty when the text is clean)."""
+    found: list[str] = []
+    tokens = set(IDENTIFIER.findall(text))
+    for name in sorted(set(tools)):
+        hit = _tool_hit(text, tokens, name)
+        if hit:
+            found.append(f"tool name: {hit!r}")
+    for name in sorted(set(params) - set(tools)):
+        if RAW.search(name) and name in tokens and re.search(ALONE.format(n=re.escape(name)), text):
+            found.append(f"raw parameter: {name!r}")
+    for kind, pattern in (("JSON path", JSON_PATH), ("provenance tag", TAGS), ("call position", POSITION)):
+        if m := pattern.search(text):
+            found.append(f"{kind}: {m.group(0)!r}")
+    return found
+
+
+def _tool_hit(text: str, tokens: set[str], name: str) -> str | None:
+    """The text by which `text` names the tool `name`, per the module's rules, or None."""
+    if RAW.search(name):
+        if name in tokens and re.search(ALONE.format(n=re.escape(name)), text):
+            return name
+        words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|_+", " ", name).lower().split()
+        if len(words) >= 3 and (m := re.search(r"(?<![A-Za-z0-9])" + r"\s+".join(map(re.escape, words))
+                                               + r"(?![A-Za-z0-9])", text, re.I)):
+            return m.group(0)
+        return None
+    if len(name) <= 2 or not re.search(r"[aeiouy]", name, re.I):
+        return name if re.search(ALONE.format(n=re.escape(name)), text) else None
+    m = re.search(COMMAND_CONTEXT.replace("{n}", re.escape(name)), text)
+    return m.group(0) if m else None

@@ -1,0 +1,85 @@
+"""The assistant's replies in words: errors said as errors, results without raw structures or tool names."""
+from __future__ import annotations
+
+import random
+import re
+
+from sap.agents.messenger import RuleMessenger
+from sap.agents.replies import assistant_reply
+from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Turn
+from sap.provenance.leaks import find_leaks
+
+PARAMS = {"type": "object", "properties": {"order_id": {}, "payment_method_id": {}}, "required": []}
+SPECS = {
+    "get_order_details": ToolSpec(name="get_order_details", description="Get the status and details of an order.",
+                                  parameters=PARAMS, read_only=True),
+    "book_flight": ToolSpec(name="book_flight", description="Book a flight given the travel information.",
+                            parameters=PARAMS),
+    "ls": ToolSpec(name="ls", description="List the contents of the current directory.", parameters=PARAMS),
+}
+ORDER = {"order_id": "#W123", "status": "delivered", "user_id": "ana_silva_1",
+         "address": {"address1": "1 Elm St", "address2": "", "city": "Austin", "state": "TX", "zip": "78701",
+                     "country": "USA"},
+         "items": [{"item_id": "11", "name": "Tea Kettle", "price": 35.96, "options": {"color": "red"}},
+                   {"item_id": "12", "name": "Smart Watch", "price": 237.89, "options": {"size": "m"}},
+                   {"item_id": "13", "name": "Desk Lamp", "price": 20.5, "options": {}},
+                   {"item_id": "14", "name": "Backpack", "price": 48.0, "options": {}}],
+         "payment_history": [{"payment_method_id": "paypal_1", "amount": 342.35}]}
+
+
+def _call(name: str, result=None, ok: bool = True, error: str | None = None) -> ToolCall:
+    return ToolCall(call_id="call_0_0", name=name, args_exec={"order_id": "#W123"},
+                    args_prov={"order_id": ArgProvenance(tag=Tag.self_create)}, result=result, ok=ok, error=error)
+
+
+def _clean(text: str) -> None:
+    """No raw structure, placeholder, dump or internals in a reply."""
+    for mark in ("{", "}", "[", "]", "item(s)", " done (", "_details", "None"):
+        assert mark not in text, (mark, text)
+    assert not re.search(r"(?<![A-Za-z])'|'(?![A-Za-z])", text), text  # a repr's quotes (an apostrophe is fine)
+    assert not find_leaks(text, SPECS, {"order_id", "payment_method_id"}), text
+
+
+def test_an_error_result_is_said_as_a_failure_with_a_next_step_never_as_done():
+    for seed in range(8):
+        for call in (_call("book_flight", {"booking_status": False, "error": "Insufficient funds on the card"}),
+                     _call("book_flight", None, ok=False, error="Error: Insufficient funds on the card"),
+                     _call("get_order_details", "Error: Order not found")):
+            reply = assistant_reply([call], SPECS, random.Random(seed))
+            assert re.search(r"couldn't|wasn't able", reply) and "done" not in reply.lower(), reply
+            assert reply.rstrip().endswith("?"), reply  # what the user can do next
+            _clean(reply)
+    assert "insufficient funds" in assistant_reply([_call("book_flight", {"booking_status": False, "error":
+                                                    "Insufficient funds on the card"})], SPECS, random.Random(0))
+
+
+def test_a_nested_result_is_told_in_words_with_counts_and_named_elements():
+    replies = {assistant_reply([_call("get_order_details", ORDER)], SPECS, random.Random(s)) for s in range(8)}
+    assert len(replies) > 1  # wording varies with the rng
+    for reply in replies:
+        _clean(reply)
+        assert "#W123" in reply and "delivered" in reply and "four items" in reply
+        assert "Tea Kettle" in reply and "$237.89" in reply  # a named element and the most expensive one's price
+        assert "1 Elm St, Austin, TX 78701, USA" in reply
+
+
+def test_a_listing_names_a_few_entries_and_counts_the_rest_in_words():
+    listing = {"current_directory_content": ["a.txt", "b.txt", "notes.md", "archive", "drafts"]}
+    reply = assistant_reply([_call("ls", listing)], SPECS, random.Random(0))
+    _clean(reply)
+    assert "five entries" in reply and "a.txt, b.txt, notes.md and two more" in reply
+    assert "ls" not in reply.split()
+
+
+def test_the_rule_messenger_replies_without_the_tool_name_or_a_dump():
+    turn = Turn(index=0, state="s", transition=0, calls=[_call("get_order_details", ORDER)])
+    written = RuleMessenger().write([turn], SPECS, random.Random(3))
+    reply = written[0].assistant_message
+    _clean(reply)
+    assert "get_order_details" not in reply and "get order details" not in reply
+
+
+def test_odd_shapes_are_told_in_words_without_failing():
+    for result in ([[1, 2], [3]], {"rows": [[1, 2]], "count": 2}, {"a": {"b": {"c": []}}}, [None, True, 1.5],
+                   {"items": [{"id": 1, "sub": [[{"q": 1}]]}]}, {"k": None}, 0):
+        _clean(assistant_reply([_call("get_order_details", result)], SPECS, random.Random(0)))
