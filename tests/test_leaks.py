@@ -8,7 +8,7 @@ from sap.audit.dialogues import AuditCall, AuditDialogue
 from sap.model import ArgProvenance, Tag, Trajectory, Turn
 from sap.provenance.checks import code_check
 from sap.provenance.leaks import find_leaks
-from tests.helpers import call, spec
+from helpers import call, spec
 
 SPECS = {s.name: s for s in (spec("get_user_details", "Get a user.", {"user_id": {"type": "string"}}),
                              spec("lockDoors", "Locks the doors.", {"pedalPosition": {"type": "number"}}),

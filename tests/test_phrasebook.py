@@ -10,9 +10,9 @@ import pytest
 
 from sap.agents.judge import content_words, stem
 from sap.agents.messenger import Mention, RuleMessenger, reveal_message
+from sap.provenance.leaks import find_leaks, names_of
 from sap.provenance.phrasebook import PHRASE_DIR, PhraseBookError, load_phrase_file, phrase_file_names
 from sap.api import synthesize
-from sap.audit.checks import RAW_NAME
 from sap.errors import ToolsetError
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Turn
 from sap.provenance.checks import mentions, states_value
@@ -148,14 +148,12 @@ def test_the_reveal_gives_the_asked_for_values_verbatim():
 def test_user_text_names_no_tool_and_no_raw_parameter(name):
     ts = _toolset(name)
     records = synthesize(ts, 4, seed=3, mix={"base": 1.0}).records
-    tools = {t.name for t in ts.tools}
-    raw = {p for t in ts.tools for p in t.properties if RAW_NAME.match(p)}
-    forbidden = {n for n in tools if RAW_NAME.match(n)} | raw | {n.replace("_", " ") for n in tools if "_" in n}
-    if name == "filesystem":
-        forbidden |= SHELL_NAMES
+    tools, params = names_of(ts.tools)
+    forbidden = SHELL_NAMES if name == "filesystem" else set()
     messages = [m["content"] for r in records for m in r["messages"] if m["role"] == "user"]
     assert len(messages) >= 8
     for message in messages:
+        assert find_leaks(message, tools, params) == [], message
         words = " ".join(re.findall(r"[A-Za-z0-9_]+", message))
         hits = [f for f in forbidden if re.search(rf"(?<![\w.]){re.escape(f)}(?![\w.])", words)]
         assert not hits, f"{hits} in {message!r}"

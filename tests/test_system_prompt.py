@@ -6,7 +6,7 @@ import pytest
 from sap.api import synthesize
 from sap.toolsets import load_toolset
 from sap.toolsets.system_prompt import system_prompt
-from tests.test_bfcl import needs_bfcl
+from test_bfcl import needs_bfcl
 
 
 @needs_bfcl
