@@ -382,19 +382,22 @@ class RulePlanner:
         return value
 
     def _cohere_address(self, ctx: _CallContext, prov: dict[str, ArgProvenance]) -> None:
-        """Address parts bound from different sources (a street from one order, a city the user stated, a new
-        ZIP code) are re-bound as one new address; parts from one known address or one coherent new address stay."""
+        """Address parts that are not one place (a street from one order, a city the user stated, a new ZIP code):
+        the new and fallback parts are bound again, cut from one new address around the parts whose declared source
+        stands (a stated city, a state read from c0), so the call's sources, and with them its edges, stay."""
         parts = [p for p in ctx.params if address_part(p) and isinstance(ctx.bound[p], str)]
         if len(parts) < 2 or self._one_address(ctx, parts):
             return
-        ctx.address, ctx.bound = None, {k: v for k, v in ctx.bound.items() if k not in parts}
-        ctx.virtual = [v for v in ctx.virtual if v.param not in parts]
+        free = [p for p in parts if prov[p].tag in (Tag.self_create, Tag.fallback)]
+        if not free:
+            return
+        ctx.address = None
+        ctx.bound = {k: v for k, v in ctx.bound.items() if k not in free}
         address = self._address(ctx)
-        for name in parts:
-            declared = ctx.req.tags.get(name, Tag.self_create)
+        for name in free:
             ctx.bound[name] = address[address_part(name)]
-            prov[name] = ArgProvenance(tag=Tag.self_create) if declared == Tag.self_create or ctx.req.free else \
-                ArgProvenance(tag=Tag.fallback, fallback_from=declared)
+            if prov[name].tag == Tag.fallback:  # a new value: no c0 path any more
+                prov[name] = ArgProvenance(tag=Tag.fallback, fallback_from=prov[name].fallback_from)
         ctx.bound = {name: ctx.bound[name] for name in ctx.params}
 
     def _one_address(self, ctx: _CallContext, parts: list[str]) -> bool:
@@ -407,13 +410,13 @@ class RulePlanner:
                    for doc in docs for e in index_of(doc).entities)
 
     def _address(self, ctx: _CallContext) -> dict[str, str]:
-        """The call's new postal address, made once and around the address parts already bound (a city or state
-        from c0), in c0's way of writing the country."""
+        """The call's new postal address, made once and around the address parts already bound (a city, state or
+        ZIP area from c0 or from the user), in c0's way of writing the country."""
         if ctx.address is None:
             known = {address_part(p): v for p, v in ctx.bound.items() if address_part(p) and isinstance(v, str)}
             countries = c0_values("country", ctx.req.c0)
             ctx.address = us_address(ctx.req.rng, known.get("country") or (countries[0] if countries else "USA"),
-                                     known.get("city"), known.get("state"))
+                                     known.get("city"), known.get("state"), known.get("zip"))
         return ctx.address
 
     def _date(self, ctx: _CallContext) -> str:

@@ -68,9 +68,11 @@ def _bind_for_probe(spec: ToolSpec, docs: list[Any], rng: random.Random) -> tupl
     return args, sources
 
 
-def probe(toolset: Toolset, seeds: int = 3, passes: int = 4, keep: int = 4) -> ProbeReport:
+def probe(toolset: Toolset, seeds: int = 3, passes: int = 4, keep: int = 4, extra: int = 12) -> ProbeReport:
     """Run every tool several times per sampled c0, feeding results forward, and profile the outcomes (keeping
-    `keep` results per tool and c0: one c0's empty listings do not hide what another's hold)."""
+    `keep` results per tool and c0: one c0's empty listings do not hide what another's hold). A tool that has not
+    succeeded yet gets up to `extra` more tries per c0, with fresh bindings, until it does (BFCL's estimate_distance
+    knows only some pairs of its zip codes)."""
     profiles = {t.name: ToolProfile() for t in toolset.tools}
     configs = []
     auth_tools = [t for t in toolset.tools if is_auth_name(t.name)]
@@ -83,11 +85,15 @@ def probe(toolset: Toolset, seeds: int = 3, passes: int = 4, keep: int = 4) -> P
         ex = toolset.executor_factory()
         ex.reset(c0)
         docs: list[Any] = [c0]
-        order = [others] + [auth_tools + others] * passes + [logouts]
+        # the extra rounds, before the logouts, try only the tools that have not succeeded yet
+        order = [others] + [auth_tools + others] * passes + [others] * extra + [logouts]
+        extra_rounds = range(passes + 1, passes + 1 + extra)
         logged_in = False
         kept: Counter = Counter()  # results kept per tool for this c0
         for round_no, tools in enumerate(order):
             for spec in tools:
+                if round_no in extra_rounds and profiles[spec.name].successes:
+                    continue
                 before = ex.state()
                 args, sources = _bind_for_probe(spec, docs, rng)
                 call = ToolCall(call_id="probe", name=spec.name, args_exec=args,

@@ -34,11 +34,12 @@ def address_part(param: str) -> str | None:
     return next((part for pattern, part in _PARTS if pattern.search(param)), None)
 
 
-def us_address(rng: random.Random, country: str = "USA", city: str | None = None,
-               state: str | None = None) -> dict[str, str]:
+def us_address(rng: random.Random, country: str = "USA", city: str | None = None, state: str | None = None,
+               zip_code: str | None = None) -> dict[str, str]:
     """One address whose parts belong together: a street line, an optional unit, a real city, its state and a
-    ZIP code under the city's prefix; in the given city or state when the table knows it."""
-    rows = [r for r in US_PLACES if city in (None, r[0]) and state in (None, r[1])] or US_PLACES
+    ZIP code under the city's prefix; in the given city, state or ZIP area when the table knows one that fits."""
+    rows = [r for r in US_PLACES if city in (None, r[0]) and state in (None, r[1])
+            and (zip_code is None or zip_code.startswith(r[2]))] or US_PLACES
     city_name, state_code, prefix = rng.choice(rows)
     unit = rng.choice(["", f"Apt {rng.randint(1, 40)}", f"Suite {rng.randint(100, 999)}"])
     return {"address1": f"{rng.randint(10, 9999)} {rng.choice(STREETS)}", "address2": unit, "city": city_name,
