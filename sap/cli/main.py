@@ -41,6 +41,7 @@ EXAMPLES = {
     "sap frontier": "sap frontier --assistant-model openai/qwen --api-base http://127.0.0.1:8000/v1 --data seeds.jsonl "
                     "-o frontier_dir",
     "sap serve-env": "sap serve-env --data data.jsonl --port 8765\nsap serve-env --run run-1a2b3c4d --db sqlite:///sap.db",
+    "sap verl-config": "sap verl-config --toolset store -o verl_cfg\nsap verl-config --toolset travel -o verl_cfg --reward graduated",
     "sap cache": "sap cache list",
     "sap cache collect": "sap cache collect --toolset travel --templates templates.yaml",
     "sap cache import": "sap cache import ComplexFuncBench.jsonl --cache cfb",

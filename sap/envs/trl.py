@@ -98,7 +98,7 @@ def trl_environments(catalog: TaskCatalog, reward: str = "graduated") -> tuple[
     classes: dict[str, type[SapTrlEnv]] = {}
     rows = []
     for i, task in enumerate(catalog):
-        key = tuple(tool_names(task.tools))
+        key = tuple(sorted(tool_names(task.tools)))  # a MissFunc record lists its returning tool last
         if key not in groups:
             base = _group(task)
             name = base if base not in classes else f"{base}_{sum(n.startswith(base) for n in classes) + 1}"

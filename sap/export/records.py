@@ -9,7 +9,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from sap.model import ArgProvenance, Selector, Tag, ToolCall, Toolset, Trajectory, Turn
-from sap.toolsets.system_prompt import system_prompt
 from sap.version import __version__
 
 TOOLS_ADDED_PROMPT = "You now also have access to the following tools:"
@@ -72,6 +71,8 @@ def to_record(traj: Trajectory, toolset: Toolset, meta: dict[str, Any]) -> dict[
     """The export record of an accepted trajectory; `meta` holds its source's own meta fields. A tool that is hidden
     (MissFunc) is left out of `tools` and listed in `tools_added` at the turn it comes back, where a system message
     before that turn's user message carries its schema (`tools_notice`)."""
+    from sap.toolsets.system_prompt import system_prompt  # here: importing sap.toolsets loads every backend
+
     messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(toolset)}]
     schemas = {t.name: t.to_openai() for t in toolset.tools}
     added = {k: [schemas[n] for n in names if n in schemas] for k, names in comeback_turns(traj).items()}
