@@ -47,7 +47,7 @@ class RayOptions:
         if self.actors is not None and self.actors < 1:
             raise UsageError(f"--actors must be at least 1, got {self.actors}")
         if self.concurrency is not None and self.concurrency < 1:
-            raise UsageError(f"--concurrency must be at least 1, got {self.concurrency}")
+            raise UsageError(f"--actor-concurrency must be at least 1, got {self.concurrency}")
         if self.lease_seconds <= 0:
             raise UsageError(f"--lease-seconds must be above 0, got {self.lease_seconds}")
 
@@ -61,7 +61,7 @@ def check_database(url: str) -> None:
 
 def default_actors(cluster_cpus: float, cpus_per_actor: float) -> int:
     """One actor per `cpus_per_actor` CPUs of the cluster, at least one."""
-    return max(1, int(cluster_cpus // cpus_per_actor)) if cpus_per_actor > 0 else max(1, int(cluster_cpus))
+    return max(1, int(cluster_cpus // cpus_per_actor))
 
 
 def default_concurrency(uses_llm: bool) -> int:
