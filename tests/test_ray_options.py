@@ -43,3 +43,16 @@ def test_defaults_follow_the_cluster_and_the_agents():
     assert default_actors(0.5, 1.0) == 1
     assert default_concurrency(uses_llm=False) == 1
     assert default_concurrency(uses_llm=True) > 1
+
+
+def test_one_progress_line_counts_the_whole_run_from_the_store():
+    import io
+
+    from sap.cli.common import Progress
+
+    clock = iter([0.0, 40.0, 40.0]).__next__
+    stream = io.StringIO()
+    progress = Progress(target=10, verbosity=1, every=30.0, stream=stream, clock=clock)
+    progress.show({"accepted": 4, "rejected": 1, "failed": 1, "running": 3, "pending": 2})
+    assert stream.getvalue().splitlines()[-1].endswith("4/10 accepted (0 truncated), 2 dropped | 0.1 records/s | "
+                                                       "ETA 1m00s")
