@@ -27,7 +27,9 @@ ray = pytest.importorskip("ray")
 # 60 records by default: on two shared cores both tests take about 4 minutes; SAP_RAY_E2E_N=300 runs the full size
 N, SEED = int(os.environ.get("SAP_RAY_E2E_N", "60")), 5
 RAY = str(Path(sys.executable).with_name("ray"))
-ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+# a cluster of this machine's loopback only: Ray's token authentication off (a token file left in ~/.ray by another
+# Ray instance made the head ask the worker node for a token it did not send)
+ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 
 
 def _sap(*argv: str) -> list[str]:
@@ -70,6 +72,13 @@ def _kill(pids: set[int]) -> None:
         time.sleep(pause)
 
 
+def _ray_start(*argv: str) -> None:
+    """`ray start ...`, failing with Ray's own message."""
+    done = subprocess.run([RAY, "start", *argv, "--disable-usage-stats"], capture_output=True, text=True, env=ENV,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -82,9 +91,8 @@ def head() -> Iterator[tuple[str, str]]:
     cluster is stopped afterwards."""
     temp_dir = tempfile.mkdtemp(prefix="sapray")  # short: Ray's socket paths must fit in 107 bytes
     address = f"127.0.0.1:{_free_port()}"
-    subprocess.run([RAY, "start", "--head", f"--port={address.rsplit(':', 1)[1]}", "--num-cpus=4",
-                    f"--temp-dir={temp_dir}", "--include-dashboard=false", "--disable-usage-stats"],
-                   check=True, capture_output=True, env=ENV, timeout=120)
+    _ray_start("--head", f"--port={address.rsplit(':', 1)[1]}", "--num-cpus=4", f"--temp-dir={temp_dir}",
+               "--include-dashboard=false")
     try:
         yield address, temp_dir
     finally:
@@ -97,8 +105,7 @@ def worker_node(head) -> Iterator[set[int]]:
     """A second node (4 logical CPUs) joined to the head: the pids of its processes."""
     address, temp_dir = head
     before = _pids_of(temp_dir)
-    subprocess.run([RAY, "start", f"--address={address}", "--num-cpus=4", "--disable-usage-stats"], check=True,
-                   capture_output=True, env=ENV, timeout=120)
+    _ray_start(f"--address={address}", "--num-cpus=4")
     mine = _pids_of(temp_dir) - before
     try:
         yield mine
