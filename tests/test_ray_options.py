@@ -56,3 +56,11 @@ def test_one_progress_line_counts_the_whole_run_from_the_store():
     progress.show({"accepted": 4, "rejected": 1, "failed": 1, "running": 3, "pending": 2})
     assert stream.getvalue().splitlines()[-1].endswith("4/10 accepted (0 truncated), 2 dropped | 0.1 records/s | "
                                                        "ETA 1m00s")
+
+
+def test_the_python_api_asks_for_a_postgresql_database_with_ray():
+    from sap.api import synthesize
+    from sap.errors import UsageError
+
+    with pytest.raises(UsageError, match="--ray needs a PostgreSQL run database"):
+        synthesize("store", 2, ray=True)
