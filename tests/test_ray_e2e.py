@@ -24,8 +24,9 @@ pytestmark = [pytest.mark.ray_e2e,
               pytest.mark.skipif(not os.environ.get("SAP_TEST_PG_URL"), reason="SAP_TEST_PG_URL is not set")]
 ray = pytest.importorskip("ray")
 
-# 60 records by default: on two shared cores both tests take about 4 minutes; SAP_RAY_E2E_N=300 runs the full size
-N, SEED = int(os.environ.get("SAP_RAY_E2E_N", "60")), 5
+# 300 records, as the issue asks: each Ray run took 68 s and 72 s on two cores, the module 3m50s with the reference
+# run and the cluster's start-up (SAP_RAY_E2E_N sets a smaller size for a quick check)
+N, SEED = int(os.environ.get("SAP_RAY_E2E_N", "300")), 5
 RAY = str(Path(sys.executable).with_name("ray"))
 # a cluster of this machine's loopback only: Ray's token authentication off (a token file left in ~/.ray by another
 # Ray instance made the head ask the worker node for a token it did not send)
