@@ -83,12 +83,22 @@ def find_run(store: RunStore, toolset: Toolset, settings: RunSettings, new_run: 
 
 def work(store: RunStore, run_id: str, toolset: Toolset | None, *, concurrency: int = 1,
          max_cost: float | None = None, on_record: OnRecord | None = None, live: dict[str, Any] | None = None,
-         driver_cls: type | None = None) -> Run:
+         driver_cls: type | None = None, ray: Any = None) -> Run:
     """Work on a stored run until it is complete, exhausted or at its cost cap (with RunDriver, or `driver_cls`, e.g.
-    the cache mode's); what it holds then."""
+    the cache mode's; with `ray`, RayOptions, on Ray actors that load `toolset`, a name or an object); what it holds
+    then."""
     from sap.runs.driver import RunDriver
     from sap.store.checkpoint import checkpointer_for
 
+    if ray is not None:
+        from sap.runs.ray_cluster import run_on_ray
+
+        if on_record is not None:
+            raise UsageError("on_record is not called on a Ray run (the actors store the records); read them from "
+                             "the returned Run")
+
+        done = run_on_ray(store, run_id, toolset, ray, max_cost=max_cost)
+        return run_state(store, run_id, done.status)
     driver_cls = driver_cls or RunDriver
     with checkpointer_for(store.url) as saver:
         driver = driver_cls(store, run_id, toolset, saver, max_cost=max_cost, **({"live": live} if live else {}))
@@ -113,6 +123,7 @@ def synthesize(toolset: Toolset | str, n: int, *, seed: int = 0, model: str | No
                agents_config: str | Path | AgentsConfig | None = None, db: str | None = None, concurrency: int = 1,
                max_cost: float | None = None, mix: dict[str, float] | None = None, max_slots: int | None = None,
                new_run: bool = False, on_record: OnRecord | None = None, ablations: Iterable[str] = (),
+               ray: str | bool | None = None, actors: int | None = None, lease_seconds: float | None = None,
                **limits: Any) -> Run:
     """Synthesize `n` accepted trajectories for `toolset` as a durable run: on `db` (a run database URL; the same
     call again continues it) or, with db=None, on a temporary SQLite database removed with the returned Run.
@@ -121,7 +132,8 @@ def synthesize(toolset: Toolset | str, n: int, *, seed: int = 0, model: str | No
     `api_key_env` names the key's variable); `ablations` switch parts of the pipeline off by name ("no_tags",
     "no_retry", "no_repair", "no_fsm"; see `sap.runs.settings.ABLATIONS`), recorded in the run's fingerprint;
     `limits` are SynthesisContext limits (min_turns, max_turns, emphasis_size, ...) or, on a temporary database
-    only, agent objects (planner=..., judge=...)."""
+    only, agent objects (planner=..., judge=...). `ray` (True, or a cluster address) runs the slots on `actors` Ray
+    actors (default: one per cluster CPU) with `concurrency` slots each; it needs a PostgreSQL `db`."""
     from sap.runs.driver import start_run
     from sap.toolsets import load_toolset
 
@@ -130,6 +142,7 @@ def synthesize(toolset: Toolset | str, n: int, *, seed: int = 0, model: str | No
                            agents=agents_settings(model, models, api_base, api_key_env, agents_config),
                            concurrency=concurrency, max_cost=max_cost, ablations=tuple(ablations))
     settings.check()
+    options = ray_options(ray, actors, concurrency, lease_seconds, db)
     if db is not None and live:
         raise UsageError(f"{sorted(live)[0]}: agent objects are not stored with a run, so they need db=None; "
                          "name models instead (model=..., models={role: ...})")
@@ -138,7 +151,8 @@ def synthesize(toolset: Toolset | str, n: int, *, seed: int = 0, model: str | No
     store = RunStore(db or f"sqlite:///{Path(temporary, 'run.db')}")
     try:
         run_id = find_run(store, ts, settings, new_run) or start_run(store, ts, settings.run_config(), live)
-        run = work(store, run_id, ts, concurrency=concurrency, max_cost=max_cost, on_record=on_record, live=live)
+        run = work(store, run_id, toolset if options else ts, concurrency=concurrency, max_cost=max_cost,
+                   on_record=on_record, live=live, ray=options)
     except BaseException:
         if temporary:
             shutil.rmtree(temporary, ignore_errors=True)
@@ -149,20 +163,41 @@ def synthesize(toolset: Toolset | str, n: int, *, seed: int = 0, model: str | No
     return run
 
 
+def ray_options(ray: str | bool | None, actors: int | None, concurrency: int, lease_seconds: float | None,
+                db: str | None) -> Any:
+    """The RayOptions of the Python API's `ray=` (True, or a cluster address) and `actors=`, checked (Ray installed,
+    a PostgreSQL `db`); None without `ray`."""
+    if ray is None or ray is False:
+        return None
+    from sap.runs.driver import LEASE_SECONDS
+    from sap.runs.ray_cluster import RayOptions, check_database, import_ray
+
+    options = RayOptions(address=None if ray is True else ray, actors=actors, concurrency=concurrency,
+                         lease_seconds=lease_seconds or LEASE_SECONDS)
+    options.check()
+    check_database(db or "sqlite (db=None)")
+    import_ray()
+    return options
+
+
 def resume(run_id: str, *, db: str, toolset: Toolset | str | None = None, concurrency: int = 1,
-           max_cost: float | None = None, on_record: OnRecord | None = None) -> Run:
+           max_cost: float | None = None, on_record: OnRecord | None = None, ray: str | bool | None = None,
+           actors: int | None = None, lease_seconds: float | None = None) -> Run:
     """Continue a stored run from its checkpoints until its target is met (`toolset`: the domain module of a run
-    over one, if it moved)."""
+    over one, if it moved; `ray`, `actors`: on Ray actors, as in `synthesize`)."""
     from sap.runs.cache import CacheRunDriver
     from sap.toolsets import data_toolset_name, load_toolset
 
+    options = ray_options(ray, actors, concurrency, lease_seconds, db)
     store = existing_store(db)
     run = store.run(run_id)
     if run.config.get("mode") == "cache":  # a cache run: its cache and templates are in the database
         return work(store, run_id, None, concurrency=concurrency, max_cost=max_cost, on_record=on_record,
-                    driver_cls=CacheRunDriver)
-    ts = toolset if isinstance(toolset, Toolset) else \
-        load_toolset(data_toolset_name(run.toolset, toolset, f"run {run_id}'s toolset"))
+                    driver_cls=CacheRunDriver, ray=options)
+    name = None if isinstance(toolset, Toolset) else data_toolset_name(run.toolset, toolset, f"run {run_id}'s toolset")
+    if options:  # each actor loads the toolset itself
+        return work(store, run_id, toolset if name is None else name, max_cost=max_cost, ray=options)
+    ts = toolset if name is None else load_toolset(name)
     return work(store, run_id, ts, concurrency=concurrency, max_cost=max_cost, on_record=on_record)
 
 

@@ -64,6 +64,16 @@ class Progress:
         self.dropped += not kept
         if self.verbosity > 1:
             self._write(f"slot {index}: {status}\n")
+        self._tick()
+
+    def show(self, counts: dict[str, int]) -> None:
+        """Set the whole run's slot counts (several workers on it, e.g. Ray actors) and show them if it is time to."""
+        self.accepted = counts.get("accepted", 0)
+        self.dropped = counts.get("rejected", 0) + counts.get("failed", 0)
+        self._tick()
+
+    def _tick(self) -> None:
+        """Rewrite the terminal line (at most every 0.1 s), or log a line every `every` seconds without one."""
         now = self.clock()
         if self.live and now - self.last >= 0.1:
             self._write(f"\r{self.line()}\x1b[K")
@@ -191,10 +201,14 @@ def drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, outpu
             for record in filter(kept, store.iter_records(run_id)):
                 if out:
                     out.write(record)
-            if (client := getattr(driver, "client", None)) is not None:
-                progress.spent = lambda: client.ledger.snapshot()["total"]["cost_usd"]
-            done = driver.run(on_record=(lambda r: kept(r) and out.write(r)) if out else None, on_slot=progress.slot,
-                              concurrency=getattr(args, "concurrency", 1))
+            if getattr(args, "ray", None) is not None:  # Ray actors work on the run; -o is written at the end
+                store.release(run_id, driver.worker)
+                done = drive_on_ray(args, store, run_id, toolset, progress)
+            else:
+                if (client := getattr(driver, "client", None)) is not None:
+                    progress.spent = lambda: client.ledger.snapshot()["total"]["cost_usd"]
+                done = driver.run(on_record=(lambda r: kept(r) and out.write(r)) if out else None,
+                                  on_slot=progress.slot, concurrency=getattr(args, "concurrency", 1))
         rejections = store.rejections(run_id)
         if output:  # in slot order: several workers accept slots out of order
             write_jsonl(output, filter(kept, store.iter_records(run_id)))
@@ -254,6 +268,43 @@ def drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, outpu
               f"{done.target} records; retry its failed slots with {resume} --retry-failed, or start over with "
               f"sap synthesize --new-run and a larger --max-slots", file=sys.stderr)
     return 0 if done.accepted >= done.target else 1
+
+
+def drive_on_ray(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, progress: Progress) -> Any:
+    """Work on a stored run with Ray actors (`--ray [ADDRESS]`), showing the whole run's counts on `progress`."""
+    from sap.runs.ray_cluster import RayOptions, run_on_ray
+
+    options = RayOptions(address=args.ray or None, actors=args.actors, concurrency=args.ray_concurrency,
+                         lease_seconds=args.lease_seconds)
+    spec = getattr(args, "toolset_spec", None) or (toolset.name if toolset is not None else None)
+    return run_on_ray(store, run_id, spec, options, max_cost=getattr(args, "max_cost", None), show=progress.show,
+                      say=lambda line: print(line, file=sys.stderr, flush=True))
+
+
+def check_ray_args(args: argparse.Namespace) -> None:
+    """With --ray: Ray installed, a PostgreSQL --db and usable Ray options, before any run is created or touched."""
+    if getattr(args, "ray", None) is None:
+        return
+    from sap.runs.ray_cluster import RayOptions, check_database, import_ray
+
+    RayOptions(actors=args.actors, concurrency=args.ray_concurrency, lease_seconds=args.lease_seconds).check()
+    check_database(args.db)
+    import_ray()
+
+
+def ray_args(p: argparse.ArgumentParser) -> None:
+    """--ray [ADDRESS], --actors, --actor-concurrency and --lease-seconds: the run's slots on a Ray cluster."""
+    from sap.runs.driver import LEASE_SECONDS
+
+    g = p.add_argument_group("Ray", "run the slots on a Ray cluster (extra `ray`; needs a PostgreSQL --db)")
+    g.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS", help="run on Ray actors: the "
+                   "cluster at ADDRESS (host:6379, ray://host:10001, auto), else RAY_ADDRESS, a cluster started "
+                   "here with `ray start`, or a new local one")
+    g.add_argument("--actors", type=int, help="Ray actors, each a worker on the run (default: one per cluster CPU)")
+    g.add_argument("--actor-concurrency", dest="ray_concurrency", type=int, metavar="N", help="slots in flight per "
+                   "actor (default: 1 for rule agents, 8 when a role calls an LLM)")
+    g.add_argument("--lease-seconds", type=float, default=LEASE_SECONDS, help="a lost actor's slots go back to the "
+                   f"queue once their lease runs out (default {LEASE_SECONDS:g})")
 
 
 def db_args(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,9 @@ from typing import Any
 from sap.cli.common import (
     agents_args,
     agents_config,
+    ray_args,
     check_owner,
+    check_ray_args,
     check_run_args,
     check_writable,
     db_args,
@@ -104,6 +106,7 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
                            ablations=tuple(name for name in ABLATIONS if getattr(args, name)))
     settings.check(cli_flag)
     check_writable(args.output)
+    check_ray_args(args)
     # the pipeline loads only once the arguments are known to be good
     from sap.api import find_run
     from sap.runs.driver import start_run
@@ -122,6 +125,7 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
         run_id = start_run(store, toolset, settings.run_config())
         print(f"run {run_id} in {args.db}", flush=True)
     store.set_output(run_id, args.output, args.drop_truncated)
+    args.toolset_spec = args.toolset  # what a Ray actor on another node loads
     return drive(args, store, run_id, toolset, args.output)
 
 
@@ -129,6 +133,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     from sap.toolsets import data_toolset_name, load_toolset
 
     check_run_args(args)
+    check_ray_args(args)
     store = open_store(args, create=False)
     run = store.run(args.run)
     if getattr(args, "retry_failed", False):
@@ -145,7 +150,8 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 
         print(f"resuming run {run.id} in {args.db}", flush=True)
         return drive(args, store, run.id, None, output, driver_cls=CacheRunDriver)
-    toolset = load_toolset(data_toolset_name(run.toolset, args.toolset, f"run {run.id}'s toolset"))
+    args.toolset_spec = data_toolset_name(run.toolset, args.toolset, f"run {run.id}'s toolset")
+    toolset = load_toolset(args.toolset_spec)
     print(f"resuming run {run.id} in {args.db}" + (f" -> {output}" if output else ""), flush=True)
     return drive(args, store, run.id, toolset, output)
 
@@ -243,6 +249,7 @@ def add_commands(sub: Any) -> None:
                    "models, database, output) and stop: no run, no database, no file")
     agents_args(p)
     run_args(p)
+    ray_args(p)
     db_args(p)
     p.set_defaults(fn=_cmd_synthesize)
     p = sub.add_parser("resume", help="continue a stored run from its checkpoints and fill its target")
@@ -253,6 +260,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--retry-failed", action="store_true", help="run the slots that failed (an LLM role gave up, "
                    "a trajectory crashed) again; a retried slot's record does not count into the tool histogram")
     run_args(p)
+    ray_args(p)
     db_args(p)
     p.set_defaults(fn=_cmd_resume)
     p = sub.add_parser("worker", help="join a stored run as one more worker (on SQLite: one at a time)")
@@ -262,6 +270,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace -o FILE even if another run (or no run) wrote it")
     p.add_argument("--toolset", help="toolset path, for a run over a domain module (default: the run's toolset)")
     run_args(p)
+    ray_args(p)
     db_args(p)
     p.set_defaults(fn=_cmd_resume)
     p = sub.add_parser("runs", help="list the stored runs with their progress")
