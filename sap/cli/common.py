@@ -294,7 +294,7 @@ def check_ray_args(args: argparse.Namespace) -> None:
 
 def ray_args(p: argparse.ArgumentParser) -> None:
     """--ray [ADDRESS], --actors, --actor-concurrency and --lease-seconds: the run's slots on a Ray cluster."""
-    from sap.runs.driver import LEASE_SECONDS
+    from sap.store.runs import LEASE_SECONDS
 
     g = p.add_argument_group("Ray", "run the slots on a Ray cluster (extra `ray`; needs a PostgreSQL --db)")
     g.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS", help="run on Ray actors: the "

@@ -21,10 +21,9 @@ from sap.llm.secrets import redact
 from sap.model import FSM, Toolset
 from sap.runs.health import RunHealth, is_infrastructure
 from sap.runs.slots import ScheduledHistogram, histogram_bound, slot_input
-from sap.store.runs import RunStore, StoreError, is_transient_db_error
+from sap.store.runs import LEASE_SECONDS, RunStore, StoreError, is_transient_db_error
 from sap.version import __version__
 
-LEASE_SECONDS = 60.0
 DB_PAUSE_SECONDS = 1.0  # a slot whose checkpoint write found the database busy waits this long before going on
 IDLE_POLL_SECONDS = 0.2  # PostgreSQL: how often an idle slot thread looks for a slot another worker gave up
 _SQLITE_IDLE_WAIT = 5.0  # SQLite: only this process's slots end; the wait is woken by them, this is a backstop

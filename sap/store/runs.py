@@ -34,6 +34,7 @@ from sap.store.schema import (
     UsageRow,
 )
 
+LEASE_SECONDS = 60.0  # a claimed slot is a worker's this long unless renewed; then another may take it
 DB_RETRY_SECONDS = 120.0  # a busy, locked or reconnecting database is retried this long before the run stops
 RECORD_BATCH = 20  # records fetched at a time by iter_records (a decoded record takes 100-250 KB)
 SQLITE_BUSY_MS = 30_000  # SQLite waits this long for another connection's lock before a retry
