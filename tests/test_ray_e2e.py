@@ -151,24 +151,30 @@ def test_four_actors_on_two_nodes_give_the_single_process_records(head, worker_n
     _check(out, reference)
 
 
-def test_a_worker_node_killed_a_third_of_the_way_through_changes_nothing(head, worker_node, pg_db, reference,
-                                                                           tmp_path):
+def _a_third_done(proc: subprocess.Popen, db: str):
+    """Wait until a third of the run is accepted, the driver still running; the run store."""
     from sap.store import RunStore
 
-    out = tmp_path / "ray.jsonl"
-    started = time.monotonic()
-    proc = _ray_run(head[0], pg_db, out)
     store = None
     while proc.poll() is None:
         time.sleep(0.5)
         try:
-            store = store or RunStore(pg_db)
+            store = store or RunStore(db)
             runs = store.runs()
             if runs and store.counts(runs[0].id).get("accepted", 0) >= N // 3:
                 break
         except Exception:  # the run's tables do not exist yet
             store = None
     assert proc.poll() is None, "the run ended before a third of it was done"
+    return store
+
+
+def test_a_worker_node_killed_a_third_of_the_way_through_changes_nothing(head, worker_node, pg_db, reference,
+                                                                           tmp_path):
+    out = tmp_path / "ray.jsonl"
+    started = time.monotonic()
+    proc = _ray_run(head[0], pg_db, out)
+    store = _a_third_done(proc, pg_db)
     (raylet,) = _raylets(worker_node)
     os.kill(raylet, signal.SIGKILL)  # the worker node dies with the actors Ray placed on it
     killed_at = store.counts(store.runs()[0].id).get("accepted", 0)
@@ -176,4 +182,25 @@ def test_a_worker_node_killed_a_third_of_the_way_through_changes_nothing(head, w
     assert proc.returncode == 0, stderr
     print(f"ray run of {N} with a node killed at {killed_at}: {time.monotonic() - started:.1f} s")
     assert killed_at < N
+    _check(out, reference)
+
+
+def test_a_stopped_driver_stops_its_actors_and_resume_without_ray_finishes(head, worker_node, pg_db, reference,
+                                                                            tmp_path):
+    """Ctrl-C on the driver: it exits 130 naming the resume command, its actors stop working (the accepted count
+    stays put), and that command, run without Ray, brings the output to the single-process bytes."""
+    out = tmp_path / "ray.jsonl"
+    proc = _ray_run(head[0], pg_db, out)
+    store = _a_third_done(proc, pg_db)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stderr
+    run_id = store.runs()[0].id
+    stopped = store.counts(run_id).get("accepted", 0)
+    time.sleep(8)  # longer than the 5 s leases: a live actor would have accepted more by now
+    assert store.counts(run_id).get("accepted", 0) == stopped < N
+    command = stderr.split("Continue with: ")[1].split(" (")[0].split()
+    assert "--ray" not in command
+    done = subprocess.run(_sap(*command[1:]), capture_output=True, text=True, timeout=900, env=ENV)
+    assert done.returncode == 0, done.stderr
     _check(out, reference)
