@@ -21,8 +21,8 @@ PER_RUN_ROLES = frozenset({"fsm_builder"})  # roles called once per run (the FSM
 
 @dataclass
 class RoleEstimate:
-    """One LLM role's measured load per slot, its model and prices (None when neither the role nor LiteLLM knows
-    them)."""
+    """One LLM role's load measured over the sample's slots, its model and prices (None when neither the role nor
+    LiteLLM knows them)."""
 
     model: str
     max_tokens: int
@@ -30,10 +30,6 @@ class RoleEstimate:
     prompt_tokens: int = 0
     answer_tokens: int = 0  # the stand-in's answers: a lower bound on what a real model writes
     prices: tuple[float, float] | None = None
-
-    def per_slot(self, slots: int) -> tuple[float, float, float]:
-        """(calls, prompt tokens, least completion tokens) per slot."""
-        return self.calls / slots, self.prompt_tokens / slots, self.answer_tokens / slots
 
 
 @dataclass
@@ -51,18 +47,17 @@ class CostEstimate:
         if any(r.prices is None for r in self.roles.values()):
             return None
         low = high = 0.0
-        for role, r in self.roles.items():
-            calls, prompt, answer = r.per_slot(self.sample)
-            (pin, pout) = r.prices  # type: ignore[misc]
-            times = (1, 1) if role in PER_RUN_ROLES else (self.low_slots, self.high_slots)
-            scale = self.sample if role in PER_RUN_ROLES else 1  # a per-run role's whole measured load, once
-            low += times[0] * scale * (prompt * pin + answer * pout)
-            high += times[1] * scale * (prompt * pin + calls * r.max_tokens * pout)
+        for role, r in self.roles.items():  # measured totals over the sample, scaled to the run (a per-run role once)
+            pin, pout = r.prices  # type: ignore[misc]
+            lows, highs = (1, 1) if role in PER_RUN_ROLES else (self.low_slots / self.sample,
+                                                                   self.high_slots / self.sample)
+            low += lows * (r.prompt_tokens * pin + r.answer_tokens * pout)
+            high += highs * (r.prompt_tokens * pin + r.calls * r.max_tokens * pout)
         return low, high
 
     def lines(self) -> list[str]:
         """The estimate as the dry run prints it."""
-        per_slot = [f"{role} {r.per_slot(self.sample)[0]:.1f} ({r.per_slot(self.sample)[1]:.0f} prompt tokens)"
+        per_slot = [f"{role} {r.calls / self.sample:.1f} ({r.prompt_tokens / self.sample:.0f} prompt tokens)"
                     for role, r in sorted(self.roles.items()) if role not in PER_RUN_ROLES]
         per_run = [f"{role} {r.calls} ({r.prompt_tokens} prompt tokens)" for role, r in sorted(self.roles.items())
                    if role in PER_RUN_ROLES]
@@ -125,7 +120,7 @@ def estimate_cost(toolset: Toolset, settings: RunSettings, sample: int = 3) -> C
     def counting(request: dict[str, Any]) -> str:
         answer = minimal_model(request)
         role = str(request.get("model", "")).removeprefix(_STAND_IN.split("/", 1)[1])
-        model = llm_roles[role].model if role in llm_roles else "gpt-4o-mini"
+        model = llm_roles[role].model  # every stand-in model is named after its LLM role
         prompt = litellm.token_counter(model=model, messages=request.get("messages", []))
         written = litellm.token_counter(model=model, text=answer)
         with lock:
