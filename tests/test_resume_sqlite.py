@@ -19,8 +19,8 @@ N = 60
 GATED = Path(__file__).with_name("gated_store_domain.py")
 
 
-def _cmd(db: Path, out: Path, seed: int = 5) -> list[str]:
-    return [sys.executable, "-m", "sap.cli", "synthesize", "--toolset", "store", "-n", str(N), "-o", str(out),
+def _cmd(db: Path, out: Path, seed: int = 5, toolset: str = "store") -> list[str]:
+    return [sys.executable, "-m", "sap.cli", "synthesize", "--toolset", toolset, "-n", str(N), "-o", str(out),
             "--seed", str(seed), "--db", f"sqlite:///{db}"]
 
 
@@ -121,8 +121,8 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     db, out, gate = tmp_path / "c.db", tmp_path / "c.jsonl", tmp_path / "gate"
     gate.touch()
     env = {**os.environ, "SAP_TEST_GATE": str(gate), "SAP_TEST_GATE_DB": str(db)}
-    cmd = [*_cmd(db, out)[:4], "--toolset", str(GATED), *_cmd(db, out)[6:]]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(_cmd(db, out, toolset=str(GATED)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
     deadline = time.time() + 300
     while not Path(f"{gate}.waiting").exists():
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
