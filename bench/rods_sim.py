@@ -11,7 +11,9 @@ noise. Nothing in the learner knows about zones or seeding.
 Figures per step: the share of active tasks in the boundary zone by their true expected reward (0.20..0.85), the
 mean within-group reward variance of the sampled batch (`batch_reward_variance`, what GRPO learns from), the
 variance of all rewards of the batch pooled, the pool size, and the injected and retired counts. The summary
-averages the last half of the steps (400 of 800) over --repeats learner seeds; the last line is one JSON object.
+averages the last half of the steps (400 of 800) over --repeats learner seeds, with how many epochs admitted
+variants stayed active (median) and the final skill over static's; `--paper-scale` runs the RODS paper's 400 seed
+tasks. The last line is one JSON object.
 """
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ def simulate(mode: str, steps: int, seed: int, args: argparse.Namespace) -> dict
     rng = random.Random(f"world:{seed}")  # the same seed tasks and variant noise draws for every mode
     learner = Learner(random.Random(f"learner:{seed}"), args.lr)
     cfg = PoolConfig(window=args.k, min_rollouts=args.k, seed_quota=args.quota, cooldown_steps=args.cooldown,
-                     max_size=args.max_size, stale_steps=args.stale, seeding="random" if mode == "random" else "boundary",
+                     variant_capacity=args.variant_capacity, stale_steps=args.stale, seeding="random" if mode == "random" else "boundary",
                      seed=seed)
     pool = ActivePool(cfg, pool_id=mode)
     tasks: dict[str, dict[str, Any]] = {}
@@ -104,6 +106,8 @@ def simulate(mode: str, steps: int, seed: int, args: argparse.Namespace) -> dict
         series["injected"].append(pool.counts["injected"])
         series["retired"].append(sum(v for k, v in pool.counts.items() if k.startswith("retired_")))
     series["final_skill"] = [round(v, 3) for v in learner.skill.values()]
+    series["variant_epochs"] = [((t.retired_step if t.retired_step is not None else steps) - t.entered_step) / args.epoch
+                                for t in pool.tasks.values() if t.origin == "variant" and t.entered_step is not None]
     series["retired_by_reason"] = {k[len("retired_"):]: v for k, v in pool.counts.items() if k.startswith("retired_")}
     return series
 
@@ -112,6 +116,7 @@ def summarize(runs: list[dict[str, Any]], tail: int) -> dict[str, Any]:
     """Means over the last `tail` steps, averaged over the runs, plus end counts."""
     def tail_mean(key: str) -> float:
         return round(statistics.mean(statistics.mean(r[key][-tail:]) for r in runs), 4)
+    lives = _lives(runs)
     reasons: dict[str, float] = {}
     for r in runs:
         for k, v in r["retired_by_reason"].items():
@@ -121,7 +126,13 @@ def summarize(runs: list[dict[str, Any]], tail: int) -> dict[str, Any]:
             "injected": round(statistics.mean(r["injected"][-1] for r in runs), 1),
             "retired": round(statistics.mean(r["retired"][-1] for r in runs), 1),
             "retired_by_reason": {k: round(v, 1) for k, v in sorted(reasons.items())},
-            "final_skill_mean": round(statistics.mean(statistics.mean(r["final_skill"]) for r in runs), 3)}
+            "final_skill_mean": round(statistics.mean(statistics.mean(r["final_skill"]) for r in runs), 3),
+            "variant_epochs_median": round(statistics.median(lives), 2) if lives else None}
+
+
+def _lives(runs: list[dict[str, Any]]) -> list[float]:
+    """Epochs each admitted variant stayed active (to its retirement, or to the end of the run), over the runs."""
+    return [e for r in runs for e in r["variant_epochs"]]
 
 
 def plot(results: dict[str, list[dict[str, Any]]], path: str) -> None:
@@ -162,10 +173,18 @@ def main() -> None:
                         help="skill growth per practised task: by group reward variance, or constant")
     parser.add_argument("--quota", type=int, default=2)
     parser.add_argument("--cooldown", type=int, default=60)
-    parser.add_argument("--max-size", type=int, default=150)
+    parser.add_argument("--variant-capacity", type=int, default=90)
     parser.add_argument("--stale", type=int, default=200)
     parser.add_argument("--png", default="rods_sim.png")
+    parser.add_argument("--paper-scale", action="store_true",
+                        help="the RODS paper's scale: 400 seed tasks (100 per type), and the pool's cool-down, "
+                             "staleness, quota and variant capacity at PoolConfig's shipped defaults")
     args = parser.parse_args()
+    if args.paper_scale:
+        shipped = PoolConfig()
+        args.seeds_per_type = 400 // len(TYPES)
+        args.cooldown, args.stale = shipped.cooldown_steps, shipped.stale_steps
+        args.quota, args.variant_capacity = shipped.seed_quota, shipped.variant_capacity
     results = {mode: [simulate(mode, args.steps, seed, args) for seed in range(args.repeats)]
                for mode in ("static", "random", "boundary")}
     tail = args.steps // 2
@@ -174,6 +193,11 @@ def main() -> None:
         print(f"{mode:9s} boundary share {s['boundary_share']:.3f}  batch reward variance {s['batch_reward_variance']:.4f} "
               f"(pooled {s['batch_total_variance']:.4f})  pool size {s['pool_size']:.1f}  injected {s['injected']:.0f}  "
               f"retired {s['retired']:.0f} {s['retired_by_reason']}  mean final skill {s['final_skill_mean']}")
+    for mode in ("random", "boundary"):
+        summary[mode]["skill_gain_over_static"] = round(
+            summary[mode]["final_skill_mean"] - summary["static"]["final_skill_mean"], 3)
+        print(f"{mode:9s} admitted variants active for a median {summary[mode]['variant_epochs_median']} epochs; "
+              f"final skill {summary[mode]['skill_gain_over_static']:+.3f} over static")
     plot(results, args.png)
     print(f"plot: {args.png}")
     print(json.dumps(summary))

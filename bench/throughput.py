@@ -9,6 +9,9 @@ With --latency every role is sap.testing's RoleModel behind a scripted server an
 (bench/llm_calls.py's model server). Each run is a child process whose PYTHONPATH is the measured tree, so before
 and after run the same bench code on the same model; the rows alternate before/after to spread the machine's load.
 The 4-worker rows need --pg-url (or SAP_TEST_PG_URL): each run gets a database of its own, dropped afterwards.
+
+With --memory: the peak RSS of a whole `sap synthesize -n 200` process beside `-n 2000` per toolset (target: within
+1.3x, memory does not grow with the run).
 """
 from __future__ import annotations
 
@@ -51,6 +54,33 @@ def measure(name: str, n: int, seed: int) -> dict:
         "node_share": {k: round(v / wall, 3) for k, v in sorted(nodes.items(), key=lambda kv: -kv[1])},
         "graph_overhead_share": round((wall - in_nodes) / wall, 3),
     }
+
+
+def peak_rss_mb(name: str, n: int, seed: int, tmp: str) -> dict[str, Any]:
+    """Peak RSS of one `sap synthesize -n N` process (the whole process, imports included) and its wall time."""
+    cmd = [sys.executable, "-m", "sap.cli", "synthesize", "--toolset", name, "-n", str(n), "--seed", str(seed),
+           "-o", f"{tmp}/{name}-{n}.jsonl", "--db", f"sqlite:///{tmp}/{name}-{n}.db", "-q"]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage (ru_maxrss in KB on Linux)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
+    return {"n": n, "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "seconds": round(time.perf_counter() - start, 1)}
+
+
+def memory_main(args: argparse.Namespace) -> None:
+    """Peak RSS of `sap synthesize` at two run sizes per toolset, side by side; target: the large within 1.3x."""
+    small, large = (int(n) for n in args.memory_sizes.split(","))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.toolsets.split(","):
+            a, b = peak_rss_mb(name, small, args.seed, tmp), peak_rss_mb(name, large, args.seed, tmp)
+            ratio = round(b["peak_rss_mb"] / a["peak_rss_mb"], 3)
+            rows.append({"toolset": name, "small": a, "large": b, "ratio": ratio})
+            print(f"{name:<11} peak RSS -n {small}: {a['peak_rss_mb']} MB ({a['seconds']} s), -n {large}: "
+                  f"{b['peak_rss_mb']} MB ({b['seconds']} s); ratio {ratio} (target <= 1.3)")
+    print(json.dumps({"bench": "throughput_memory", "sizes": [small, large], "target_ratio": 1.3, "toolsets": rows}))
 
 
 SETTINGS = {"concurrency 1": (1, 1), "concurrency 8": (8, 1), "4 workers (PostgreSQL)": (1, 4)}  # (threads, workers)
@@ -169,7 +199,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="runs per setting and tree; the best counts")
     parser.add_argument("--pg-url", help="PostgreSQL server for the 4-worker rows (default: $SAP_TEST_PG_URL)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--memory", action="store_true", help="peak RSS of sap synthesize at two run sizes instead")
+    parser.add_argument("--memory-sizes", default="200,2000", help="the two -n of --memory")
+    parser.add_argument("--toolsets", default=",".join(builtin_names()), help="toolsets of --memory")
     args = parser.parse_args()
+    if args.memory:
+        memory_main(args)
+        return
     if args.child:
         print(json.dumps(stored_run(json.loads(args.child))))
         return

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -18,7 +19,7 @@ import pytest
 from sap import synthesize
 from sap.envs import EnvServer, TaskCatalog, ToolEnv, gold_message
 from sap.envs.tools import docstring, signature, typed_callable
-from sap.envs.trl import SapTrlEnv, env_reward, environment_class, trl_environments
+from sap.envs.trl import SapTrlEnv, env_reward, environment_class, trl_environments, trl_factory
 from sap.eval.rollout import run_gold
 from sap.jsonutil import write_jsonl
 from sap.toolsets import builtin_names
@@ -242,12 +243,18 @@ def environments(catalog: TaskCatalog, reward: str = "graduated") -> tuple[dict[
     return (factory if isinstance(factory, dict) else {None: factory}), rows
 
 
+def assert_groups(factories: dict[str, Any]) -> None:
+    """One class per toolset for its full tool set, and one per MissFunc tool set (a tool left out), named after it."""
+    assert set(builtin_names()) <= set(factories)
+    assert all(re.fullmatch(rf"({'|'.join(builtin_names())})(_\d+)?", name) for name in factories), sorted(factories)
+
+
 def play(env: SapTrlEnv, row: dict[str, Any], first_calls: int | None = None, wrong: str | None = None) -> None:
     """Reset `env` on `row` and call the gold tools as TRL does (method(**arguments)), then finish_turn per turn;
     `first_calls` makes only that many calls of the first turn and stops there (the rollout ends without
     finish_turn); `wrong` changes a value of the first call."""
     env.reset(**{k: v for k, v in row.items() if k != "environment"})
-    task = env.catalog.get(index=row["task_index"])
+    task = env._episode().task
     for t in range(len(task.turns)):
         message = gold_message(task, t)
         if wrong and t == 0:
@@ -261,9 +268,9 @@ def play(env: SapTrlEnv, row: dict[str, Any], first_calls: int | None = None, wr
 
 def test_rows_and_classes_cover_every_toolset(catalog: TaskCatalog) -> None:
     factories, rows = environments(catalog)
-    assert set(factories) == set(builtin_names())
+    assert_groups(factories)
     assert len(rows) == PER_TOOLSET * len(builtin_names())
-    row = rows[7]
+    row = next(r for r in rows[7:] if catalog.get(index=r["task_index"]).meta["kind"] != "miss_func")
     task = catalog.get(index=row["task_index"])
     assert row["prompt"] == [{"role": "system", "content": task.system},
                              {"role": "user", "content": task.turns[0].user}]
@@ -282,6 +289,47 @@ def test_scripted_gold_policy_scores_one(catalog: TaskCatalog) -> None:
             assert env.get_reward() == 1.0, (row["task_id"], env.env.reward)
 
 
+def test_trl_export_rows_alone_drive_the_environments(records_file: Path, tmp_path: Path) -> None:
+    """`sap export --format trl`: loaded with datasets, the rows alone (no catalog) build the environment classes and
+    reset them; gold play scores 1.0 on every row, a wrong value less, and the columns are the reset arguments."""
+    datasets = pytest.importorskip("datasets")
+    out = tmp_path / "trl"
+    done = subprocess.run([sys.executable, "-m", "sap.cli", "export", str(records_file), "--format", "trl",
+                           "-o", str(out), "--split", "train=0.9,test=0.1"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    ds = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "cache"))
+    assert set(ds) == {"train", "test"} and sum(len(ds[s]) for s in ds) == PER_TOOLSET * len(builtin_names())
+    train = ds["train"]
+    assert set(train.column_names) == {"prompt", "task_id", "task", "environment"}
+    factory = trl_factory(train)
+    factories = factory if isinstance(factory, dict) else {train[0]["environment"]: factory}
+    assert_groups(factories)
+    records = {json.loads(line)["id"]: json.loads(line) for line in records_file.read_text().splitlines()}
+    for row in train:
+        assert json.loads(row["task"]) == records[row["task_id"]]
+        assert row["prompt"][1]["content"] == records[row["task_id"]]["messages"][1]["content"]
+        env = factories[row["environment"]]()
+        play(env, row)
+        assert env.get_reward() == 1.0, row["task_id"]
+    missfunc = [r for r in train if json.loads(r["task"])["meta"]["kind"] == "miss_func"]
+    assert missfunc
+    for row in missfunc:  # played up to the hidden tool's return, which is no method of its environment
+        record = json.loads(row["task"])
+        ((turn, (tool,)),) = record["meta"]["missed_function"].items()
+        env = factories[row["environment"]]()
+        env.reset(task=row["task"])
+        assert not hasattr(env, tool) and len(env._episode().task.turns) == int(turn) + 1
+    row = next(r for r in train if (calls := json.loads(r["task"])["messages"][2].get("tool_calls"))
+               and any(isinstance(v, str) for v in json.loads(calls[0]["function"]["arguments"]).values()))
+    env = factories[row["environment"]]()
+    play(env, row, wrong="zz-not-a-value-zz")
+    assert env.get_reward() < 1.0
+    with pytest.raises(ValueError, match="no `task` column"):
+        env.reset(prompt=row["prompt"])
+    with pytest.raises(ValueError, match="task: not a sap record as JSON text"):
+        env.reset(task="{not json")
+
+
 def test_wrong_value_and_early_stop_score_below_one(catalog: TaskCatalog) -> None:
     factories, rows = environments(catalog)
     wrong = [r for r in rows if (t := catalog.get(index=r["task_index"])).turns[0].gold
@@ -296,7 +344,7 @@ def test_wrong_value_and_early_stop_score_below_one(catalog: TaskCatalog) -> Non
     for row in stops:
         env = factories[row["environment"]]()
         play(env, row, first_calls=1)  # the first call, then the rollout ends (no finish_turn)
-        assert env.get_reward() == pytest.approx(1 / len(catalog.get(index=row["task_index"]).turns)), row["task_id"]
+        assert env.get_reward() == pytest.approx(1 / len(env._episode().task.turns)), row["task_id"]
 
 
 def test_tool_errors_reach_the_model_as_results(catalog: TaskCatalog) -> None:

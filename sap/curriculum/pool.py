@@ -253,10 +253,10 @@ class ActivePool:
                 self._dirty.add(task.id)
                 report.injected.append(task.id)
             self.counts["injected"] += len(report.injected)
-            active = self.active()
-            excess = len(active) - cfg.max_size
+            variants = [t for t in self.active() if t.origin == "variant"]
+            excess = len(variants) - cfg.variant_capacity
             if excess > 0 and cfg.retire:
-                rated = [t for t in active if t.origin == "variant" and self.variance(t.id) is not None]
+                rated = [t for t in variants if self.variance(t.id) is not None]
                 rated.sort(key=lambda t: (self.variance(t.id), t.entered_step or 0, t.id))
                 for task in rated[:excess]:
                     self._retire(task, "capacity", report)

@@ -110,6 +110,20 @@ def _write_messages(records: list[dict[str, Any]], output: str, options: ExportO
         {"messages": "list: json", "tools": "list: json", "tools_added": "list: json"})
 
 
+def _write_trl(records: list[dict[str, Any]], output: str, options: ExportOptions) -> str:
+    """A directory of NAME.jsonl files of TRL environment rows (the reset arguments), one per split, with the card."""
+    from sap.envs.trl import trl_rows
+
+    return _write_split_files(
+        records, output, options, "trl", "jsonl", lambda path, rows: write_jsonl(path, trl_rows(rows)),
+        "`prompt` (the system message and the first user message), `task_id`, `task` (the whole sap record as JSON "
+        "text: what each environment's `reset(task=...)` plays, later user turns and ground truth included) and "
+        "`environment` (the tool group: the key of `sap.envs.trl.trl_factory`'s classes)",
+        'import datasets\nfrom sap.envs.trl import env_reward, trl_factory\n'
+        'ds = datasets.load_dataset("{dir}", split="train")\n'
+        'GRPOTrainer(model, train_dataset=ds, environment_factory=trl_factory(ds), reward_funcs=[env_reward("progress")])')
+
+
 def _write_parquet(records: list[dict[str, Any]], output: str, options: ExportOptions) -> str:
     """A directory of NAME.parquet files of the hf rows, one per split, with the dataset card."""
     from sap.export.hf import ROW_COLUMNS, hf_dataset, require_datasets
@@ -167,6 +181,8 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  _write_parquet, carded=True),
     ExportFormat("bfcl", "BFCL v4 multi-turn question file DIR/<name>.json and DIR/possible_answer/<name>.json",
                  True, _write_bfcl),
+    ExportFormat("trl", "a directory of SPLIT.jsonl files of TRL GRPOTrainer rows (prompt, task, environment) for "
+                 "sap.envs.trl.trl_factory environments, with a dataset card", True, _write_trl, carded=True),
     ExportFormat("verl", "verl RL dataset parquet (prompt, reward_model.ground_truth for sap.rewards.verl, "
                  "extra_info; extra verl)", False, _write_verl),
 )}
