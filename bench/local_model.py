@@ -43,12 +43,13 @@ def run_toolset(name: str, slots: int, seed: int, api_base: str, tmp: Path) -> d
     toolset = load_toolset(name)
     invalid = sum(bool(validate_record(r, toolset)) for r in records)
     rejections = out.with_name(out.name + ".rejections.jsonl")
-    reasons = Counter(json.loads(line).get("reason", "?")[:80] for line in rejections.read_text().splitlines()) \
-        if rejections.exists() else Counter()
+    full = [json.loads(line).get("reason", "?") for line in rejections.read_text().splitlines()] \
+        if rejections.exists() else []
+    reasons = Counter(reason[:160] for reason in full)
     accepted = counts.get("accepted", 0)
     return {"toolset": name, "slots": sum(counts.values()), "accepted": accepted, "exit": done.returncode,
             "seconds": round(seconds, 1), "invalid_accepted": invalid,
-            "schema_shaped_rejections": sum(n for r, n in reasons.items() if SCHEMA_SHAPED.search(r)),
+            "schema_shaped_rejections": sum(bool(SCHEMA_SHAPED.search(reason)) for reason in full),
             "rejected_by_reason": dict(reasons.most_common()),
             "llm_calls_per_accepted": round(usage["calls"] / accepted, 1) if accepted else None,
             "tokens_per_accepted": round((usage["prompt_tokens"] + usage["completion_tokens"]) / accepted)
