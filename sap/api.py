@@ -15,7 +15,7 @@ from sap.agents.config import AgentsConfig, build_agents_config
 from sap.errors import UsageError
 from sap.model import Toolset
 from sap.runs.settings import DEFAULT_LIMITS, RunSettings, live_context
-from sap.store.runs import RunStore, existing_store
+from sap.store.runs import RunStore, existing_store, resume_command
 
 # the toolsets and the pipeline (LangGraph, LiteLLM) loads inside the functions that run it: `sap runs` lists runs without it
 
@@ -37,6 +37,7 @@ class Run:
     dropped: Counter = field(default_factory=Counter)
     rejections: list[dict[str, Any]] = field(default_factory=list)  # every dropped slot: index, reason, verdict, kind
     cost_usd: float = 0.0
+    toolset_source: str | None = None  # the file the toolset loads from (domain module, MCP config), if any
 
     @property
     def accepted(self) -> int:
@@ -52,8 +53,8 @@ class Run:
         return len(self.records)
 
     def resume_command(self) -> str:
-        """The command line that continues this run."""
-        return f"sap resume {self.run_id} --db {self.db}"
+        """The command line that continues this run (naming its domain module's file, as the CLI's hint does)."""
+        return resume_command(self.run_id, self.db, self.toolset_source)
 
 
 def agents_settings(model: str | None = None, models: dict[str, str] | None = None, api_base: str | None = None,
@@ -115,7 +116,7 @@ def run_state(store: RunStore, run_id: str, status: str | None = None) -> Run:
                attempted=sum(counts.values()) - counts.get("running", 0) - counts.get("pending", 0),
                truncated=sum(bool(r["meta"].get("truncated")) for r in records),
                dropped=Counter(r["kind"] for r in rejections), rejections=rejections,
-               cost_usd=store.usage(run_id).spent_usd())
+               cost_usd=store.usage(run_id).spent_usd(), toolset_source=store.toolset_source(run_id))
 
 
 def synthesize(toolset: Toolset | str, n: int, *, seed: int = 0, model: str | None = None,
@@ -198,6 +199,8 @@ def resume(run_id: str, *, db: str, toolset: Toolset | str | None = None, concur
     if options:  # each actor loads the toolset itself
         return work(store, run_id, toolset if name is None else name, max_cost=max_cost, ray=options)
     ts = toolset if name is None else load_toolset(name)
+    if ts.source:  # given here: resume commands from now on name this file
+        store.set_toolset_source(run_id, ts.source)
     return work(store, run_id, ts, concurrency=concurrency, max_cost=max_cost, on_record=on_record)
 
 
@@ -214,5 +217,5 @@ def list_runs(db: str) -> list[dict[str, Any]]:
                      "cost_usd": round(store.usage(run.id).spent_usd(), 6),
                      "created": run.created.isoformat(timespec="seconds"),
                      "output": output.path if output else None,
-                     "resume": f"sap resume {run.id} --db {db}" if status in ("interrupted", "budget") else None})
+                     "resume": store.resume_command(run.id) if status in ("interrupted", "budget") else None})
     return rows

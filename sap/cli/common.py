@@ -163,14 +163,6 @@ def open_store(args: argparse.Namespace, create: bool = True):
     return RunStore(args.db, full_sync=getattr(args, "full_sync", False)) if create else existing_store(args.db)
 
 
-def resume_hint(run_id: str, args: argparse.Namespace, toolset: Any, output: str | None = None) -> str:
-    """The command that continues run `run_id`: its database, the domain module's path when the toolset came from
-    one (a stored run names its toolset, not the file), and the output file."""
-    given = getattr(args, "toolset", None)
-    where = f" --toolset {given}" if given and given != toolset.name else ""
-    return f"sap resume {run_id} --db {args.db}{where}" + (f" -o {output}" if output else "")
-
-
 def drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, output: str | None,
            driver_cls: Any = None) -> int:
     """Work on a stored run until its target is met, writing `output` as it goes and in slot order at the end
@@ -186,7 +178,7 @@ def drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, outpu
         return is_transient_db_error(exc) and not is_disk_full(exc)
 
     run = store.run(run_id)
-    resume = resume_hint(run_id, args, toolset, output)
+    resume = store.resume_command(run_id, output)
     progress = Progress(run.target, store.counts(run_id).get("accepted", 0), getattr(args, "verbosity", 1),
                         getattr(args, "progress_every", 30.0))
     kept = (lambda r: not r["meta"].get("truncated")) if getattr(args, "drop_truncated", False) else (lambda r: True)
@@ -216,7 +208,7 @@ def drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, outpu
     except KeyboardInterrupt as exc:
         progress.close()
         why = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-        print(f"{why}; nothing accepted is lost. Continue with: {resume_hint(run_id, args, toolset)}"
+        print(f"{why}; nothing accepted is lost. Continue with: {store.resume_command(run_id)}"
               + (f" (it brings {output} to the full count)" if output else ""), file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130
     except Exception as exc:

@@ -152,6 +152,8 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         return drive(args, store, run.id, None, output, driver_cls=CacheRunDriver)
     args.toolset_spec = data_toolset_name(run.toolset, args.toolset, f"run {run.id}'s toolset")
     toolset = load_toolset(args.toolset_spec)
+    if toolset.source:  # given with --toolset: the resume commands printed from now on name this file
+        store.set_toolset_source(run.id, toolset.source)
     print(f"resuming run {run.id} in {args.db}" + (f" -> {output}" if output else ""), flush=True)
     return drive(args, store, run.id, toolset, output)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import shlex
 import socket
 import sqlite3
 import threading
@@ -29,6 +30,7 @@ from sap.store.schema import (
     RejectionRow,
     RunOutputRow,
     RunRow,
+    RunSourceRow,
     SchemaInfo,
     SlotRow,
     UsageRow,
@@ -139,6 +141,15 @@ def existing_store(url: str) -> RunStore:
     return RunStore(url)
 
 
+def resume_command(run_id: str, db: str, toolset_source: str | None = None, output: str | None = None) -> str:
+    """The command line that continues run `run_id` of database `db`: with `--toolset` when the toolset came from a
+    file (a stored run names its toolset, not the file), and `-o` when given `output`."""
+    words = ["sap", "resume", run_id, "--db", db]
+    words += ["--toolset", toolset_source] if toolset_source else []
+    words += ["-o", output] if output else []
+    return shlex.join(words)
+
+
 class RunStore:
     """Access to one run database; every write is one short transaction."""
 
@@ -188,14 +199,16 @@ class RunStore:
         return self.session.begin()
 
     def create_run(self, toolset: str, config: dict[str, Any], seed: int, target: int, fingerprint: str,
-                   parts: dict[str, Any], fsm: dict[str, Any]) -> str:
-        """Record a new run with its verified FSM; its id."""
+                   parts: dict[str, Any], fsm: dict[str, Any], source: str | None = None) -> str:
+        """Record a new run with its verified FSM (and the file its toolset loads from, `source`); its id."""
         run_id = f"run-{secrets.token_hex(4)}"
         with self._tx() as s:
             s.add(RunRow(id=run_id, created=_now(), toolset=toolset, config=config, seed=seed, target=target,
                          fingerprint=fingerprint, fingerprint_parts=parts, status="running"))
-            s.flush()  # the run row first: the FSM row refers to it
+            s.flush()  # the run row first: the FSM and source rows refer to it
             s.add(FSMRow(run_id=run_id, fsm=fsm))
+            if source:
+                s.add(RunSourceRow(run_id=run_id, source=source))
         return run_id
 
     @db_retry
@@ -213,6 +226,23 @@ class RunStore:
         """Remember the file run `run_id` writes (as an absolute path), so `sap resume` can bring it to the full count."""
         with self._tx() as s:
             s.merge(RunOutputRow(run_id=run_id, path=os.path.abspath(path), drop_truncated=drop_truncated))
+
+    @db_retry
+    def set_toolset_source(self, run_id: str, source: str) -> None:
+        """Remember the file run `run_id`'s toolset loads from (`Toolset.source`), for its resume command."""
+        with self._tx() as s:
+            s.merge(RunSourceRow(run_id=run_id, source=source))
+
+    @db_retry
+    def toolset_source(self, run_id: str) -> str | None:
+        """The file run `run_id`'s toolset loads from, if it came from one."""
+        with self.session() as s:
+            row = s.get(RunSourceRow, run_id)
+            return row.source if row else None
+
+    def resume_command(self, run_id: str, output: str | None = None) -> str:
+        """The command line that continues run `run_id` (see `resume_command`)."""
+        return resume_command(run_id, self.url, self.toolset_source(run_id), output)
 
     @db_retry
     def output(self, run_id: str) -> RunOutputRow | None:
