@@ -65,6 +65,8 @@ Responder = Callable[[dict[str, Any]], "str | ToolCalls"]
 
 
 _SCHEMA_IN_PROMPT = "Reply with only a JSON object that matches this JSON schema:\n"
+# what llama.cpp's server (builds without json_schema support) answers, with 400, to a json_schema response_format
+LLAMA_CPP_REFUSAL = 'response_format type must be one of "text" or "json_object", but got: json_schema'
 
 
 def request_schema(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -112,11 +114,15 @@ class ScriptedLLMServer:
     When the script is empty, `responder(request_json) -> content or ToolCalls` answers; without a responder the
     request gets a 400 naming the exhausted script. `latency` seconds are added to every answer.
     Usage is deterministic: prompt tokens = words in the request messages, completion tokens = words
-    in the content. Every chat request body and its headers are recorded, in arrival order.
+    in the content. Every chat request body and its headers are recorded, in arrival order. With
+    `refuse_json_schema` every request asking for a json_schema response_format gets llama.cpp's 400 (consuming no
+    step), as a llama.cpp server without json_schema support does.
     """
 
-    def __init__(self, steps: Iterable[Step] = (), responder: Responder | None = None, latency: float = 0.0):
+    def __init__(self, steps: Iterable[Step] = (), responder: Responder | None = None, latency: float = 0.0,
+                 refuse_json_schema: bool = False):
         self._steps: deque[Step] = deque(steps)
+        self._refuse_json_schema = refuse_json_schema
         self._responder = responder
         self._latency = latency
         self._lock = threading.Lock()
@@ -188,6 +194,8 @@ class ScriptedLLMServer:
             self._headers.append(headers)
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            if self._refuse_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
+                return len(self._requests), Status(400, message=LLAMA_CPP_REFUSAL)
             return len(self._requests), (self._steps.popleft() if self._steps else None)
 
     def _end(self) -> None:
