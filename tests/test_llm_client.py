@@ -18,7 +18,7 @@ from sap.llm import (Budget, BudgetExceeded, LimiterRegistry, LLMClient, LLMRole
                      StructuredOutputError, UsageLedger, extract_json, parse_structured, retry_after_seconds)
 from sap.llm.config import load_litellm
 from sap.llm.usage import response_cost
-from sap.testing import Hang, Malformed, Reply, SchemaViolation, ScriptedLLMServer, Status
+from sap.testing import CutOff, Hang, Junk, Malformed, Reply, SchemaViolation, ScriptedLLMServer, Status
 
 USER = [{"role": "user", "content": "What is the weather in Paris for two days?"}]
 WEATHER = '{"name": "forecast", "args": {"city": "Paris", "days": 2}}'
@@ -162,6 +162,18 @@ def test_a_hang_past_the_timeout_is_a_transient_error():
             LLMClient().complete("planner", config(server, timeout=0.3, max_retries=1), USER, Call)
         assert len(server.requests) == 2
     assert caught.value.kind == "transient" and "Timeout" in str(caught.value)
+
+
+@pytest.mark.parametrize("fault", [Junk(), CutOff()], ids=["junk body", "closed mid-body"])
+def test_a_junk_body_or_a_connection_closed_mid_body_is_retried_as_transient(fault):
+    with ScriptedLLMServer([fault, Reply(WEATHER)]) as server:
+        assert LLMClient().complete("planner", config(server), USER, Call).name == "forecast"
+        assert len(server.requests) == 2
+    with ScriptedLLMServer([fault] * 3) as server:
+        with pytest.raises(LLMRoleError) as caught:
+            LLMClient().complete("planner", config(server, max_retries=2), USER, Call)
+        assert len(server.requests) == 3
+    assert caught.value.kind == "transient"
 
 
 @pytest.mark.parametrize("status", [400, 401])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import socket
 import sys
 import threading
 import time
@@ -60,7 +61,19 @@ class Hang:
     seconds: float
 
 
-Step = Reply | ToolCalls | Malformed | SchemaViolation | Status | Hang
+@dataclass(frozen=True)
+class Junk:
+    """Answer 200 with a body that is not JSON at all (a proxy's HTML page, a half-started server)."""
+
+    body: str = "<html><body>502 upstream not ready</body></html>"
+
+
+@dataclass(frozen=True)
+class CutOff:
+    """Answer 200 as the responder would, but close the connection halfway through the body."""
+
+
+Step = Reply | ToolCalls | Malformed | SchemaViolation | Status | Hang | Junk | CutOff
 Responder = Callable[[dict[str, Any]], "str | ToolCalls"]
 
 
@@ -260,16 +273,25 @@ class ScriptedLLMServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-            def _send_json(self, status: int, headers: dict[str, str], doc: dict[str, Any]) -> None:
-                payload = json.dumps(doc).encode()
+            def _send_json(self, status: int, headers: dict[str, str], doc: dict[str, Any],
+                           cut: bool = False) -> None:
+                self._send(status, headers, json.dumps(doc).encode(), "application/json", cut)
+
+            def _send(self, status: int, headers: dict[str, str], payload: bytes, content_type: str,
+                      cut: bool = False) -> None:
+                """Send a response; `cut`: announce the whole body, send half of it and close the connection."""
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(payload)))
                     for name, value in headers.items():
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(payload)
+                    self.wfile.write(payload[:len(payload) // 2] if cut else payload)
+                    if cut:
+                        self.wfile.flush()
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        self.close_connection = True
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True
 
@@ -291,9 +313,30 @@ class ScriptedLLMServer:
                 try:
                     if server._latency:
                         server._closing.wait(server._latency)
-                    status, extra, doc = server._answer(number, step, body, headers.get("authorization", ""))
-                    self._send_json(status, extra, doc)
+                    if isinstance(step, Junk):
+                        self._send(200, {}, step.body.encode(), "text/html")
+                        return
+                    cut = isinstance(step, CutOff)
+                    status, extra, doc = server._answer(number, None if cut else step, body,
+                                                        headers.get("authorization", ""))
+                    self._send_json(status, extra, doc, cut)
                 finally:
                     server._end()
 
         return Handler
+
+
+class Outage:
+    """A responder that answers as `answer` does and, once it has answered `good` requests, turns its server to
+    `step` for every later request (until the server's steps are cleared): a server that breaks mid-run. Set
+    `server` once the server exists."""
+
+    def __init__(self, step: Step, good: int, answer: Responder) -> None:
+        self.step, self.good, self.answer, self.answered = step, good, answer, 0
+        self.server: ScriptedLLMServer | None = None
+
+    def __call__(self, request: dict[str, Any]) -> str | ToolCalls:
+        self.answered += 1
+        if self.answered == self.good:
+            self.server.push(*[self.step] * 10_000)
+        return self.answer(request)
