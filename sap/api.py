@@ -6,7 +6,7 @@ import shutil
 import tempfile
 import weakref
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -15,7 +15,7 @@ from sap.agents.config import AgentsConfig, build_agents_config
 from sap.errors import UsageError
 from sap.model import Toolset
 from sap.runs.settings import DEFAULT_LIMITS, RunSettings, live_context
-from sap.store.runs import RunStore, existing_store, resume_command
+from sap.store.runs import RunStore, StoredRecords, existing_store, resume_command
 
 # the toolsets and the pipeline (LangGraph, LiteLLM) loads inside the functions that run it: `sap runs` lists runs without it
 
@@ -25,13 +25,14 @@ OnRecord = Callable[[dict[str, Any]], None]
 @dataclass
 class Run:
     """A run as it ended in this call: its id and database, its accepted records in slot order, and why the other
-    slots were dropped. Iterating it gives the records; `on_record` got each one as it was accepted."""
+    slots were dropped. Iterating it gives the records; `on_record` got each one as it was accepted. `records` reads
+    them from the run database as needed (streamed when iterated; indexable, with a length), never all at once."""
 
     run_id: str
     db: str
     status: str
     target: int
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: Sequence[dict[str, Any]] = field(default_factory=list)
     attempted: int = 0
     truncated: int = 0
     dropped: Counter = field(default_factory=Counter)
@@ -111,10 +112,10 @@ def run_state(store: RunStore, run_id: str, status: str | None = None) -> Run:
     """What run `run_id` holds: records, rejections and counts (`status` as the driver ended, else as stored)."""
     run = store.run(run_id)
     counts = store.counts(run_id)
-    records, rejections = store.records(run_id), store.rejections(run_id)
-    return Run(run_id, store.url, status or store.shown_status(run), run.target, records,
+    rejections = store.rejections(run_id)
+    return Run(run_id, store.url, status or store.shown_status(run), run.target, StoredRecords(store, run_id),
                attempted=sum(counts.values()) - counts.get("running", 0) - counts.get("pending", 0),
-               truncated=sum(bool(r["meta"].get("truncated")) for r in records),
+               truncated=sum(bool(r["meta"].get("truncated")) for r in store.iter_records(run_id)),
                dropped=Counter(r["kind"] for r in rejections), rejections=rejections,
                cost_usd=store.usage(run_id).spent_usd(), toolset_source=store.toolset_source(run_id))
 
@@ -127,7 +128,8 @@ def synthesize(toolset: Toolset | str, n: int, *, seed: int = 0, model: str | No
                ray: str | bool | None = None, actors: int | None = None, lease_seconds: float | None = None,
                **limits: Any) -> Run:
     """Synthesize `n` accepted trajectories for `toolset` as a durable run: on `db` (a run database URL; the same
-    call again continues it) or, with db=None, on a temporary SQLite database removed with the returned Run.
+    call again continues it) or, with db=None, on a temporary SQLite database removed with the returned Run (and its
+    records).
 
     `model` makes every role an LLM role (`models={"judge": ...}` per role; `api_base` for a self-hosted server;
     `api_key_env` names the key's variable); `ablations` switch parts of the pipeline off by name ("no_tags",
@@ -158,9 +160,9 @@ def synthesize(toolset: Toolset | str, n: int, *, seed: int = 0, model: str | No
         if temporary:
             shutil.rmtree(temporary, ignore_errors=True)
         raise
-    if temporary:
+    if temporary:  # removed with the store, which the Run's records hold
         store.engine.dispose()
-        weakref.finalize(run, shutil.rmtree, temporary, ignore_errors=True)
+        weakref.finalize(store, shutil.rmtree, temporary, ignore_errors=True)
     return run
 
 

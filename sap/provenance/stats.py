@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from sap.provenance.record_tools import all_tools
 from sap.model import Tag
@@ -218,12 +218,20 @@ def dataset_stats(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     called at least once (None if none was), `uncalled_tools` counts the offered tools never called, and
     `word_pair_values` counts the user-created values that are generator word pairs (the last resort).
     """
-    records = list(records)
-    stats = summarize((sap_summary(r) for r in records), [t.value for t in Tag])
-    stats["word_pair_values"] = sum(is_word_pair(json.loads(tc["function"]["arguments"]).get(name))
-                                    for r in records for m in r["messages"] for tc in m.get("tool_calls") or []
-                                    for p in r["provenance"] if p["call_id"] == tc["id"]
-                                    for name, prov in p["args"].items() if prov["tag"] == Tag.self_create.value)
+    word_pairs = 0
+
+    def summaries() -> Iterator[RecordSummary]:
+        """Each record's summary, counting its word-pair values on the way (one pass: `records` may be a stream)."""
+        nonlocal word_pairs
+        for r in records:
+            word_pairs += sum(is_word_pair(json.loads(tc["function"]["arguments"]).get(name))
+                              for m in r["messages"] for tc in m.get("tool_calls") or []
+                              for p in r["provenance"] if p["call_id"] == tc["id"]
+                              for name, prov in p["args"].items() if prov["tag"] == Tag.self_create.value)
+            yield sap_summary(r)
+
+    stats = summarize(summaries(), [t.value for t in Tag])
+    stats["word_pair_values"] = word_pairs
     if stats["tool_coverage"] is None:  # no records: sap records always carry their tools
         stats["tool_coverage"], stats["uncalled_tools"] = 0.0, 0
     return stats

@@ -9,6 +9,7 @@ import socket
 import sqlite3
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterator
 
@@ -440,6 +441,13 @@ class RunStore:
             return [r for (r,) in s.execute(select(RecordRow.record).where(RecordRow.run_id == run_id)
                                             .order_by(RecordRow.index))]
 
+    @db_retry
+    def record_at(self, run_id: str, position: int) -> dict[str, Any] | None:
+        """The accepted record at `position` (0-based) in slot order, or None past the last."""
+        with self.session() as s:
+            return s.scalars(select(RecordRow.record).where(RecordRow.run_id == run_id).order_by(RecordRow.index)
+                             .offset(position).limit(1)).first()
+
     def iter_records(self, run_id: str, batch: int = RECORD_BATCH) -> Iterator[dict[str, Any]]:
         """The accepted records in slot order, fetched `batch` rows at a time (memory flat in the run's size)."""
         with self.session() as s:
@@ -493,9 +501,10 @@ class RunStore:
             return row.config, row.state, tasks
 
 
-class StoredRecords:
-    """A run's accepted records as a stream that can be read more than once and has a length: an export reads them
-    without holding them all."""
+class StoredRecords(Sequence):
+    """A run's accepted records in slot order, read from its database as they are stored now: iterating streams them
+    (RECORD_BATCH rows per fetch), an index or a slice reads just those, and it compares equal to a sequence of the
+    same records. An export or a Run handle holds this, never the records themselves."""
 
     def __init__(self, store: RunStore, run_id: str) -> None:
         self.store, self.run_id = store, run_id
@@ -505,3 +514,22 @@ class StoredRecords:
 
     def __len__(self) -> int:
         return self.store.counts(self.run_id).get("accepted", 0)
+
+    def __getitem__(self, key: int | slice) -> Any:
+        if isinstance(key, slice):
+            return [self[i] for i in range(*key.indices(len(self)))]
+        position = key + len(self) if key < 0 else key
+        record = self.store.record_at(self.run_id, position) if position >= 0 else None
+        if record is None:
+            raise IndexError(f"run {self.run_id} has {len(self)} records; no record {key}")
+        return record
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} records of run {self.run_id} in {self.store.url}>"
