@@ -189,7 +189,7 @@ def resume(run_id: str, *, db: str, toolset: Toolset | str | None = None, concur
     """Continue a stored run from its checkpoints until its target is met (`toolset`: the domain module of a run
     over one, if it moved; `ray`, `actors`: on Ray actors, as in `synthesize`)."""
     from sap.runs.cache import CacheRunDriver
-    from sap.toolsets import data_toolset_name, load_toolset
+    from sap.toolsets import load_toolset
 
     options = ray_options(ray, actors, concurrency, lease_seconds, db)
     store = existing_store(db)
@@ -197,13 +197,26 @@ def resume(run_id: str, *, db: str, toolset: Toolset | str | None = None, concur
     if run.config.get("mode") == "cache":  # a cache run: its cache and templates are in the database
         return work(store, run_id, None, concurrency=concurrency, max_cost=max_cost, on_record=on_record,
                     driver_cls=CacheRunDriver, ray=options)
-    name = None if isinstance(toolset, Toolset) else data_toolset_name(run.toolset, toolset, f"run {run_id}'s toolset")
+    name = None if isinstance(toolset, Toolset) else run_toolset_name(store, run_id, toolset)
     if options:  # each actor loads the toolset itself
         return work(store, run_id, toolset if name is None else name, max_cost=max_cost, ray=options)
     ts = toolset if name is None else load_toolset(name)
     if ts.source:  # given here: resume commands from now on name this file
         store.set_toolset_source(run_id, ts.source)
     return work(store, run_id, ts, concurrency=concurrency, max_cost=max_cost, on_record=on_record)
+
+
+def run_toolset_name(store: RunStore, run_id: str, given: str | None) -> str:
+    """The toolset to resume run `run_id` with: `given`, else the run's own when it runs no user code; the error
+    for a domain module's run names the file the run was started from."""
+    from sap.toolsets import UnknownToolset, data_toolset_name
+
+    try:
+        return data_toolset_name(store.run(run_id).toolset, given, f"run {run_id}'s toolset")
+    except UnknownToolset as exc:
+        if (source := store.toolset_source(run_id)) is None:
+            raise
+        raise type(exc)(f"{exc} (this run's: --toolset {source})") from None
 
 
 def list_runs(db: str) -> list[dict[str, Any]]:

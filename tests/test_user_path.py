@@ -21,6 +21,7 @@ from sap.cli.common import Progress
 from sap.cli.main import build_parser, main
 from sap.errors import UsageError
 from sap.store import RunStore
+from sap.toolsets import UnknownToolset
 from sap.version import __version__
 
 GATED = Path(__file__).with_name("gated_store_domain.py")  # a domain module: a run of it is resumed by its path
@@ -67,6 +68,8 @@ def test_the_apis_resume_command_names_the_domain_module_and_works_from_elsewher
     run = sap.synthesize(str(GATED), 4, seed=1, db=db)  # the same call finds the finished run
     assert run.run_id == row["id"] and run.accepted == 4 and run.resume_command() == row["resume"]
     assert sap.resume(row["id"], db=db, toolset=str(GATED)).resume_command() == row["resume"]
+    with pytest.raises(UnknownToolset, match=f"this run's: --toolset {GATED}"):  # data never names code to run,
+        sap.resume(row["id"], db=db)  # but the error names the file the run was started from
 
 
 def test_the_api_refuses_bad_settings_by_their_keyword_before_a_run_exists(tmp_path):
