@@ -35,7 +35,7 @@ from sap.cli.main import main
 from sap.llm import LLMClient, LLMRoleError, ModelConfig
 from sap.llm.config import load_litellm
 from sap.store import RunStore
-from sap.testing import CutOff, Hang, Junk, Malformed, Reply, SchemaViolation, ScriptedLLMServer, Status
+from sap.testing import CutOff, Hang, Junk, Malformed, SchemaViolation, ScriptedLLMServer, Status
 from sap.testing.role_model import role_model
 from sap.testing.scripted_llm import Outage, Step
 
