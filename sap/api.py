@@ -6,7 +6,7 @@ import shutil
 import tempfile
 import weakref
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -15,7 +15,7 @@ from sap.agents.config import AgentsConfig, build_agents_config
 from sap.errors import UsageError
 from sap.model import Toolset
 from sap.runs.settings import DEFAULT_LIMITS, RunSettings, live_context
-from sap.store.runs import RunStore, existing_store
+from sap.store.runs import RunStore, StoredRecords, existing_store, resume_command
 
 # the toolsets and the pipeline (LangGraph, LiteLLM) loads inside the functions that run it: `sap runs` lists runs without it
 
@@ -25,18 +25,20 @@ OnRecord = Callable[[dict[str, Any]], None]
 @dataclass
 class Run:
     """A run as it ended in this call: its id and database, its accepted records in slot order, and why the other
-    slots were dropped. Iterating it gives the records; `on_record` got each one as it was accepted."""
+    slots were dropped. Iterating it gives the records; `on_record` got each one as it was accepted. `records` reads
+    them from the run database as needed (streamed when iterated; indexable, with a length), never all at once."""
 
     run_id: str
     db: str
     status: str
     target: int
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: Sequence[dict[str, Any]] = field(default_factory=list)
     attempted: int = 0
     truncated: int = 0
     dropped: Counter = field(default_factory=Counter)
     rejections: list[dict[str, Any]] = field(default_factory=list)  # every dropped slot: index, reason, verdict, kind
     cost_usd: float = 0.0
+    toolset_source: str | None = None  # the file the toolset loads from (domain module, MCP config), if any
 
     @property
     def accepted(self) -> int:
@@ -52,8 +54,8 @@ class Run:
         return len(self.records)
 
     def resume_command(self) -> str:
-        """The command line that continues this run."""
-        return f"sap resume {self.run_id} --db {self.db}"
+        """The command line that continues this run (naming its domain module's file, as the CLI's hint does)."""
+        return resume_command(self.run_id, self.db, self.toolset_source)
 
 
 def agents_settings(model: str | None = None, models: dict[str, str] | None = None, api_base: str | None = None,
@@ -110,12 +112,12 @@ def run_state(store: RunStore, run_id: str, status: str | None = None) -> Run:
     """What run `run_id` holds: records, rejections and counts (`status` as the driver ended, else as stored)."""
     run = store.run(run_id)
     counts = store.counts(run_id)
-    records, rejections = store.records(run_id), store.rejections(run_id)
-    return Run(run_id, store.url, status or store.shown_status(run), run.target, records,
+    rejections = store.rejections(run_id)
+    return Run(run_id, store.url, status or store.shown_status(run), run.target, StoredRecords(store, run_id),
                attempted=sum(counts.values()) - counts.get("running", 0) - counts.get("pending", 0),
-               truncated=sum(bool(r["meta"].get("truncated")) for r in records),
+               truncated=sum(bool(r["meta"].get("truncated")) for r in store.iter_records(run_id)),
                dropped=Counter(r["kind"] for r in rejections), rejections=rejections,
-               cost_usd=store.usage(run_id).spent_usd())
+               cost_usd=store.usage(run_id).spent_usd(), toolset_source=store.toolset_source(run_id))
 
 
 def synthesize(toolset: Toolset | str, n: int, *, seed: int = 0, model: str | None = None,
@@ -126,7 +128,8 @@ def synthesize(toolset: Toolset | str, n: int, *, seed: int = 0, model: str | No
                ray: str | bool | None = None, actors: int | None = None, lease_seconds: float | None = None,
                **limits: Any) -> Run:
     """Synthesize `n` accepted trajectories for `toolset` as a durable run: on `db` (a run database URL; the same
-    call again continues it) or, with db=None, on a temporary SQLite database removed with the returned Run.
+    call again continues it) or, with db=None, on a temporary SQLite database removed with the returned Run (and its
+    records).
 
     `model` makes every role an LLM role (`models={"judge": ...}` per role; `api_base` for a self-hosted server;
     `api_key_env` names the key's variable); `ablations` switch parts of the pipeline off by name ("no_tags",
@@ -157,9 +160,9 @@ def synthesize(toolset: Toolset | str, n: int, *, seed: int = 0, model: str | No
         if temporary:
             shutil.rmtree(temporary, ignore_errors=True)
         raise
-    if temporary:
+    if temporary:  # removed with the store, which the Run's records hold
         store.engine.dispose()
-        weakref.finalize(run, shutil.rmtree, temporary, ignore_errors=True)
+        weakref.finalize(store, shutil.rmtree, temporary, ignore_errors=True)
     return run
 
 
@@ -186,7 +189,7 @@ def resume(run_id: str, *, db: str, toolset: Toolset | str | None = None, concur
     """Continue a stored run from its checkpoints until its target is met (`toolset`: the domain module of a run
     over one, if it moved; `ray`, `actors`: on Ray actors, as in `synthesize`)."""
     from sap.runs.cache import CacheRunDriver
-    from sap.toolsets import data_toolset_name, load_toolset
+    from sap.toolsets import load_toolset
 
     options = ray_options(ray, actors, concurrency, lease_seconds, db)
     store = existing_store(db)
@@ -194,11 +197,26 @@ def resume(run_id: str, *, db: str, toolset: Toolset | str | None = None, concur
     if run.config.get("mode") == "cache":  # a cache run: its cache and templates are in the database
         return work(store, run_id, None, concurrency=concurrency, max_cost=max_cost, on_record=on_record,
                     driver_cls=CacheRunDriver, ray=options)
-    name = None if isinstance(toolset, Toolset) else data_toolset_name(run.toolset, toolset, f"run {run_id}'s toolset")
+    name = None if isinstance(toolset, Toolset) else run_toolset_name(store, run_id, toolset)
     if options:  # each actor loads the toolset itself
         return work(store, run_id, toolset if name is None else name, max_cost=max_cost, ray=options)
     ts = toolset if name is None else load_toolset(name)
+    if ts.source:  # given here: resume commands from now on name this file
+        store.set_toolset_source(run_id, ts.source)
     return work(store, run_id, ts, concurrency=concurrency, max_cost=max_cost, on_record=on_record)
+
+
+def run_toolset_name(store: RunStore, run_id: str, given: str | None) -> str:
+    """The toolset to resume run `run_id` with: `given`, else the run's own when it runs no user code; the error
+    for a domain module's run names the file the run was started from."""
+    from sap.toolsets import UnknownToolset, data_toolset_name
+
+    try:
+        return data_toolset_name(store.run(run_id).toolset, given, f"run {run_id}'s toolset")
+    except UnknownToolset as exc:
+        if (source := store.toolset_source(run_id)) is None:
+            raise
+        raise type(exc)(f"{exc} (this run's: --toolset {source})") from None
 
 
 def list_runs(db: str) -> list[dict[str, Any]]:
@@ -214,5 +232,5 @@ def list_runs(db: str) -> list[dict[str, Any]]:
                      "cost_usd": round(store.usage(run.id).spent_usd(), 6),
                      "created": run.created.isoformat(timespec="seconds"),
                      "output": output.path if output else None,
-                     "resume": f"sap resume {run.id} --db {db}" if status in ("interrupted", "budget") else None})
+                     "resume": store.resume_command(run.id) if status in ("interrupted", "budget") else None})
     return rows

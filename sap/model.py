@@ -53,6 +53,7 @@ class Toolset:
     executor_factory: Callable[[], Executor]
     sample_config: Callable[[int], dict[str, Any]]
     extra: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None  # what `--toolset` loads it from when that is a file (domain module, MCP config)
 
     def tool(self, name: str) -> ToolSpec:
         """The spec of the tool called `name`."""

@@ -124,3 +124,27 @@ def test_a_directory_that_is_not_empty_needs_overwrite(records_file, tmp_path, c
     assert "--overwrite" in capsys.readouterr().err and sorted(p.name for p in out.iterdir()) == ["notes.txt"]
     assert main(["export", path, "-o", str(out), "--format", "messages", "--overwrite"]) == 0
     assert (out / "notes.txt").read_text() == "keep me" and (out / "train.jsonl").exists()
+
+
+@pytest.mark.parametrize("fmt, stale", [("messages", "test.jsonl"), ("parquet", "test.parquet"), ("hf", "test")])
+def test_overwrite_removes_the_split_files_the_new_export_no_longer_writes(records_file, tmp_path, capsys, fmt,
+                                                                          stale):
+    """A re-export without --split into a directory split before: the old `test` split is gone (a reader would load
+    it as data), the user's own file stays, and the directory loads as the one split."""
+    import datasets
+
+    path, records = records_file
+    out = tmp_path / fmt
+    assert main(["export", path, "-o", str(out), "--format", fmt, "--split", "train=0.5,test=0.5"]) == 0
+    assert (out / stale).exists()
+    (out / "notes.txt").write_text("keep me")
+    assert main(["export", path, "-o", str(out), "--format", fmt, "--overwrite"]) == 0
+    assert not (out / stale).exists() and (out / "notes.txt").read_text() == "keep me"
+    if fmt == "hf":
+        assert len(datasets.load_from_disk(str(out))) == len(records)  # a Dataset: no dataset_dict.json left over
+        assert main(["export", path, "-o", str(out), "--format", fmt, "--split", "train=0.5,test=0.5",
+                     "--overwrite"]) == 0  # and back: the Dataset's own files go
+        assert not (out / "state.json").exists() and set(datasets.load_from_disk(str(out))) == {"train", "test"}
+    else:
+        loaded = datasets.load_dataset(str(out))
+        assert set(loaded) == {"train"} and len(loaded["train"]) == len(records)

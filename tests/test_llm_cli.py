@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sap.store import RunStore
 from sap.testing.role_model import role_model
 from sap.testing.scripted_llm import ScriptedLLMServer
 
@@ -74,3 +75,20 @@ def test_a_missing_key_variable_stops_the_run_with_one_line(tmp_path, server):
                cwd=tmp_path)
     assert done.returncode == 2
     assert "SAP_TEST_NO_SUCH_KEY" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_structured_auto_runs_against_a_server_that_refuses_json_schema(tmp_path):
+    """A llama.cpp-like server answers a json_schema response_format with 400: `--structured auto` probes it once
+    and the run completes with json_object requests; --timeout reaches every request."""
+    with ScriptedLLMServer(responder=role_model, refuse_json_schema=True) as refusing:
+        done = sap("synthesize", "--toolset", "store", "-n", "2", "-o", "d.jsonl", "--model", "openai/scripted",
+                   "--api-base", refusing.api_base, "--structured", "auto", "--timeout", "7.5", cwd=tmp_path)
+        requests = refusing.requests
+    assert done.returncode == 0, done.stderr
+    assert len((tmp_path / "d.jsonl").read_text().splitlines()) == 2
+    kinds = [(body.get("response_format") or {}).get("type") for body in requests]
+    assert kinds[0] == "json_schema" and kinds.count("json_schema") == 1  # the one probe, in one process
+    assert len(kinds) > 5 and set(kinds[1:]) == {"json_object"}
+    (run,) = RunStore(f"sqlite:///{tmp_path / 'sap.db'}").runs()
+    models = [role["model"] for role in run.config["agents"]["roles"].values()]
+    assert {(m["structured"], m["timeout"]) for m in models} == {("auto", 7.5)}

@@ -18,7 +18,7 @@ from sap.llm import (Budget, BudgetExceeded, LimiterRegistry, LLMClient, LLMRole
                      StructuredOutputError, UsageLedger, extract_json, parse_structured, retry_after_seconds)
 from sap.llm.config import load_litellm
 from sap.llm.usage import response_cost
-from sap.testing import Hang, Malformed, Reply, SchemaViolation, ScriptedLLMServer, Status
+from sap.testing import CutOff, Hang, Junk, Malformed, Reply, SchemaViolation, ScriptedLLMServer, Status
 
 USER = [{"role": "user", "content": "What is the weather in Paris for two days?"}]
 WEATHER = '{"name": "forecast", "args": {"city": "Paris", "days": 2}}'
@@ -164,6 +164,18 @@ def test_a_hang_past_the_timeout_is_a_transient_error():
     assert caught.value.kind == "transient" and "Timeout" in str(caught.value)
 
 
+@pytest.mark.parametrize("fault", [Junk(), CutOff()], ids=["junk body", "closed mid-body"])
+def test_a_junk_body_or_a_connection_closed_mid_body_is_retried_as_transient(fault):
+    with ScriptedLLMServer([fault, Reply(WEATHER)]) as server:
+        assert LLMClient().complete("planner", config(server), USER, Call).name == "forecast"
+        assert len(server.requests) == 2
+    with ScriptedLLMServer([fault] * 3) as server:
+        with pytest.raises(LLMRoleError) as caught:
+            LLMClient().complete("planner", config(server, max_retries=2), USER, Call)
+        assert len(server.requests) == 3
+    assert caught.value.kind == "transient"
+
+
 @pytest.mark.parametrize("status", [400, 401])
 def test_non_transient_errors_fail_at_once(status: int):
     client = LLMClient()
@@ -174,6 +186,35 @@ def test_non_transient_errors_fail_at_once(status: int):
     assert caught.value.kind == "rejected"
     usage = client.ledger.snapshot()["roles"]["planner"]
     assert (usage["transient_retries"], usage["failures"]) == (0, 1)
+
+
+def test_auto_structured_falls_back_to_json_object_once_when_the_server_refuses_json_schema():
+    """Like llama.cpp's server: a json_schema response_format gets a 400. The probe is made once per server; every
+    structured request after it carries json_object with the schema."""
+    client = LLMClient()
+    with ScriptedLLMServer(responder=lambda body: WEATHER, refuse_json_schema=True) as server:
+        cfg = config(server, structured="auto")
+        for _ in range(2):
+            assert client.complete("planner", cfg, USER, Call) == Call(name="forecast", args=Args(city="Paris", days=2))
+        probe, first, second = server.requests
+    assert probe["response_format"]["type"] == "json_schema" and probe["max_tokens"] == 16
+    for body in (first, second):
+        assert body["response_format"] == {"type": "json_object", "schema": Call.model_json_schema()}
+    usage = client.ledger.snapshot()["roles"]["planner"]
+    assert (usage["calls"], usage["failures"]) == (2, 0)  # the refused probe is no answered call, and no failure
+
+
+def test_auto_structured_keeps_json_schema_where_the_server_takes_it_and_fails_other_errors_at_once():
+    with ScriptedLLMServer(responder=lambda body: WEATHER) as server:
+        LLMClient().complete("planner", config(server, structured="auto"), USER, Call)
+        probe, request = server.requests
+    assert probe["response_format"]["json_schema"]["name"] == "probe"
+    assert request["response_format"]["json_schema"]["schema"] == Call.model_json_schema()
+    with ScriptedLLMServer([Status(401, message="bad key")], responder=lambda body: WEATHER) as server:
+        with pytest.raises(LLMRoleError) as caught:
+            LLMClient().complete("planner", config(server, structured="auto"), USER, Call)
+        assert len(server.requests) == 1  # the probe's 401 is the role's error: no fallback, no second request
+    assert caught.value.kind == "rejected" and caught.value.status == 401 and "bad key" in str(caught.value)
 
 
 def test_usage_and_user_priced_cost_are_accounted_per_role():

@@ -13,7 +13,7 @@ import pytest
 
 from sap.runs.health import OUTAGE_FAILURES
 from sap.testing.role_model import role_model
-from sap.testing.scripted_llm import Hang, ScriptedLLMServer, Status
+from sap.testing.scripted_llm import Hang, Outage, ScriptedLLMServer, Status
 
 GOOD_REQUESTS = 5
 
@@ -23,23 +23,9 @@ def sap(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=600, env={**os.environ})
 
 
-class Outage:
-    """A responder that answers like a competent model, and after `good` requests turns the server to `step`."""
-
-    def __init__(self, step: Status | Hang, good: int) -> None:
-        self.step, self.good, self.answered = step, good, 0
-        self.server: ScriptedLLMServer | None = None
-
-    def __call__(self, request: dict) -> str:
-        self.answered += 1
-        if self.answered == self.good:  # every later request gets the outage until the test clears it
-            self.server.push(*[self.step] * 1000)
-        return role_model(request)
-
-
 @pytest.mark.parametrize("step, retries", [(Status(500), 1), (Hang(60), 5)], ids=["500", "hang"])
 def test_an_outage_pauses_the_run_and_resume_gives_the_bytes_of_a_run_without_it(tmp_path, step, retries):
-    outage = Outage(step, GOOD_REQUESTS)
+    outage = Outage(step, GOOD_REQUESTS, role_model)
     with ScriptedLLMServer(responder=outage) as server:
         outage.server = server
         (tmp_path / "agents.toml").write_text(

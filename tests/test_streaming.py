@@ -1,5 +1,6 @@
 """Records are streamed from the run database (RunStore.iter_records), never loaded all at once, by the `-o` writes,
-the run summary and the openai/sharegpt exports; bench/memory_export.py measures the memory this saves."""
+the run summary, every export format and the API's Run.records; bench/memory_export.py measures the memory this
+saves."""
 from __future__ import annotations
 
 import json
@@ -7,6 +8,7 @@ from collections import Counter
 
 import pytest
 
+import sap
 from sap.cli import main
 from sap.export.sharegpt import to_sharegpt
 from sap.provenance.stats import dataset_stats
@@ -53,6 +55,18 @@ def test_output_summary_and_exports_stream_the_run(tmp_path, capsys, no_bulk_loa
     assert "9 records of" in capsys.readouterr().out
     assert openai.read_bytes() == out.read_bytes()
     assert [json.loads(line) for line in sharegpt.read_text().splitlines()] == [to_sharegpt(r) for r in records]
+
+    for fmt in ("messages", "parquet", "hf"):  # the carded formats stream too, to the same files as from the JSONL
+        streamed, loaded = tmp_path / f"{fmt}-run", tmp_path / f"{fmt}-file"
+        assert main(["export", run_id, "-o", str(streamed), "--format", fmt, "--split", "a=0.5,b=0.5", "--db", db]) == 0
+        assert main(["export", str(out), "-o", str(loaded), "--format", fmt, "--split", "a=0.5,b=0.5"]) == 0
+        files = sorted(p.relative_to(streamed) for p in streamed.rglob("*") if p.is_file())
+        assert files == sorted(p.relative_to(loaded) for p in loaded.rglob("*") if p.is_file())
+        for name in files:
+            if name.suffix in (".jsonl", ".parquet", ".arrow"):
+                assert (streamed / name).read_bytes() == (loaded / name).read_bytes(), name
+    handle = sap.resume(run_id, db=db)  # the API's records come from the database as they are read
+    assert handle.records == records and handle.records[-1] == records[-1] and len(handle) == 9
 
     written = out.read_bytes()
     out.write_text(out.read_text().splitlines()[0] + "\n")  # resume brings a cut -o file back to the full run

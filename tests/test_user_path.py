@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import shlex
 import signal
 import subprocess
 import sys
@@ -20,7 +21,10 @@ from sap.cli.common import Progress
 from sap.cli.main import build_parser, main
 from sap.errors import UsageError
 from sap.store import RunStore
+from sap.toolsets import UnknownToolset
 from sap.version import __version__
+
+GATED = Path(__file__).with_name("gated_store_domain.py")  # a domain module: a run of it is resumed by its path
 
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -44,6 +48,28 @@ def test_the_api_runs_on_a_database_and_resumes_to_the_records_of_one_call(tmp_p
     assert temporary.exists()
     del reference  # the temporary database goes with its handle
     assert not temporary.exists()
+
+
+def test_the_apis_resume_command_names_the_domain_module_and_works_from_elsewhere(tmp_path, monkeypatch):
+    db = f"sqlite:///{tmp_path / 'domain.db'}"
+
+    def stop(record: dict) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.chdir(GATED.parent)  # the module given by a relative path: the command names it from anywhere
+    with pytest.raises(KeyboardInterrupt):
+        sap.synthesize(GATED.name, 4, seed=1, db=db, on_record=stop)
+    (row,) = sap.list_runs(db)
+    assert row["status"] == "interrupted" and row["accepted"] == 1
+    command = shlex.split(row["resume"])
+    assert command[:5] == ["sap", "resume", row["id"], "--db", db] and command[5:] == ["--toolset", str(GATED)]
+    monkeypatch.chdir(tmp_path)
+    assert main(command[1:]) == 0
+    run = sap.synthesize(str(GATED), 4, seed=1, db=db)  # the same call finds the finished run
+    assert run.run_id == row["id"] and run.accepted == 4 and run.resume_command() == row["resume"]
+    assert sap.resume(row["id"], db=db, toolset=str(GATED)).resume_command() == row["resume"]
+    with pytest.raises(UnknownToolset, match=f"this run's: --toolset {GATED}"):  # data never names code to run,
+        sap.resume(row["id"], db=db)  # but the error names the file the run was started from
 
 
 def test_the_api_refuses_bad_settings_by_their_keyword_before_a_run_exists(tmp_path):

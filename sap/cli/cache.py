@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sap.cli.common import check_owner, check_writable, db_args, drive, run_args
+from sap.cli.common import check_owner, check_writable, db_args, drive, request_args, run_args
 from sap.errors import UsageError
 
 
@@ -107,7 +107,8 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
     if args.max_rewrites < 0:
         raise UsageError(f"--max-rewrites must be at least 0, got {args.max_rewrites}")
     shared = {k: v for k, v in (("temperature", args.temperature), ("max_tokens", args.max_tokens),
-                                ("api_key_env", args.api_key_env)) if v is not None}
+                                ("api_key_env", args.api_key_env), ("structured", args.structured),
+                                ("timeout", args.timeout)) if v is not None}
     model = ModelConfig(model=args.model, api_base=args.api_base, **shared) if args.model else None
     judge = ModelConfig(model=args.judge_model, api_base=args.api_base, **shared) if args.judge_model else None
     config = cache_run_config(args.n, args.seed, cache, templates, args.max_restarts, model, judge,
@@ -182,6 +183,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--api-key-env", help="environment variable holding the API key of the LLM writer and judge")
     p.add_argument("--temperature", type=float, help="sampling temperature of the LLM writer and judge")
     p.add_argument("--max-tokens", type=int, help="longest answer of the LLM writer and judge, in tokens")
+    request_args(p, who="the LLM writer and judge")
     run_args(p)
     db_args(p)
     p.add_argument("--overwrite", action="store_true", help="replace -o FILE even if another run (or no run) wrote it")

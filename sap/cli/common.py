@@ -163,14 +163,6 @@ def open_store(args: argparse.Namespace, create: bool = True):
     return RunStore(args.db, full_sync=getattr(args, "full_sync", False)) if create else existing_store(args.db)
 
 
-def resume_hint(run_id: str, args: argparse.Namespace, toolset: Any, output: str | None = None) -> str:
-    """The command that continues run `run_id`: its database, the domain module's path when the toolset came from
-    one (a stored run names its toolset, not the file), and the output file."""
-    given = getattr(args, "toolset", None)
-    where = f" --toolset {given}" if given and given != toolset.name else ""
-    return f"sap resume {run_id} --db {args.db}{where}" + (f" -o {output}" if output else "")
-
-
 def drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, output: str | None,
            driver_cls: Any = None) -> int:
     """Work on a stored run until its target is met, writing `output` as it goes and in slot order at the end
@@ -186,7 +178,7 @@ def drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, outpu
         return is_transient_db_error(exc) and not is_disk_full(exc)
 
     run = store.run(run_id)
-    resume = resume_hint(run_id, args, toolset, output)
+    resume = store.resume_command(run_id, output)
     progress = Progress(run.target, store.counts(run_id).get("accepted", 0), getattr(args, "verbosity", 1),
                         getattr(args, "progress_every", 30.0))
     kept = (lambda r: not r["meta"].get("truncated")) if getattr(args, "drop_truncated", False) else (lambda r: True)
@@ -216,7 +208,7 @@ def drive(args: argparse.Namespace, store: Any, run_id: str, toolset: Any, outpu
     except KeyboardInterrupt as exc:
         progress.close()
         why = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-        print(f"{why}; nothing accepted is lost. Continue with: {resume_hint(run_id, args, toolset)}"
+        print(f"{why}; nothing accepted is lost. Continue with: {store.resume_command(run_id)}"
               + (f" (it brings {output} to the full count)" if output else ""), file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130
     except Exception as exc:
@@ -315,7 +307,8 @@ def db_args(p: argparse.ArgumentParser) -> None:
 
 def agents_args(p: argparse.ArgumentParser, prefix: str = "") -> None:
     """Which implementation and LiteLLM model each agent role uses; `prefix` goes before --model, --api-base,
-    --temperature and --max-tokens (`sap frontier`'s own --model is the model under test)."""
+    --api-key-env, --temperature, --max-tokens, --structured and --timeout (`sap frontier`'s own ones are the model
+    under test's)."""
     g = p.add_argument_group("agents", "rule agents by default; a model makes the roles LLM roles")
     g.add_argument("--agents", choices=["rule", "llm"], help="implementation of every role (default: llm if a model "
                    "is given, else rule)")
@@ -332,6 +325,36 @@ def agents_args(p: argparse.ArgumentParser, prefix: str = "") -> None:
                    "1024, or the TOML file's)")
     g.add_argument("--message-mode", choices=["per_turn", "global"], help="messenger: one call per turn, or all "
                    "turns at once from the planner's narrative")
+    request_args(g, prefix, "every LLM role", toml=True)
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0 seconds, got {text}")
+    return value
+
+
+def request_args(g: Any, prefix: str = "", who: str = "every LLM role", structured: bool = True,
+                 toml: bool = False) -> None:
+    """--structured (how structured answers are asked for) and --timeout (seconds per request), with `prefix`; both
+    default to ModelConfig's values (with `toml`: the --agents-config file's first)."""
+    from sap.llm import ModelConfig
+
+    or_toml = ", or the TOML file's" if toml else ""
+    if structured:
+        g.add_argument(f"--{prefix}structured", choices=["auto", "json_schema", "json_object"], help=(
+            f"how requests of {who} ask for JSON answers: json_schema (OpenAI structured output), json_object (the schema in "
+            "the prompt and response_format json_object, for llama.cpp's server), or auto: one tiny json_schema "
+            "request per server, json_object if the server refuses it (default: "
+            f"{ModelConfig.model_fields['structured'].default}{or_toml})"))
+    g.add_argument(f"--{prefix}timeout", type=positive_seconds, metavar="SECONDS", help=(
+        f"seconds to wait for one request of {who}; a request that times out twice fails (default: "
+        f"{ModelConfig.model_fields['timeout'].default:g}{or_toml})"))
 
 
 def agents_config(args: argparse.Namespace, prefix: str = "") -> Any:
@@ -342,7 +365,8 @@ def agents_config(args: argparse.Namespace, prefix: str = "") -> Any:
     return build_agents_config(
         args.agents_config, agents=args.agents, message_mode=args.message_mode,
         model_overrides={name: getattr(args, key + name)
-                         for name in ("model", "api_base", "api_key_env", "temperature", "max_tokens")},
+                         for name in ("model", "api_base", "api_key_env", "temperature", "max_tokens", "structured",
+                                      "timeout")},
         role_models={role: getattr(args, f"{role}_model") for role in ROLES})
 
 

@@ -20,6 +20,7 @@ from sap.export.formats import FORMATS, STDOUT, ExportOptions
 from sap.export.splits import parse_split
 
 LICENSE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]*")  # the Hub's license identifiers: apache-2.0, cc-by-4.0, ...
+HUB_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")  # NAMESPACE/NAME
 
 if TYPE_CHECKING:
     from sap.store.runs import StoredRecords
@@ -74,6 +75,16 @@ def _check_export_args(args: argparse.Namespace) -> ExportOptions:
                          "into it (files of the same names are replaced), or choose another directory")
     if not fmt.directory and args.output != STDOUT:
         check_writable(args.output)
+    if args.push_to_hub is None and (args.private or args.hub_token_env):
+        raise UsageError(f"{'--private' if args.private else '--hub-token-env'} goes with --push-to-hub NAME")
+    if args.push_to_hub is not None:
+        from sap.export.hub import PUSHED_FORMATS, hub_token
+
+        if args.format not in PUSHED_FORMATS:
+            raise UsageError(f"--push-to-hub needs --format {', '.join(PUSHED_FORMATS)}, not --format {args.format}")
+        if not HUB_REPO_ID.fullmatch(args.push_to_hub):
+            raise UsageError(f"--push-to-hub {args.push_to_hub!r}: give a dataset repo id, NAMESPACE/NAME")
+        hub_token(args.hub_token_env)  # the token is there before any record is read
     if args.license is not None and not LICENSE_ID.fullmatch(args.license):
         raise UsageError(f"--license {args.license!r}: give a license identifier such as apache-2.0, cc-by-4.0, "
                          "mit or other")
@@ -87,6 +98,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
                                          replace(options, card=lambda: _export_meta(args, records)))
     print(f"{len(records)} records of {args.source} -> {written}",
           file=sys.stderr if args.output == STDOUT else sys.stdout)
+    if args.push_to_hub is not None:
+        from sap.export.hub import hub_token, push_export
+
+        url = push_export(Path(args.output), args.format, args.push_to_hub, hub_token(args.hub_token_env),
+                          args.private)
+        print(f"pushed to the Hub as {args.push_to_hub}" + (" (private)" if args.private else "") + f": {url}")
     return 0
 
 
@@ -225,7 +242,14 @@ def add_commands(sub: Any) -> None:
                    "a record's split is fixed by the SHA-256 of its id (default: all in train)")
     p.add_argument("--license", help=f"{carded}: the data's license identifier for the dataset card, e.g. "
                    "apache-2.0 or cc-by-4.0 (default: unknown)")
-    p.add_argument("--overwrite", action="store_true", help=f"{carded}: write into a directory that is not empty")
+    p.add_argument("--overwrite", action="store_true", help=f"{carded}: write into a directory that is not empty "
+                   "(what an earlier export there wrote is removed first; other files stay)")
+    p.add_argument("--push-to-hub", metavar="NAMESPACE/NAME", help="hf, parquet, messages: then push the export to "
+                   "this Hugging Face Hub dataset repo with datasets' push_to_hub, the dataset card included "
+                   "(HF_ENDPOINT picks another Hub)")
+    p.add_argument("--hub-token-env", metavar="VAR", help="environment variable holding the Hub token (default: "
+                   "HF_TOKEN); the token is never printed or stored")
+    p.add_argument("--private", action="store_true", help="with --push-to-hub: create the repo private")
     db_args(p)
     p.set_defaults(fn=_cmd_export)
     p = sub.add_parser("validate", help="replay every record on its executor and check its provenance")

@@ -5,7 +5,7 @@ import argparse
 import json
 from typing import Any
 
-from sap.cli.common import DeprecatedAlias, LineWriter, check_writable, pct
+from sap.cli.common import DeprecatedAlias, LineWriter, check_writable, pct, request_args
 
 # the reward a rollout is scored by: its (w_atomic, w_orch); the two single ones are the cache paper's ablations
 REWARD_WEIGHTS = {"graduated": (0.5, 0.5), "r_atomic": (1.0, 0.0), "r_orch": (0.0, 1.0)}
@@ -22,6 +22,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    "else LiteLLM's own variable for the provider)")
     p.add_argument("--temperature", type=float, default=0.7, help="the assistant's sampling temperature")
     p.add_argument("--max-tokens", type=int, default=1024, help="the assistant's longest answer, in tokens")
+    request_args(p, who="the assistant", structured=False)  # it answers with tool calls, not a JSON schema
     p.add_argument("--max-steps", type=int, default=8, help="model requests per turn before the turn is cut")
     p.add_argument("--concurrency", type=int, default=4, help="rollouts in flight at once")
     p.add_argument("--w-atomic", type=float, default=None, help="weight of R_atomic in the graduated reward (0.5)")
@@ -46,7 +47,8 @@ def model_config(args: argparse.Namespace) -> Any:
     from sap.llm import ModelConfig
 
     return ModelConfig(model=args.model, api_base=args.api_base, api_key_env=args.api_key_env,
-                       temperature=args.temperature, max_tokens=args.max_tokens, concurrency=args.concurrency)
+                       temperature=args.temperature, max_tokens=args.max_tokens, concurrency=args.concurrency,
+                       **({"timeout": args.timeout} if args.timeout is not None else {}))
 
 
 def add_eval_args(p: argparse.ArgumentParser) -> None:

@@ -31,6 +31,7 @@ EXAMPLES = {
     "sap export": "sap export run-1a2b3c4d -o sft_dir --format messages --split train=0.95,test=0.05 --license cc-by-4.0\n"
                   "sap export data.jsonl -o sharegpt.jsonl --format sharegpt\n"
                   "sap export run-1a2b3c4d -o hf_dir --format hf\n"
+                  "HF_TOKEN=hf_... sap export run-1a2b3c4d -o hf_dir --format parquet --push-to-hub me/my-data --private\n"
                   "sap export data.jsonl -o - | head -n 1",
     "sap validate": "sap validate data.jsonl\nsap validate mine.jsonl --toolset my_domain.py",
     "sap show": "sap show data.jsonl -i 0\nsap show data.jsonl | less",

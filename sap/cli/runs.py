@@ -130,7 +130,8 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
-    from sap.toolsets import data_toolset_name, load_toolset
+    from sap.api import run_toolset_name
+    from sap.toolsets import load_toolset
 
     check_run_args(args)
     check_ray_args(args)
@@ -150,8 +151,10 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 
         print(f"resuming run {run.id} in {args.db}", flush=True)
         return drive(args, store, run.id, None, output, driver_cls=CacheRunDriver)
-    args.toolset_spec = data_toolset_name(run.toolset, args.toolset, f"run {run.id}'s toolset")
+    args.toolset_spec = run_toolset_name(store, run.id, args.toolset)
     toolset = load_toolset(args.toolset_spec)
+    if toolset.source:  # given with --toolset: the resume commands printed from now on name this file
+        store.set_toolset_source(run.id, toolset.source)
     print(f"resuming run {run.id} in {args.db}" + (f" -> {output}" if output else ""), flush=True)
     return drive(args, store, run.id, toolset, output)
 

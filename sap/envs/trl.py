@@ -20,7 +20,7 @@ trainer needs only the dataset:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -148,6 +148,12 @@ def prompt_row(task: EvalTask) -> dict[str, Any]:
                        {"role": "user", "content": task.turns[0].user if task.turns else ""}], "task_id": task.id}
 
 
+def _group_name(task: EvalTask, taken: Collection[str]) -> str:
+    """A new tool group's name: the task's toolset, numbered when that name is taken."""
+    base = _group(task)
+    return base if base not in taken else f"{base}_{sum(n.startswith(base) for n in taken) + 1}"
+
+
 def _classes(tasks: Iterable[EvalTask], catalog: TaskCatalog | None, reward: str) -> tuple[
         dict[str, type[SapTrlEnv]], list[str]]:
     """One environment class per group of tasks with the same tools (named by toolset), and each task's group."""
@@ -159,22 +165,26 @@ def _classes(tasks: Iterable[EvalTask], catalog: TaskCatalog | None, reward: str
     for task in tasks:
         key = tuple(sorted(tool_names(task.tools)))  # a MissFunc record lists its returning tool last
         if key not in groups:
-            base = _group(task)
-            name = base if base not in classes else f"{base}_{sum(n.startswith(base) for n in classes) + 1}"
-            groups[key] = name
-            classes[name] = environment_class(name, task.tools, catalog, reward)
+            groups[key] = _group_name(task, classes)
+            classes[groups[key]] = environment_class(groups[key], task.tools, catalog, reward)
         names.append(groups[key])
     return classes, names
 
 
-def trl_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows `sap export --format trl` writes: prompt, task_id, `task` (the record as JSON text, what reset reads)
-    and `environment` (the tool group, named as `trl_factory` names its classes)."""
-    records = list(records)
-    tasks = [before_comeback(t) for t in tasks_from_records(enumerate(records, 1), "the records")]
-    _, names = _classes(tasks, None, "graduated")
-    return [{**prompt_row(task), "task": json.dumps(record, ensure_ascii=False), "environment": name}
-            for task, record, name in zip(tasks, records, names)]
+def trl_row_maker() -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The row `sap export --format trl` writes per record (prompt, task_id, `task`: the record as JSON text, what
+    reset reads, and `environment`: its tool group, named in order of first appearance as `trl_factory` names its
+    classes); one maker per export, so a group keeps its name across the splits."""
+    groups: dict[tuple[str, ...], str] = {}
+
+    def to_row(record: dict[str, Any]) -> dict[str, Any]:
+        task = before_comeback(tasks_from_records([(1, record)], f"record {record.get('id')!r}")[0])
+        key = tuple(sorted(tool_names(task.tools)))
+        if key not in groups:
+            groups[key] = _group_name(task, groups.values())
+        return {**prompt_row(task), "task": json.dumps(record, ensure_ascii=False), "environment": groups[key]}
+
+    return to_row
 
 
 def trl_factory(rows: Iterable[dict[str, Any]], reward: str = "graduated") -> (

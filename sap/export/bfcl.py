@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sap.errors import ExportError
 from sap.export.records import comeback_turns, record_to_trajectory
@@ -39,33 +40,41 @@ def _turns(traj: Trajectory) -> tuple[list[list[dict[str, str]]], list[list[str]
     return questions, truth, {str(k): list(tools) for k, tools in sorted(comeback.items())}
 
 
-def to_bfcl(records: list[dict[str, Any]], name: str | None,
+def to_bfcl(records: Iterable[dict[str, Any]], name: str | None,
             toolset_of: Callable[[str], Toolset]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(question entries, possible_answer entries) of sap records, ids `<name>_<i>` in record order.
+    """(question entries, possible_answer entries) of sap records, ids `<name>_<i>` in record order (see
+    `bfcl_entries`)."""
+    pairs = list(bfcl_entries(records, name, toolset_of))
+    return [q for q, _ in pairs], [a for _, a in pairs]
 
-    Every record must come from a `bfcl/...` toolset, all long-context or none; BFCL's checker loads long-context
-    scenarios only for ids containing `long_context`, so `name` must contain it exactly when the records are.
+
+def bfcl_entries(records: Iterable[dict[str, Any]], name: str | None,
+                 toolset_of: Callable[[str], Toolset]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """(question entry, possible_answer entry) of each sap record in turn, ids `<name>_<i>` in record order: one
+    record at a time, so an export streams.
+
+    Every record must come from a `bfcl/...` toolset, all long-context or none (the first record decides; a record
+    that differs is an error); BFCL's checker loads long-context scenarios only for ids containing `long_context`,
+    so `name` must contain it exactly when the records are.
     """
-    long_flags = set()
-    for rec in records:
-        toolset = rec.get("meta", {}).get("toolset", "")
-        if not is_bfcl_name(toolset):
-            raise BfclExportError(f"record {rec.get('id')}: toolset {toolset!r} is not a BFCL toolset (bfcl/<classes>); "
-                                  "only records over BFCL's classes export to BFCL")
-        long_flags.add(parse_bfcl_name(toolset)[1])
-    if len(long_flags) > 1:
-        raise BfclExportError("records mix long-context and plain BFCL toolsets; export them separately")
-    long_context = long_flags == {True}
-    name = name or (f"{DEFAULT_NAME}_long_context" if long_context else DEFAULT_NAME)
-    if ("long_context" in name) != long_context:
-        raise BfclExportError(f"name {name!r}: BFCL's checker treats ids containing 'long_context' as long-context "
-                              f"scenarios; the records are {'' if long_context else 'not '}long-context, so the name "
-                              f"must {'' if long_context else 'not '}contain it")
-    questions, answers = [], []
+    long_context: bool | None = None
     owners_cache: dict[str, dict[str, str]] = {}
     for i, rec in enumerate(records):
-        toolset_name = rec["meta"]["toolset"]
-        classes, _ = parse_bfcl_name(toolset_name)
+        toolset_name = rec.get("meta", {}).get("toolset", "")
+        if not is_bfcl_name(toolset_name):
+            raise BfclExportError(f"record {rec.get('id')}: toolset {toolset_name!r} is not a BFCL toolset "
+                                  "(bfcl/<classes>); only records over BFCL's classes export to BFCL")
+        classes, long = parse_bfcl_name(toolset_name)
+        if long_context is None:
+            long_context = long
+            name = name or (f"{DEFAULT_NAME}_long_context" if long_context else DEFAULT_NAME)
+            if ("long_context" in name) != long_context:
+                raise BfclExportError(
+                    f"name {name!r}: BFCL's checker treats ids containing 'long_context' as long-context scenarios; "
+                    f"the records are {'' if long_context else 'not '}long-context, so the name must "
+                    f"{'' if long_context else 'not '}contain it")
+        elif long != long_context:
+            raise BfclExportError("records mix long-context and plain BFCL toolsets; export them separately")
         if toolset_name not in owners_cache:
             owners_cache[toolset_name] = {t.name: t.owner or "" for t in toolset_of(toolset_name).tools}
         owners = owners_cache[toolset_name]
@@ -77,21 +86,28 @@ def to_bfcl(records: list[dict[str, Any]], name: str | None,
                                  "path": path, "involved_classes": classes}
         if traj.rewrite_kind == "miss_func":
             entry["missed_function"] = missed
-        questions.append(entry)
-        answers.append({"id": entry_id, "ground_truth": truth})
-    return questions, answers
+        yield entry, {"id": entry_id, "ground_truth": truth}
 
 
-def write_bfcl(records: list[dict[str, Any]], out_dir: str | Path, name: str | None,
+def write_bfcl(records: Iterable[dict[str, Any]], out_dir: str | Path, name: str | None,
                toolset_of: Callable[[str], Toolset]) -> tuple[Path, Path]:
-    """Write `DIR/<name>.json` and `DIR/possible_answer/<name>.json` (JSON lines, as BFCL's data files)."""
-    questions, answers = to_bfcl(records, name, toolset_of)
-    stem = questions[0]["id"].rsplit("_", 1)[0] if questions else (name or DEFAULT_NAME)
+    """Write `DIR/<name>.json` and `DIR/possible_answer/<name>.json` (JSON lines, as BFCL's data files), one record
+    at a time through temporary files renamed into place once every record is written."""
     out = Path(out_dir)
     (out / "possible_answer").mkdir(parents=True, exist_ok=True)
-    paths = (out / f"{stem}.json", out / "possible_answer" / f"{stem}.json")
-    for path, rows in zip(paths, (questions, answers)):
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        os.replace(tmp, path)
+    tmps = (out / ".questions.json.tmp", out / "possible_answer" / ".answers.json.tmp")
+    stem = None
+    try:
+        with open(tmps[0], "w", encoding="utf-8") as questions, open(tmps[1], "w", encoding="utf-8") as answers:
+            for question, answer in bfcl_entries(records, name, toolset_of):
+                stem = stem or question["id"].rsplit("_", 1)[0]
+                questions.write(json.dumps(question, ensure_ascii=False) + "\n")
+                answers.write(json.dumps(answer, ensure_ascii=False) + "\n")
+        stem = stem or name or DEFAULT_NAME
+        paths = (out / f"{stem}.json", out / "possible_answer" / f"{stem}.json")
+        for tmp, path in zip(tmps, paths):
+            os.replace(tmp, path)
+    finally:
+        for tmp in tmps:
+            tmp.unlink(missing_ok=True)
     return paths

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
@@ -44,39 +45,52 @@ def _share_line(counts: dict[str, int], total: int) -> str:
     return ", ".join(f"{name} {count} ({count / total:.1%})" for name, count in counts.items()) if total else "none"
 
 
-def dataset_card(splits: dict[str, list[dict[str, Any]]], source: dict[str, Any], *, license: str,
+def dataset_card(records: Iterable[dict[str, Any]], sizes: dict[str, int], source: dict[str, Any], *, license: str,
                  data_files: dict[str, str] | None, columns: str, load: str,
                  features: dict[str, str] | None = None) -> str:
-    """README.md of an export: `splits` are the records of each split, `source` the run's settings (or the source
-    file's name), `data_files` each split's file relative to the card (None: a `save_to_disk` directory, which
-    `load_dataset` does not read), `columns` a sentence on the columns, `load` a Python line that loads it, and
-    `features` each column's type as the header's `dataset_info` spells it (`list: json`), which `load_dataset` then
-    uses instead of inferring one."""
-    records = [r for rows in splits.values() for r in rows]
-    stats = dataset_stats(records)
-    toolsets = sorted({str(r.get("meta", {}).get("toolset", "")) for r in records})
-    versions = sorted({str(r.get("meta", {}).get("sap_version", "unknown")) for r in records})
+    """README.md of an export: `records` the exported records (read once, as a stream), `sizes` the records of each
+    split, `source` the run's settings (or the source file's name), `data_files` each split's file relative to the
+    card (None: a `save_to_disk` directory, which `load_dataset` does not read), `columns` a sentence on the
+    columns, `load` a Python line that loads it, and `features` each column's type as the header's `dataset_info`
+    spells it (`list: json`), which `load_dataset` then uses instead of inferring one."""
+    toolsets: set[str] = set()
+    versions: set[str] = set()
+    truncated = 0
+
+    def noted(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """The records, noting each one's toolset, generator version and truncation on the way."""
+        nonlocal truncated
+        for r in rows:
+            meta = r.get("meta", {})
+            toolsets.add(str(meta.get("toolset", "")))
+            versions.add(str(meta.get("sap_version", "unknown")))
+            truncated += bool(meta.get("truncated"))
+            yield r
+
+    stats = dataset_stats(noted(records))
+    count = sum(sizes.values())
     header = ["---", f"license: {license}", "tags:", "- tool-use", "- function-calling", "- synthetic", "- sap",
-              "task_categories:", "- text-generation", "size_categories:", f"- {size_category(len(records))}"]
+              "task_categories:", "- text-generation", "size_categories:", f"- {size_category(count)}"]
     if features:
         header += ["dataset_info:", "  features:"]
         header += [line for name, kind in features.items() for line in (f"  - name: {name}", f"    {kind}")]
     if data_files is not None:
         header += ["configs:", "- config_name: default", "  data_files:"]
         header += [line for name, path in data_files.items() for line in (f"  - split: {name}", f"    path: {path}")]
-    sizes = ", ".join(f"{name} {len(rows)}" for name, rows in splits.items())
+    split_sizes = ", ".join(f"{name} {size}" for name, size in sizes.items())
     tags = ", ".join(f"{k} {v:.1%}" for k, v in stats["tag_distribution"].items()) or "none"
+    toolset_names, version_names = sorted(toolsets), sorted(versions)
     return "\n".join(header + [
         "---", "",
-        f"# sap dataset: {', '.join(toolsets) or '(no records)'}", "",
-        f"{len(records)} multi-turn tool-use dialogues synthesized by sap (generator version "
-        f"{', '.join(versions) or __version__}; exported by sap {__version__}). Every tool-call argument carries an "
+        f"# sap dataset: {', '.join(toolset_names) or '(no records)'}", "",
+        f"{count} multi-turn tool-use dialogues synthesized by sap (generator version "
+        f"{', '.join(version_names) or __version__}; exported by sap {__version__}). Every tool-call argument carries an "
         "executor-verified provenance tag saying where its value came from.", "",
         f"- **License:** {license}" + (" (not stated at export: pass `--license`)" if license == "unknown" else ""),
-        f"- **Splits:** {sizes} (a record's split is fixed by the SHA-256 of its id)",
-        f"- **Toolsets:** {', '.join(toolsets) or 'none'}",
-        f"- **Record kinds:** {_share_line(stats['kind_counts'], len(records))}",
-        f"- **Truncated:** {sum(bool(r.get('meta', {}).get('truncated')) for r in records)} records end at a turn "
+        f"- **Splits:** {split_sizes} (a record's split is fixed by the SHA-256 of its id)",
+        f"- **Toolsets:** {', '.join(toolset_names) or 'none'}",
+        f"- **Record kinds:** {_share_line(stats['kind_counts'], count)}",
+        f"- **Truncated:** {truncated} records end at a turn "
         "whose call kept failing (`meta.truncated`; the turns before it replay)",
         f"- **Arguments:** {stats['arguments']}; provenance tags: {tags}",
         f"- **Columns:** {columns}", "",

@@ -7,11 +7,13 @@ strings, as in the OpenAI format."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from sap.errors import MissingExtra
 
 INSTALL_HINT = "pip install 'sap-synth[hf]' (the Hugging Face datasets package)"
+ARROW_BATCH = 50  # rows an ArrowWriter holds before it writes them (a store row is about 50 KB)
 
 
 class HFUnavailable(MissingExtra):
@@ -74,10 +76,32 @@ def require_datasets() -> Any:
     return datasets
 
 
-def hf_dataset(records: list[dict[str, Any]]) -> Any:
-    """`records` as one `datasets.Dataset` of `to_hf_row` rows (built by column, so that no records still gives every
-    column)."""
-    datasets = require_datasets()
-    features = _features(datasets)
-    rows = [to_hf_row(r) for r in records]
-    return datasets.Dataset.from_dict({name: [row[name] for row in rows] for name in features}, features=features)
+class ArrowRows:
+    """`to_hf_row` rows written one record at a time to an Arrow file at `path` (datasets' ArrowWriter, ARROW_BATCH
+    rows per write; with `parquet`, its ParquetWriter, which also records the features `datasets` restores), a
+    split of any size in flat memory; an Arrow file is read back memory-mapped as a `datasets.Dataset`."""
+
+    def __init__(self, path: Path, parquet: bool = False) -> None:
+        from datasets.arrow_writer import ArrowWriter, ParquetWriter
+
+        self.datasets, self.path = require_datasets(), path
+        self.writer = (ParquetWriter if parquet else ArrowWriter)(features=_features(self.datasets), path=str(path),
+                                                                  writer_batch_size=ARROW_BATCH)
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Write one record's row."""
+        self.writer.write(to_hf_row(record))
+
+    def close(self) -> None:
+        """Finish the file."""
+        self.writer.finalize()
+        self.writer.close()
+
+    def discard(self) -> None:
+        """Give the file up (an export that failed)."""
+        self.writer.close()
+        self.path.unlink(missing_ok=True)
+
+    def dataset(self) -> Any:
+        """The rows written, as a Dataset mapped from the file."""
+        return self.datasets.Dataset.from_file(str(self.path))

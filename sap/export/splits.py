@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Iterable
 from itertools import accumulate
 from typing import Any
 
@@ -49,12 +50,17 @@ def split_of(record_id: str, shares: dict[str, float]) -> str:
     return names[-1]  # the shares' float sum fell a hair short of 1
 
 
-def split_records(records: list[dict[str, Any]], shares: dict[str, float]) -> dict[str, list[dict[str, Any]]]:
+def split_records(records: Iterable[dict[str, Any]], shares: dict[str, float]) -> dict[str, list[dict[str, Any]]]:
     """The records of each split, in their order, every split of `shares` present (an empty list if none fall in
     it); a record without an id is an error naming its position."""
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in shares}
     for k, record in enumerate(records):
-        if not record.get("id"):
-            raise UsageError(f"record {k} has no id: --split places records by their id")
-        out[split_of(str(record["id"]), shares)].append(record)
+        out[record_split(record, k, shares)].append(record)
     return out
+
+
+def record_split(record: dict[str, Any], position: int, shares: dict[str, float]) -> str:
+    """The split of `record`, the `position`-th record of an export; an error naming the position if it has no id."""
+    if not record.get("id"):
+        raise UsageError(f"record {position} has no id: --split places records by their id")
+    return split_of(str(record["id"]), shares)

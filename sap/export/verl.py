@@ -13,6 +13,8 @@ episode}. Nested documents are JSON strings so every row has one Arrow schema.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from sap.rewards.calls import gold_turns
 from sap.rewards.verl import ground_truth_json
 
 INSTALL_HINT = "pip install 'sap-synth[verl]' (pyarrow)"
+VERL_BATCH = 50  # rows per parquet row group (a verl row holds its record's messages and ground truth)
 AGENT_NAME = "tool_agent"
 INTERACTION_NAME = "sap"  # the name sap.envs.verl's interaction config gives SapInteraction
 
@@ -67,14 +70,17 @@ def _schema(pa: Any) -> Any:
     ])
 
 
-def write_verl_parquet(records: list[dict[str, Any]], output: str | Path) -> Path:
-    """Write `records` as one verl parquet file; MissingExtra naming the install command without pyarrow."""
+def write_verl_parquet(records: Iterable[dict[str, Any]], output: str | Path) -> Path:
+    """Write `records` as one verl parquet file, VERL_BATCH rows at a time as they stream by (one row group each);
+    MissingExtra naming the install command without pyarrow."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise MissingExtra(f"--format verl needs pyarrow: {INSTALL_HINT}") from exc
-    rows = [verl_row(str(r.get("id", i)), r, index=i) for i, r in enumerate(records)]
-    out = Path(output)
-    pq.write_table(pa.Table.from_pylist(rows, schema=_schema(pa)), out)
+    schema, out = _schema(pa), Path(output)
+    rows = (verl_row(str(r.get("id", i)), r, index=i) for i, r in enumerate(records))
+    with pq.ParquetWriter(out, schema) as writer:
+        while batch := list(islice(rows, VERL_BATCH)):
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
     return out

@@ -6,6 +6,7 @@ import contextlib
 import email.utils
 import functools
 import json
+import logging
 import os
 import re
 import threading
@@ -39,16 +40,24 @@ _PLACEHOLDER_KEY = "sk-none"
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 HANG_TIMEOUTS = 2  # a request that timed out this many times is given up: a hanging server costs 2 timeouts, not 6
 _CHARS_PER_TOKEN = 4
+# `structured = "auto"` asks once whether a server takes json_schema: a request this small, refused with one of these
+PROBE_SCHEMA = ResponseSchema("probe", {"type": "object", "properties": {"ok": {"type": "boolean"}},
+                                        "required": ["ok"], "additionalProperties": False})
+PROBE_REFUSED_STATUS = frozenset({400, 422})  # llama.cpp: 400 'response_format type must be one of "text" or ...'
+log = logging.getLogger(__name__)
 
 
 class LLMRoleError(SapError, RuntimeError):
     """A role's LLM call gave up. `kind`: config (no key), rejected (a non-transient error such as 400/401),
     transient (retries exhausted) or invalid (no valid answer after the validation retries); `timed_out` when a
-    transient failure was the server not answering within the request timeout (a hang)."""
+    transient failure was the server not answering within the request timeout (a hang); `status`: the HTTP status
+    the server answered with, if any."""
 
-    def __init__(self, role: str, model: str, kind: FailureKind, reason: str, timed_out: bool = False):
+    def __init__(self, role: str, model: str, kind: FailureKind, reason: str, timed_out: bool = False,
+                 status: int | None = None):
         super().__init__(f"LLM role {role!r} ({model}) failed, {kind}: {reason}")
         self.role, self.model, self.kind, self.reason, self.timed_out = role, model, kind, reason, timed_out
+        self.status = status  # the server's HTTP status, when it answered with one
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -147,15 +156,17 @@ class LLMClient:
         api_key = _api_key(role, cfg)
         exact = schema or ResponseSchema(_schema_name(response_model), json.loads(_schema_json(response_model)))
         request = _base_request(cfg, api_key)
-        if cfg.structured == "json_schema":
+        limiter = limiters.get(cfg)
+        mode = await self._structured_mode(role, cfg, limiter, api_key) if cfg.structured == "auto" \
+            else cfg.structured
+        if mode == "json_schema":
             request["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": exact.name, "schema": exact.schema, "strict": sends_strict(cfg.model, exact.schema)}}
             conversation = [dict(m) for m in messages]
         else:
             conversation = _with_schema_in_prompt(messages, json.dumps(exact.schema))
-            if cfg.structured == "json_object":
+            if mode == "json_object":
                 request["response_format"] = {"type": "json_object", "schema": exact.schema}
-        limiter = limiters.get(cfg)
         last_error: StructuredOutputError | None = None
         for _ in range(cfg.max_validation_retries + 1):
             text = (await self._request(role, cfg, limiter, {**request, "messages": conversation}, api_key)).content or ""
@@ -174,6 +185,31 @@ class LLMClient:
                     f"Your answer was invalid: {exc}. Reply with only a JSON object matching the schema.")}]
         raise LLMRoleError(role, cfg.model, "invalid", redact(
             f"no valid answer after {cfg.max_validation_retries + 1} attempts; last error: {last_error}", api_key))
+
+    async def _structured_mode(self, role: str, cfg: ModelConfig, limiter: ModelLimiter, api_key: str | None) -> str:
+        """The mode of a `structured = "auto"` config: json_schema if its server takes a tiny json_schema request,
+        json_object if it refuses one (400/422, as llama.cpp's server does); asked once per (model, api_base) in
+        this process, the probe counted as one of `role`'s calls. Any other failure is the role's, as for a
+        request."""
+        modes = _llm_loop_thread().structured_modes
+        key = (cfg.model, cfg.api_base)
+        async with modes.lock:  # the first role to ask probes; the others wait for its answer
+            if key not in modes.known:
+                probe = {**_base_request(cfg, api_key), "max_tokens": 16, "messages": [
+                    {"role": "user", "content": 'Reply with the JSON object {"ok": true}.'}],
+                    "response_format": {"type": "json_schema", "json_schema": {
+                        "name": PROBE_SCHEMA.name, "schema": PROBE_SCHEMA.schema,
+                        "strict": sends_strict(cfg.model, PROBE_SCHEMA.schema)}}}
+                try:
+                    await self._request(role, cfg, limiter, probe, api_key)
+                    modes.known[key] = "json_schema"
+                except LLMRoleError as exc:
+                    if exc.kind != "rejected" or exc.status not in PROBE_REFUSED_STATUS:
+                        raise
+                    log.info("%s at %s refused a json_schema request (%s): structured answers use json_object",
+                             cfg.model, cfg.api_base or "its provider", exc.reason)
+                    modes.known[key] = "json_object"
+            return modes.known[key]
 
     async def _request(self, role: str, cfg: ModelConfig, limiter: ModelLimiter, request: dict[str, Any],
                        api_key: str | None) -> Any:
@@ -200,8 +236,10 @@ class LLMClient:
             retries = retrying.statistics.get("attempt_number", 1) - 1
             reason = redact(f"{'after ' + str(retries) + ' retries, ' if transient else ''}"
                                f"{type(exc).__name__}: {exc}", api_key)
+            status = getattr(exc, "status_code", None)
             error = LLMRoleError(role, cfg.model, "transient" if transient else "rejected", reason,
-                                 timed_out=isinstance(exc, litellm.Timeout))
+                                 timed_out=isinstance(exc, litellm.Timeout),
+                                 status=status if isinstance(status, int) else None)
             # A server may echo a key in its error text: then the original exception is not chained.
             raise error from (None if holds_secret(str(exc), api_key) else exc)
         cost, priced = response_cost(cfg, prompt_tokens, completion_tokens, response)
@@ -209,12 +247,23 @@ class LLMClient:
         return response.choices[0].message
 
 
+class StructuredModes:
+    """The structured mode each (model, api_base) of a `structured = "auto"` config settled on, and the lock its
+    one probe is made under (used on the LLM loop thread only)."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple[str, str | None], str] = {}
+        self.lock = asyncio.Lock()
+
+
 class _LLMLoopThread:
-    """The process-wide event loop thread that runs every LLM request, and the limiters bound to it."""
+    """The process-wide event loop thread that runs every LLM request, the limiters bound to it and the structured
+    modes `auto` configs settled on."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.limiters = LimiterRegistry()
+        self.structured_modes = StructuredModes()
         self.thread = threading.Thread(target=self.loop.run_forever, name="sap-llm-loop", daemon=True)
         self.thread.start()
 

@@ -27,10 +27,11 @@ class ModelConfig(BaseModel):
     concurrency: int = Field(default=8, ge=1, description="requests in flight per (model, api_base)")
     rpm: int | None = Field(default=None, ge=1, description="requests per minute per (model, api_base)")
     tpm: int | None = Field(default=None, ge=1, description="tokens per minute per (model, api_base)")
-    structured: Literal["json_schema", "json_object", "prompt"] = Field(default="json_schema", description=(
+    structured: Literal["auto", "json_schema", "json_object", "prompt"] = Field(default="json_schema", description=(
         "json_schema: OpenAI structured output; json_object: the schema in the prompt and as response_format "
         "{type: json_object, schema} (llama.cpp's server constrains decoding to it); prompt: the schema in the "
-        "prompt only, the answer parsed and repaired"))
+        "prompt only, the answer parsed and repaired; auto: json_schema if the server takes one tiny json_schema "
+        "request (asked once per model and server in a process), else json_object"))
     input_cost_per_token: float | None = Field(default=None, ge=0.0)
     output_cost_per_token: float | None = Field(default=None, ge=0.0)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from sap.provenance.record_tools import all_tools
 from sap.model import Tag
@@ -78,11 +78,12 @@ def arg_nodes(record: dict[str, Any]) -> list[ArgNode]:
     return nodes
 
 
-def lengths_summary(lengths: Sequence[int]) -> dict[str, Any]:
-    """Mean and max of chain lengths and the share with L >= 1."""
-    return {"mean_chain_length": sum(lengths) / len(lengths) if lengths else 0.0,
-            "max_chain_length": max(lengths, default=0),
-            "dependent_share": sum(x >= 1 for x in lengths) / len(lengths) if lengths else 0.0}
+def lengths_summary(lengths: Counter[int]) -> dict[str, Any]:
+    """Mean and max of chain lengths (counted: length -> arguments) and the share with L >= 1."""
+    n = sum(lengths.values())
+    return {"mean_chain_length": sum(k * v for k, v in lengths.items()) / n if n else 0.0,
+            "max_chain_length": max((k for k, v in lengths.items() if v), default=0),
+            "dependent_share": sum(v for k, v in lengths.items() if k >= 1) / n if n else 0.0}
 
 
 def source_columns(tag_counts: Counter, extra: Sequence[str] = ()) -> dict[str, float]:
@@ -95,16 +96,26 @@ def source_columns(tag_counts: Counter, extra: Sequence[str] = ()) -> dict[str, 
     return {k: (v / total if total else 0.0) for k, v in counts.items()}
 
 
-def chain_split(nodes: Sequence[ArgNode]) -> dict[str, dict[str, Any]]:
-    """Chain lengths apart by where the dependency comes from: `output_derived` (prev_output arguments),
-    `user_derived` (prev_user_msg) and, among those, `announced` (a value the user stated turns ahead of
-    any call using it, "keep in mind for later ..."): per group its argument count, share of all arguments,
-    mean and max L and the share with L >= 1."""
-    groups = {"output_derived": [n for n in nodes if n.tag == Tag.prev_output.value],
-              "user_derived": [n for n in nodes if n.tag == Tag.prev_user_msg.value],
-              "announced": [n for n in nodes if n.announced]}
-    return {name: {"arguments": len(group), "share": len(group) / len(nodes) if nodes else 0.0,
-                   **lengths_summary([n.chain_length for n in group])} for name, group in groups.items()}
+CHAIN_GROUPS = ("output_derived", "user_derived", "announced")
+
+
+def chain_groups(node: ArgNode) -> Iterator[str]:
+    """The chain groups an argument counts in: `output_derived` (prev_output), `user_derived` (prev_user_msg) and,
+    among those, `announced` (a value the user stated turns ahead of any call using it, "keep in mind for later")."""
+    if node.tag == Tag.prev_output.value:
+        yield "output_derived"
+    if node.tag == Tag.prev_user_msg.value:
+        yield "user_derived"
+    if node.announced:
+        yield "announced"
+
+
+def chain_split(groups: dict[str, Counter[int]], arguments: int) -> dict[str, dict[str, Any]]:
+    """Chain lengths apart by where the dependency comes from (`chain_groups`), from each group's counted chain
+    lengths: per group its argument count, share of all `arguments`, mean and max L and the share with L >= 1."""
+    return {name: {"arguments": sum(groups[name].values()),
+                   "share": sum(groups[name].values()) / arguments if arguments else 0.0,
+                   **lengths_summary(groups[name])} for name in CHAIN_GROUPS}
 
 
 def _turns(record: dict[str, Any]) -> int:
@@ -158,17 +169,17 @@ def summarize(summaries: Iterable[RecordSummary], tags: Sequence[str]) -> dict[s
     without them) are None. With no tool docs in any record, `tool_coverage` is None and
     `uncalled_tools` is None.
     """
-    summaries = list(summaries)
     tag_counts: Counter = Counter()
-    lengths: list[int] = []
-    reuse: list[int] = []
+    lengths: Counter[int] = Counter()
+    reuse: Counter[int] = Counter()
+    groups: dict[str, Counter[int]] = {name: Counter() for name in CHAIN_GROUPS}
     used: Counter = Counter()
     kinds: Counter = Counter()
-    all_nodes: list[ArgNode] = []
     documented: set[str] | None = None
-    turns = calls = parallel = 0
+    n = turns = calls = parallel = 0
     parallel_known = False
-    for s in summaries:
+    for s in summaries:  # one at a time: nothing per record or per argument is kept, only counts
+        n += 1
         turns += s.turns
         calls += len(s.calls)
         used.update(s.calls)
@@ -178,14 +189,14 @@ def summarize(summaries: Iterable[RecordSummary], tags: Sequence[str]) -> dict[s
         if s.parallel is not None:
             parallel_known = True
             parallel += s.parallel
-        all_nodes += s.nodes
         for node in s.nodes:
             tag_counts[node.tag] += 1
-            lengths.append(node.chain_length)
-            reuse.append(node.reuse_length)
+            lengths[node.chain_length] += 1
+            reuse[node.reuse_length] += 1
+            for group in chain_groups(node):
+                groups[group][node.chain_length] += 1
     n_args = sum(tag_counts.values())
     share = {t: (tag_counts[t] / n_args if n_args else 0.0) for t in tags}
-    n = len(summaries)
     called = [c for c in used.values() if c > 0]
     return {
         "records": n,
@@ -194,8 +205,8 @@ def summarize(summaries: Iterable[RecordSummary], tags: Sequence[str]) -> dict[s
         "source_columns": source_columns(tag_counts, [t for t in tags if t not in SAP_TAGS]),
         "fallback_rate": share.get(Tag.fallback.value),
         **lengths_summary(lengths),
-        "chain_length_counts": {str(k): v for k, v in sorted(Counter(lengths).items())},
-        "chains": chain_split(all_nodes),
+        "chain_length_counts": {str(k): v for k, v in sorted(lengths.items())},
+        "chains": chain_split(groups, n_args),
         "value_reuse": lengths_summary(reuse),
         "mean_turns": turns / n if n else 0.0,
         "mean_calls": calls / n if n else 0.0,
@@ -218,12 +229,20 @@ def dataset_stats(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     called at least once (None if none was), `uncalled_tools` counts the offered tools never called, and
     `word_pair_values` counts the user-created values that are generator word pairs (the last resort).
     """
-    records = list(records)
-    stats = summarize((sap_summary(r) for r in records), [t.value for t in Tag])
-    stats["word_pair_values"] = sum(is_word_pair(json.loads(tc["function"]["arguments"]).get(name))
-                                    for r in records for m in r["messages"] for tc in m.get("tool_calls") or []
-                                    for p in r["provenance"] if p["call_id"] == tc["id"]
-                                    for name, prov in p["args"].items() if prov["tag"] == Tag.self_create.value)
+    word_pairs = 0
+
+    def summaries() -> Iterator[RecordSummary]:
+        """Each record's summary, counting its word-pair values on the way (one pass: `records` may be a stream)."""
+        nonlocal word_pairs
+        for r in records:
+            word_pairs += sum(is_word_pair(json.loads(tc["function"]["arguments"]).get(name))
+                              for m in r["messages"] for tc in m.get("tool_calls") or []
+                              for p in r["provenance"] if p["call_id"] == tc["id"]
+                              for name, prov in p["args"].items() if prov["tag"] == Tag.self_create.value)
+            yield sap_summary(r)
+
+    stats = summarize(summaries(), [t.value for t in Tag])
+    stats["word_pair_values"] = word_pairs
     if stats["tool_coverage"] is None:  # no records: sap records always carry their tools
         stats["tool_coverage"], stats["uncalled_tools"] = 0.0, 0
     return stats

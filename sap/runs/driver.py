@@ -90,7 +90,7 @@ def start_run(store: RunStore, toolset: Toolset, config: dict[str, Any], live: d
         stored["fallback_note"] = note
     parts = fingerprint_parts(toolset, config)
     run_id = store.create_run(toolset.name, config, config["seed"], config["target"], fingerprint(parts), parts,
-                              stored)
+                              stored, toolset.source)
     if (usage := client.ledger.snapshot())["roles"]:  # the FSM builder's calls count toward the run's usage
         store.save_usage(run_id, "start_run", usage)
     return run_id

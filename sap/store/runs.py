@@ -4,10 +4,12 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import shlex
 import socket
 import sqlite3
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterator
 
@@ -29,6 +31,7 @@ from sap.store.schema import (
     RejectionRow,
     RunOutputRow,
     RunRow,
+    RunSourceRow,
     SchemaInfo,
     SlotRow,
     UsageRow,
@@ -139,6 +142,15 @@ def existing_store(url: str) -> RunStore:
     return RunStore(url)
 
 
+def resume_command(run_id: str, db: str, toolset_source: str | None = None, output: str | None = None) -> str:
+    """The command line that continues run `run_id` of database `db`: with `--toolset` when the toolset came from a
+    file (a stored run names its toolset, not the file), and `-o` when given `output`."""
+    words = ["sap", "resume", run_id, "--db", db]
+    words += ["--toolset", toolset_source] if toolset_source else []
+    words += ["-o", output] if output else []
+    return shlex.join(words)
+
+
 class RunStore:
     """Access to one run database; every write is one short transaction."""
 
@@ -188,14 +200,16 @@ class RunStore:
         return self.session.begin()
 
     def create_run(self, toolset: str, config: dict[str, Any], seed: int, target: int, fingerprint: str,
-                   parts: dict[str, Any], fsm: dict[str, Any]) -> str:
-        """Record a new run with its verified FSM; its id."""
+                   parts: dict[str, Any], fsm: dict[str, Any], source: str | None = None) -> str:
+        """Record a new run with its verified FSM (and the file its toolset loads from, `source`); its id."""
         run_id = f"run-{secrets.token_hex(4)}"
         with self._tx() as s:
             s.add(RunRow(id=run_id, created=_now(), toolset=toolset, config=config, seed=seed, target=target,
                          fingerprint=fingerprint, fingerprint_parts=parts, status="running"))
-            s.flush()  # the run row first: the FSM row refers to it
+            s.flush()  # the run row first: the FSM and source rows refer to it
             s.add(FSMRow(run_id=run_id, fsm=fsm))
+            if source:
+                s.add(RunSourceRow(run_id=run_id, source=source))
         return run_id
 
     @db_retry
@@ -213,6 +227,23 @@ class RunStore:
         """Remember the file run `run_id` writes (as an absolute path), so `sap resume` can bring it to the full count."""
         with self._tx() as s:
             s.merge(RunOutputRow(run_id=run_id, path=os.path.abspath(path), drop_truncated=drop_truncated))
+
+    @db_retry
+    def set_toolset_source(self, run_id: str, source: str) -> None:
+        """Remember the file run `run_id`'s toolset loads from (`Toolset.source`), for its resume command."""
+        with self._tx() as s:
+            s.merge(RunSourceRow(run_id=run_id, source=source))
+
+    @db_retry
+    def toolset_source(self, run_id: str) -> str | None:
+        """The file run `run_id`'s toolset loads from, if it came from one."""
+        with self.session() as s:
+            row = s.get(RunSourceRow, run_id)
+            return row.source if row else None
+
+    def resume_command(self, run_id: str, output: str | None = None) -> str:
+        """The command line that continues run `run_id` (see `resume_command`)."""
+        return resume_command(run_id, self.url, self.toolset_source(run_id), output)
 
     @db_retry
     def output(self, run_id: str) -> RunOutputRow | None:
@@ -410,6 +441,13 @@ class RunStore:
             return [r for (r,) in s.execute(select(RecordRow.record).where(RecordRow.run_id == run_id)
                                             .order_by(RecordRow.index))]
 
+    @db_retry
+    def record_at(self, run_id: str, position: int) -> dict[str, Any] | None:
+        """The accepted record at `position` (0-based) in slot order, or None past the last."""
+        with self.session() as s:
+            return s.scalars(select(RecordRow.record).where(RecordRow.run_id == run_id).order_by(RecordRow.index)
+                             .offset(position).limit(1)).first()
+
     def iter_records(self, run_id: str, batch: int = RECORD_BATCH) -> Iterator[dict[str, Any]]:
         """The accepted records in slot order, fetched `batch` rows at a time (memory flat in the run's size)."""
         with self.session() as s:
@@ -463,9 +501,10 @@ class RunStore:
             return row.config, row.state, tasks
 
 
-class StoredRecords:
-    """A run's accepted records as a stream that can be read more than once and has a length: an export reads them
-    without holding them all."""
+class StoredRecords(Sequence):
+    """A run's accepted records in slot order, read from its database as they are stored now: iterating streams them
+    (RECORD_BATCH rows per fetch), an index or a slice reads just those, and it compares equal to a sequence of the
+    same records. An export or a Run handle holds this, never the records themselves."""
 
     def __init__(self, store: RunStore, run_id: str) -> None:
         self.store, self.run_id = store, run_id
@@ -475,3 +514,22 @@ class StoredRecords:
 
     def __len__(self) -> int:
         return self.store.counts(self.run_id).get("accepted", 0)
+
+    def __getitem__(self, key: int | slice) -> Any:
+        if isinstance(key, slice):
+            return [self[i] for i in range(*key.indices(len(self)))]
+        position = key + len(self) if key < 0 else key
+        record = self.store.record_at(self.run_id, position) if position >= 0 else None
+        if record is None:
+            raise IndexError(f"run {self.run_id} has {len(self)} records; no record {key}")
+        return record
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} records of run {self.run_id} in {self.store.url}>"

@@ -117,3 +117,12 @@ class RunOutputRow(Base):
     run_id: Mapped[str] = mapped_column(ForeignKey("sap_runs.id"), primary_key=True)
     path: Mapped[str] = mapped_column(Text)  # absolute path of the JSONL file
     drop_truncated: Mapped[bool] = mapped_column(Boolean, default=False)  # truncated records left out of the file
+
+
+class RunSourceRow(Base):
+    """The file a run's toolset was loaded from (a domain module or MCP config; a run names its toolset, not the
+    file), kept apart from the fingerprinted config so the resume command can name it."""
+
+    __tablename__ = "sap_run_sources"
+    run_id: Mapped[str] = mapped_column(ForeignKey("sap_runs.id"), primary_key=True)
+    source: Mapped[str] = mapped_column(Text)  # what `--toolset` takes: an absolute path, or mcp:/absolute/path

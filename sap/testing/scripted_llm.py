@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import socket
 import sys
 import threading
 import time
@@ -60,11 +61,25 @@ class Hang:
     seconds: float
 
 
-Step = Reply | ToolCalls | Malformed | SchemaViolation | Status | Hang
+@dataclass(frozen=True)
+class Junk:
+    """Answer 200 with a body that is not JSON at all (a proxy's HTML page, a half-started server)."""
+
+    body: str = "<html><body>502 upstream not ready</body></html>"
+
+
+@dataclass(frozen=True)
+class CutOff:
+    """Answer 200 as the responder would, but close the connection halfway through the body."""
+
+
+Step = Reply | ToolCalls | Malformed | SchemaViolation | Status | Hang | Junk | CutOff
 Responder = Callable[[dict[str, Any]], "str | ToolCalls"]
 
 
 _SCHEMA_IN_PROMPT = "Reply with only a JSON object that matches this JSON schema:\n"
+# what llama.cpp's server (builds without json_schema support) answers, with 400, to a json_schema response_format
+LLAMA_CPP_REFUSAL = 'response_format type must be one of "text" or "json_object", but got: json_schema'
 
 
 def request_schema(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -112,11 +127,15 @@ class ScriptedLLMServer:
     When the script is empty, `responder(request_json) -> content or ToolCalls` answers; without a responder the
     request gets a 400 naming the exhausted script. `latency` seconds are added to every answer.
     Usage is deterministic: prompt tokens = words in the request messages, completion tokens = words
-    in the content. Every chat request body and its headers are recorded, in arrival order.
+    in the content. Every chat request body and its headers are recorded, in arrival order. With
+    `refuse_json_schema` every request asking for a json_schema response_format gets llama.cpp's 400 (consuming no
+    step), as a llama.cpp server without json_schema support does.
     """
 
-    def __init__(self, steps: Iterable[Step] = (), responder: Responder | None = None, latency: float = 0.0):
+    def __init__(self, steps: Iterable[Step] = (), responder: Responder | None = None, latency: float = 0.0,
+                 refuse_json_schema: bool = False):
         self._steps: deque[Step] = deque(steps)
+        self._refuse_json_schema = refuse_json_schema
         self._responder = responder
         self._latency = latency
         self._lock = threading.Lock()
@@ -188,6 +207,8 @@ class ScriptedLLMServer:
             self._headers.append(headers)
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            if self._refuse_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
+                return len(self._requests), Status(400, message=LLAMA_CPP_REFUSAL)
             return len(self._requests), (self._steps.popleft() if self._steps else None)
 
     def _end(self) -> None:
@@ -252,16 +273,25 @@ class ScriptedLLMServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-            def _send_json(self, status: int, headers: dict[str, str], doc: dict[str, Any]) -> None:
-                payload = json.dumps(doc).encode()
+            def _send_json(self, status: int, headers: dict[str, str], doc: dict[str, Any],
+                           cut: bool = False) -> None:
+                self._send(status, headers, json.dumps(doc).encode(), "application/json", cut)
+
+            def _send(self, status: int, headers: dict[str, str], payload: bytes, content_type: str,
+                      cut: bool = False) -> None:
+                """Send a response; `cut`: announce the whole body, send half of it and close the connection."""
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(payload)))
                     for name, value in headers.items():
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(payload)
+                    self.wfile.write(payload[:len(payload) // 2] if cut else payload)
+                    if cut:
+                        self.wfile.flush()
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        self.close_connection = True
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True
 
@@ -283,9 +313,30 @@ class ScriptedLLMServer:
                 try:
                     if server._latency:
                         server._closing.wait(server._latency)
-                    status, extra, doc = server._answer(number, step, body, headers.get("authorization", ""))
-                    self._send_json(status, extra, doc)
+                    if isinstance(step, Junk):
+                        self._send(200, {}, step.body.encode(), "text/html")
+                        return
+                    cut = isinstance(step, CutOff)
+                    status, extra, doc = server._answer(number, None if cut else step, body,
+                                                        headers.get("authorization", ""))
+                    self._send_json(status, extra, doc, cut)
                 finally:
                     server._end()
 
         return Handler
+
+
+class Outage:
+    """A responder that answers as `answer` does and, once it has answered `good` requests, turns its server to
+    `step` for every later request (until the server's steps are cleared): a server that breaks mid-run. Set
+    `server` once the server exists."""
+
+    def __init__(self, step: Step, good: int, answer: Responder) -> None:
+        self.step, self.good, self.answer, self.answered = step, good, answer, 0
+        self.server: ScriptedLLMServer | None = None
+
+    def __call__(self, request: dict[str, Any]) -> str | ToolCalls:
+        self.answered += 1
+        if self.answered == self.good:
+            self.server.push(*[self.step] * 10_000)
+        return self.answer(request)

@@ -3,6 +3,7 @@ runs user code (only such kinds may never be named by data)."""
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,7 +122,16 @@ def load_toolset(name_or_path: str, timeout: float = 5.0, *,
     kind = kind_of(name_or_path)
     if kind is None:
         raise UnknownToolset(f"unknown toolset {name_or_path!r}; {forms()} (see `sap toolsets`)")
-    return kind.load(name_or_path, LoadOptions(timeout, open_cache))
+    toolset = kind.load(name_or_path, LoadOptions(timeout, open_cache))
+    if kind.runs_user_code:  # named by a file: remembered so a resume command can name it from anywhere
+        toolset.source = absolute_source(name_or_path)
+    return toolset
+
+
+def absolute_source(name_or_path: str) -> str:
+    """A toolset name that is a file (PATH.py, mcp:PATH) with its path made absolute."""
+    prefix = "mcp:" if name_or_path.startswith("mcp:") else ""
+    return prefix + os.path.abspath(name_or_path[len(prefix):])
 
 
 def data_toolset_name(name: str | None, given: str | None, field: str = "meta.toolset") -> str:
