@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sap.runs.health import OUTAGE_FAILURES
+from sap.runs.health import FIRST_FAILURES, OUTAGE_FAILURES
 from sap.testing.role_model import role_model
 from sap.testing.scripted_llm import Hang, Outage, ScriptedLLMServer, Status
 
@@ -21,6 +21,22 @@ GOOD_REQUESTS = 5
 def sap(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sap.cli", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=600, env={**os.environ})
+
+
+def test_a_server_that_refuses_every_request_stops_the_run_after_the_first_slots(tmp_path):
+    """A key revoked after the FSM is built: 401 on every later request fails each slot at whichever role asks
+    first; the first slots' failures are one cause (the role left out), so the run stops early instead of
+    spending every slot."""
+    outage = Outage(Status(401, message="invalid api key"), GOOD_REQUESTS, role_model)
+    with ScriptedLLMServer(responder=outage) as server:
+        outage.server = server
+        (tmp_path / "agents.toml").write_text(f'[model]\nmodel = "openai/scripted"\napi_base = "{server.api_base}"\n')
+        done = sap("synthesize", "--toolset", "store", "-n", "10", "--max-slots", "30", "--agents-config",
+                   "agents.toml", "-o", "out.jsonl", "--db", "sqlite:///run.db", cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert f"the first {FIRST_FAILURES} slots all failed the same way" in done.stderr, done.stderr[-2000:]
+    run = json.loads(sap("runs", "--json", "--db", "sqlite:///run.db", cwd=tmp_path).stdout)[0]
+    assert run["failed"] == FIRST_FAILURES, run
 
 
 @pytest.mark.parametrize("step, retries", [(Status(500), 1), (Hang(60), 5)], ids=["500", "hang"])

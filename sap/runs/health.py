@@ -2,6 +2,7 @@
 run whose first slots all fail the same way; and which exceptions are infrastructure, not a trajectory's bug."""
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 
@@ -22,9 +23,10 @@ def is_infrastructure(exc: BaseException | None) -> bool:
 
 
 def failure_cause(reason: str) -> str:
-    """What a failed slot's reason says went wrong, without its details: `LLM role 'planner' (m) failed, invalid`
-    or the exception type of a crash (`ValueError`)."""
-    return reason.partition(": ")[0]
+    """What a failed slot's reason says went wrong, without its details or the role that met it: `LLM (m) failed,
+    rejected` (a wrong key fails the FSM builder in one slot and the planner in the next: one cause) or the
+    exception type of a crash (`ValueError`)."""
+    return re.sub(r"^LLM role '[^']*' ", "LLM ", reason.partition(": ")[0])
 
 
 class RunHealth:
