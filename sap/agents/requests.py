@@ -164,6 +164,18 @@ def history_reference(noun: str, sel: Selector | None, value: Any, source: tuple
     return rng.choice(_STATED_NTH).format(n=noun, o=ordinal(sel.position or 1))
 
 
+_MINE = ["my {n}", "my {n}", "my {n}", "the {n} on file"]
+
+
+def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Random) -> str:
+    """How the user refers to a value the assistant finds itself in the same turn, from the user's side ("my
+    order", "my order whose status is pending"): never as something the assistant already showed them."""
+    if sel is None or sel.field is None:
+        return rng.choice(_MINE).format(n=noun)
+    thing = noun if sel.noun in ("entry", "result") else sel.noun
+    return f"my {thing} " + rng.choice(_WITH).format(f=words_of(sel.field), v=sel.value)
+
+
 def _droppable(text: str, param: str) -> bool:
     """Whether a withheld slot sits after a preposition (dropped with it) or right after the opening verb."""
     slot = re.escape("{" + param + "}")
@@ -263,6 +275,10 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
         named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
         if m.verbatim or named:
             words = said_value(m.value)
+        elif m.marker == "FOUND_BY_ASSISTANT":
+            words = f"the {noun}" if m.selector is None and m.source in sources else \
+                found_reference(noun, m.selector, m.value, rng)
+            sources.add(m.source)
         elif m.selector is None and m.source is not None and m.source in sources:
             words = f"the {noun}"
         else:
