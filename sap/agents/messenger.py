@@ -11,6 +11,7 @@ from sap.agents.composer import compose_message
 from sap.agents.requests import (
     Wording,
     conveyed_arguments,
+    found_reference,
     history_reference,
     join_words,
     request_phrase,
@@ -24,6 +25,10 @@ from sap.text import describe_value, humanize, result_noun, words_of
 
 _REVEAL_ONE = ["Oh, it's {v}.", "Sorry - it's {v}.", "The {n} is {v}.", "Right, {v}.", "It's {v}.",
                "Sorry, I should have said: {v}.", "Use {v}.", "{v}, please."]
+_NAMED = ["I'm {v}", "my name is {v}", "this is {v}", "the name's {v}", "I'm {v} by the way"]
+_OWN = ["my {n} is {v}", "my {n} is {v}", "{v} is my {n}", "the {n} on my account is {v}"]
+_GIVEN = ["the {n} is {v}", "the {n} I have in mind is {v}", "go with {v} for the {n}"]
+_WHICH = ["the one I mean is {r}", "I'm talking about {r}", "it's {r}"]
 _REVEAL_MANY = ["Sorry - {x}.", "Oh, right: {x}.", "Of course: {x}.", "Sure, {x}."]
 
 
@@ -173,18 +178,22 @@ def user_facts(call: ToolCall, mentions: Sequence[Mention], wording: Wording, tu
                rng: random.Random) -> list[str]:
     """What the user says for a prerequisite the assistant works out (never a request for it): their own facts
     and new values ("I'm Yusuf Rossi", "my zip code is 19122"), and which one they mean where a reference is one
-    among several ("it's about the order whose status is pending")."""
+    among several ("the one I mean is my order whose status is pending")."""
     said = {m.param: m for m in mentions if m.verbatim or (m.selector is not None and m.selector.named)}
     out = []
     if {"first_name", "last_name"} <= said.keys():
-        out.append(f"I'm {said_value(said.pop('first_name').value)} {said_value(said.pop('last_name').value)}")
+        name = f"{said_value(said.pop('first_name').value)} {said_value(said.pop('last_name').value)}"
+        out.append(rng.choice(_NAMED).format(v=name))
     for m in said.values():
-        owner = "my" if m.marker == "FROM_CONFIG" else "the"
-        out.append(f"{owner} {wording.noun(call.name, m.param)} is {said_value(m.value)}")
+        own = m.marker == "FROM_CONFIG"  # the user's own facts: "my email address is ..."
+        out.append(rng.choice(_OWN if own else _GIVEN).format(n=wording.noun(call.name, m.param),
+                                                               v=said_value(m.value)))
     for m in mentions:
         if m.param not in said and m.selector is not None and not m.verbatim:
-            out.append("it's about " + history_reference(wording.noun(call.name, m.param), m.selector, m.value,
-                                                     m.source, turn, rng))
+            noun = wording.noun(call.name, m.param)
+            ref = found_reference(noun, m.selector, m.value, rng) if m.marker == "FOUND_BY_ASSISTANT" else \
+                history_reference(noun, m.selector, m.value, m.source, turn, rng)
+            out.append(rng.choice(_WHICH).format(r=ref))
     return out
 
 

@@ -204,6 +204,7 @@ class Argument:
     verbatim: bool
     withheld: bool
     value: Any
+    found: bool = False  # a value the assistant finds itself in this turn: the phrase's own noun names it
 
 
 def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
@@ -217,9 +218,12 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
         elif not args[name].verbatim:  # "the pending order {x}" with a reference: "the order you just found"
             slot = re.escape("{" + name + "}")
             noun = "(?:" + "|".join(re.escape(n) for n in {args[name].noun, args[name].noun.split()[-1]}) + ")"
-            for merged in (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}",
-                           rf"\b(?:the|a|an|my)\s+{slot}\s+(?:folder|directory|file|{noun})\b", rf"\b{noun}\s+{slot}",
-                           rf"\b(?:the|my)\s+[a-z-]+\s+{slot}", rf"\b(?:the|a|an|my)\s+{slot}"):
+            named = (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}",
+                     rf"\b(?:the|a|an|my)\s+{slot}\s+(?:folder|directory|file|{noun})\b", rf"\b{noun}\s+{slot}")
+            if args[name].found and any(re.search(m, text) for m in named):  # "cancel my pending order {x}":
+                text = re.sub(rf"\s*{slot}", "", text, count=1)  # the phrase's noun says it from the user's side
+                continue
+            for merged in (*named, rf"\b(?:the|my)\s+[a-z-]+\s+{slot}", rf"\b(?:the|a|an|my)\s+{slot}"):
                 text, done = re.subn(merged, lambda _, keep="{" + name + "}": keep, text, count=1)
                 if done:
                     break
@@ -275,15 +279,17 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
         named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
         if m.verbatim or named:
             words = said_value(m.value)
-        elif m.marker == "FOUND_BY_ASSISTANT":
+        elif m.marker == "FOUND_BY_ASSISTANT":  # after "my street address", the same record's "the city"
             words = f"the {noun}" if m.selector is None and m.source in sources else \
                 found_reference(noun, m.selector, m.value, rng)
-            sources.add(m.source)
+            if m.selector is None:
+                sources.add(m.source)
         elif m.selector is None and m.source is not None and m.source in sources:
             words = f"the {noun}"
         else:
             words = history_reference(noun, m.selector, m.value, m.source, turn, rng)
             if m.selector is None:
                 sources.add(m.source)
-        out[m.param] = Argument(m.param, noun, words, m.verbatim or named, m.param in withheld, m.value)
+        out[m.param] = Argument(m.param, noun, words, m.verbatim or named, m.param in withheld, m.value,
+                                m.marker == "FOUND_BY_ASSISTANT" and m.selector is None)
     return out
