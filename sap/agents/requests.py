@@ -247,7 +247,8 @@ def refers_to_task(text: str, spec: ToolSpec) -> bool:
 def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Mapping[str, Argument],
                    rng: random.Random) -> str:
     """The call's request: a phrase conveying its arguments (a conditional one when the arguments meet its
-    condition), with the arguments it does not cover added in words; withheld values never appear."""
+    condition), with the arguments it does not cover added in words (not those the assistant finds itself in a
+    goal turn); withheld values never appear."""
     pool = [(r, c.cond) for c in entry.matching(call.args_exec) for r in c.requests] or \
         [(r, {}) for r in entry.requests]
     pool = [p for p in pool if set(placeholders(p[0])) <= set(args)] or \
@@ -262,7 +263,7 @@ def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Map
         varied = vary(text, rng)
         text = varied if refers_to_task(varied, spec) else text  # a docstring's words are not varied either
     covered = set(placeholders(text)) | set(cond)
-    extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld]
+    extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld and not a.found]
     if extras:
         text += rng.choice(_EXTRA_LEADS).format(x=join_words(extras))
     return _fill(text, args, rng)
