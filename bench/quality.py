@@ -4,7 +4,8 @@ calls) and replayed by `sap validate`, and the user text's diversity (self-BLEU-
 of up to 400 user requests, bare confirmations left out) beside the same figures for BFCL's own user turns
 (BFCL_v4_multi_turn_base.json); one table per toolset, then one JSON line.
 
-Each table also gives the turn shape: calls per turn (over turns that make calls), the share of calls the user
+Each table also gives the turn shape: calls per turn (over the user requests that make calls; a bare yes to a
+policy's recap counts with the request it confirms), the share of calls the user
 message dictates (`dictated_call`) and the share of calls that got a request phrase of their own (every call but a
 goal turn's prerequisites, `sap.provenance.goals`).
 
@@ -145,11 +146,22 @@ def quality_row(toolset: str, records: list[dict[str, Any]]) -> dict[str, Any]:
             "chains": dataset_stats(records)["chains"], "diversity": diversity(user_sample(records, 0))}
 
 
+def request_turns(record: dict[str, Any]) -> list[int]:
+    """Per user turn of a record, the turn of the request it serves: its own, or for a bare yes to a recap
+    (a policy's confirmation) the request it confirms."""
+    users = [m.get("content") or "" for m in record["messages"] if m.get("role") == "user"]
+    out: list[int] = []
+    for t, text in enumerate(users):
+        out.append(out[-1] if t and is_confirmation(text) else t)
+    return out
+
+
 def turn_shape(records: list[dict[str, Any]], dictated: int) -> dict[str, float]:
-    """Calls per turn (over the turns that make calls), the share of calls the user message dictates (`dictated`
-    of them, by the audit) and the share that got a request phrase of their own (all but prerequisites)."""
+    """Calls per turn (over the user requests that make calls, a confirmation counted with the request it
+    confirms), the share of calls the user message dictates (`dictated` of them, by the audit) and the share
+    that got a request phrase of their own (all but prerequisites)."""
     calls = [p for r in records for p in r["provenance"]]
-    turns = {(r["id"], p["turn"]) for r in records for p in r["provenance"]}
+    turns = {(r["id"], request_turns(r)[p["turn"]]) for r in records for p in r["provenance"]}
     own = sum(not p.get("prerequisite") for p in calls)
     return {"calls_per_turn": round(len(calls) / max(1, len(turns)), 3),
             "dictated_share": round(dictated / max(1, len(calls)), 3),
