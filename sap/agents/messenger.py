@@ -27,7 +27,7 @@ _REVEAL_ONE = ["Oh, it's {v}.", "Sorry - it's {v}.", "The {n} is {v}.", "Right, 
                "Sorry, I should have said: {v}.", "Use {v}.", "{v}, please."]
 _NAMED = ["I'm {v}", "my name is {v}", "this is {v}", "the name's {v}", "I'm {v} by the way"]
 _OWN = ["my {n} is {v}", "my {n} is {v}", "{v} is my {n}", "the {n} on my account is {v}"]
-_GIVEN = ["the {n} is {v}", "the {n} I have in mind is {v}", "go with {v} for the {n}"]
+_GIVEN = ["the {n} is {v}", "the {n} should be {v}"]
 _WHICH = ["the one I mean is {r}", "I'm talking about {r}", "it's {r}"]
 _REVEAL_MANY = ["Sorry - {x}.", "Oh, right: {x}.", "Of course: {x}.", "Sure, {x}."]
 

@@ -165,13 +165,15 @@ def history_reference(noun: str, sel: Selector | None, value: Any, source: tuple
 
 
 _MINE = ["my {n}", "my {n}", "my {n}", "the {n} on file"]
+_MINE_HERE = ["my {n}", "the {n} in here", "the {n} here"]  # for files and folders
 
 
 def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Random) -> str:
     """How the user refers to a value the assistant finds itself in the same turn, from the user's side ("my
     order", "my order whose status is pending"): never as something the assistant already showed them."""
     if sel is None or sel.field is None:
-        return rng.choice(_MINE).format(n=noun)
+        here = re.search(r"\b(?:file|folder|directory|document)$", noun)
+        return rng.choice(_MINE_HERE if here else _MINE).format(n=noun)
     thing = noun if sel.noun in ("entry", "result") else sel.noun
     return f"my {thing} " + rng.choice(_WITH).format(f=words_of(sel.field), v=sel.value)
 
@@ -220,8 +222,11 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
             noun = "(?:" + "|".join(re.escape(n) for n in {args[name].noun, args[name].noun.split()[-1]}) + ")"
             named = (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}",
                      rf"\b(?:the|a|an|my)\s+{slot}\s+(?:folder|directory|file|{noun})\b", rf"\b{noun}\s+{slot}")
-            if args[name].found and any(re.search(m, text) for m in named):  # "cancel my pending order {x}":
+            if args[name].found and any(re.search(m, text) for m in named[:2]):  # "cancel my pending order {x}":
                 text = re.sub(rf"\s*{slot}", "", text, count=1)  # the phrase's noun says it from the user's side
+                continue
+            if args[name].found and re.search(named[2], text):  # "need booking {x}": "need my booking"
+                text = re.sub(rf"\b({noun})\s+{slot}", r"my \1", text, count=1)
                 continue
             for merged in (*named, rf"\b(?:the|my)\s+[a-z-]+\s+{slot}", rf"\b(?:the|a|an|my)\s+{slot}"):
                 text, done = re.subn(merged, lambda _, keep="{" + name + "}": keep, text, count=1)

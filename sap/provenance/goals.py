@@ -14,14 +14,16 @@ USER_STYLES = ("goal", "explicit")  # goal: the user states goals; explicit: the
 def prerequisites(calls: Sequence[ToolCall], turn: int, requires: Mapping[str, Collection[str]],
                   writes: Collection[str]) -> list[int]:
     """Indexes of the calls of turn `turn` the assistant works out itself: each call before the turn's last (its
-    goal) that serves a later call of the turn, either a read (a tool not in `writes`) whose result a later call
-    uses, or a call of a tool the later call requires first (`requires`: tool -> tools that must run before it)."""
+    goal) that serves a later call of the turn, either a read (a tool not in `writes`) whose result gives a later
+    call a value it found (not one of the read's own arguments echoed back), or a call of a tool the later call
+    requires first (`requires`: tool -> tools that must run before it)."""
     out = []
     for i, call in enumerate(calls[:-1]):
         later = calls[i + 1:]
         feeds = call.name not in writes and any(
             p.effective_tag() == Tag.prev_output and (p.turn, p.call) == (turn, i)
-            for c in later for p in c.args_prov.values())
+            and c.args_exec.get(name) not in call.args_exec.values()
+            for c in later for name, p in c.args_prov.items())
         if feeds or any(call.name in requires.get(c.name, ()) for c in later):
             out.append(i)
     return out
