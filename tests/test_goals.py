@@ -94,6 +94,13 @@ def test_the_code_check_rejects_a_goal_turn_that_omits_a_value_the_user_must_say
     assert "login_by_email" in problems[0]
 
 
+def test_the_code_check_refuses_a_goal_marked_as_a_prerequisite():
+    turn = RuleMessenger().write([goal_turn()], SPECS, random.Random(0))[0]
+    marked = turn.model_copy(update={"prerequisites": [0, 1, 2]})
+    assert code_check(one_turn(marked), SPECS) == \
+        ["turn 0: call 2 is marked a prerequisite but it is the turn's goal (its last call)"]
+
+
 def slot(style: str, index: int) -> dict:
     """One store slot run through the synthesis graph in `style`."""
     ctx = SynthesisContext(toolset=STORE, user_style=style)

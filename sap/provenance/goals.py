@@ -34,6 +34,14 @@ def requested(turn: Turn) -> list[int]:
     return [i for i in range(len(turn.calls)) if i not in turn.prerequisites]
 
 
+def mark_problems(turn: Turn) -> list[str]:
+    """What is wrong with a turn's prerequisite marks: one outside its calls, or on its last call (the goal,
+    which the user always asks for)."""
+    return [f"turn {turn.index}: call {i} is marked a prerequisite but "
+            + ("the turn has no such call" if not 0 <= i < len(turn.calls) else "it is the turn's goal (its last call)")
+            for i in turn.prerequisites if not 0 <= i < len(turn.calls) - 1]
+
+
 def prerequisite_map(fsm: FSM, first: Mapping[str, Collection[str]] = {}) -> dict[str, list[str]]:
     """tool -> the tools that must run before it: the FSM's learned preconditions (`FSM.requires`), the
     authentication tools (actions of transitions into an AUTH_COMPLETED state) for each tool no transition before
