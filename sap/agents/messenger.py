@@ -25,7 +25,7 @@ from sap.text import describe_value, humanize, result_noun, words_of
 
 _REVEAL_ONE = ["Oh, it's {v}.", "Sorry - it's {v}.", "The {n} is {v}.", "Right, {v}.", "It's {v}.",
                "Sorry, I should have said: {v}.", "Use {v}.", "{v}, please."]
-_NAMED = ["I'm {v}", "my name is {v}", "this is {v}", "the name's {v}", "I'm {v} by the way"]
+_NAMED = ["I'm {v}", "I'm {v}", "my name is {v}", "this is {v}", "the name's {v}"]
 _OWN = ["my {n} is {v}", "my {n} is {v}", "{v} is my {n}", "the {n} on my account is {v}"]
 _GIVEN = ["the {n} is {v}", "the {n} should be {v}"]
 _WHICH = ["the one I mean is {r}", "I'm talking about {r}", "it's {r}"]
