@@ -4,8 +4,13 @@ calls) and replayed by `sap validate`, and the user text's diversity (self-BLEU-
 of up to 400 user requests, bare confirmations left out) beside the same figures for BFCL's own user turns
 (BFCL_v4_multi_turn_base.json); one table per toolset, then one JSON line.
 
+Each table also gives the turn shape: calls per turn (over the user requests that make calls; a bare yes to a
+policy's recap counts with the request it confirms), the share of calls the user
+message dictates (`dictated_call`) and the share of calls that got a request phrase of their own (every call but a
+goal turn's prerequisites, `sap.provenance.goals`).
+
 Run: PYTHONPATH=. python bench/quality.py [-n 100] [--toolsets filesystem,bfcl/TradingBot] [--mix ...]
-     [--save DIR] [--records DIR] [--generate-only]
+     [--user-style goal|explicit] [--save DIR] [--records DIR] [--generate-only]
 `--save DIR` keeps each set as DIR/<toolset>.jsonl; `--records DIR` audits such saved sets instead of generating
 (so sets made by another checkout, with `--generate-only`, can be audited by this one).
 """
@@ -120,10 +125,11 @@ def diversity(texts: Sequence[str]) -> dict[str, float]:
     return {"self_bleu4": round(self_bleu(texts), 3), "distinct2": round(distinct(texts), 3), "sample": len(texts)}
 
 
-def fresh_set(toolset: str, n: int, seed: int, mix: dict[str, float]) -> tuple[list[dict[str, Any]], float]:
+def fresh_set(toolset: str, n: int, seed: int, mix: dict[str, float],
+              user_style: str = "goal") -> tuple[list[dict[str, Any]], float]:
     """n accepted records of `toolset` with the rule agents, and the seconds it took."""
     start = time.perf_counter()
-    summary = synthesize(load_toolset(toolset), n, seed=seed, mix=mix)
+    summary = synthesize(load_toolset(toolset), n, seed=seed, mix=mix, user_style=user_style)
     return summary.records, time.perf_counter() - start
 
 
@@ -136,7 +142,30 @@ def quality_row(toolset: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     ts = load_toolset(toolset)
     valid = sum(not validate_record(r, ts, i) for i, r in enumerate(records))
     return {"toolset": toolset, "records": len(records), "validate_pass": valid, **report.summary(),
+            "turn_shape": turn_shape(records, report.summary()["checks"]["dictated_call"]["count"]),
             "chains": dataset_stats(records)["chains"], "diversity": diversity(user_sample(records, 0))}
+
+
+def request_turns(record: dict[str, Any]) -> list[int]:
+    """Per user turn of a record, the turn of the request it serves: its own, or for a bare yes to a recap
+    (a policy's confirmation) the request it confirms."""
+    users = [m.get("content") or "" for m in record["messages"] if m.get("role") == "user"]
+    out: list[int] = []
+    for t, text in enumerate(users):
+        out.append(out[-1] if t and is_confirmation(text) else t)
+    return out
+
+
+def turn_shape(records: list[dict[str, Any]], dictated: int) -> dict[str, float]:
+    """Calls per turn (over the user requests that make calls, a confirmation counted with the request it
+    confirms), the share of calls the user message dictates (`dictated` of them, by the audit) and the share
+    that got a request phrase of their own (all but prerequisites)."""
+    calls = [p for r in records for p in r["provenance"]]
+    turns = {(r["id"], request_turns(r)[p["turn"]]) for r in records for p in r["provenance"]}
+    own = sum(not p.get("prerequisite") for p in calls)
+    return {"calls_per_turn": round(len(calls) / max(1, len(turns)), 3),
+            "dictated_share": round(dictated / max(1, len(calls)), 3),
+            "own_request_share": round(own / max(1, len(calls)), 3)}
 
 
 def print_table(row: dict[str, Any], reference: dict[str, float]) -> None:
@@ -151,6 +180,9 @@ def print_table(row: dict[str, Any], reference: dict[str, float]) -> None:
     print(f"  output-derived args {row['depth']['prev_output_share']:.1%}, chain L mean "
           f"{chains['output_derived']['mean_chain_length']:.2f} max {chains['output_derived']['max_chain_length']}; "
           f"announced ahead {chains['announced']['share']:.1%}")
+    shape = row["turn_shape"]
+    print(f"  turn shape: {shape['calls_per_turn']:.2f} calls per turn; calls dictated {shape['dictated_share']:.1%}, "
+          f"with a request phrase of their own {shape['own_request_share']:.1%}")
     div, leak = row["diversity"], row["checks"]["internals_leak"]
     print(f"  user text: self-BLEU-4 {div['self_bleu4']:.3f} (BFCL {reference.get('self_bleu4', float('nan')):.3f}), "
           f"distinct-2 {div['distinct2']:.3f} (BFCL {reference.get('distinct2', float('nan')):.3f}) on "
@@ -163,6 +195,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--toolsets", default=",".join(DEFAULT))
     parser.add_argument("--mix", default="base=0.6,miss_param=0.2,miss_func=0.2", help="as sap synthesize --mix")
+    parser.add_argument("--user-style", choices=("goal", "explicit"), default="goal", help="as sap synthesize")
     parser.add_argument("--save", type=Path, help="directory to keep each generated set in")
     parser.add_argument("--records", type=Path, help="audit the sets saved in this directory instead of generating")
     parser.add_argument("--generate-only", action="store_true", help="generate (and --save) without auditing")
@@ -175,7 +208,7 @@ def main() -> None:
         if args.records:
             records = [rec for _, rec in read_records(set_file(args.records, name))]
         else:
-            records, seconds = fresh_set(name, args.n, args.seed, mix)
+            records, seconds = fresh_set(name, args.n, args.seed, mix, args.user_style)
             print(f"{name}: {len(records)} records in {seconds:.0f} s", file=sys.stderr, flush=True)
         if args.save:
             args.save.mkdir(parents=True, exist_ok=True)
@@ -186,7 +219,7 @@ def main() -> None:
         print_table(row, reference)
         rows.append(row)
     totals = {key: sum(r["checks"][key]["count"] for r in rows) for key in (rows[0]["checks"] if rows else {})}
-    print(json.dumps({"n": args.n, "seed": args.seed, "mix": args.mix, "totals": totals, "bfcl_user_text": reference,
+    print(json.dumps({"n": args.n, "seed": args.seed, "mix": args.mix, "user_style": args.user_style, "totals": totals, "bfcl_user_text": reference,
                       "toolsets": rows}))
 
 

@@ -142,6 +142,8 @@ class Turn(BaseModel):
     calls: list[ToolCall] = Field(default_factory=list)
     user_message: str = ""
     assistant_message: str = ""
+    prerequisites: list[int] = Field(default_factory=list)  # goal style: indexes of the calls the assistant works
+    # out itself (sap.provenance.goals); the user asks for the others
 
 
 RewriteKind = Literal["base", "miss_param", "miss_func"]

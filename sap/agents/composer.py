@@ -34,6 +34,8 @@ _AHEAD = ["By the way, the {n} I'll want later is {v}.", "Just so you know, I'll
           "Heads up: the {n} later will be {v}.", "Side note, the {n} for a later step is {v}."]
 _CLOSERS = [" Thanks!", " Thank you.", " Thanks a lot.", " Appreciate it.", " Cheers.", " Many thanks.",
             " Thanks so much.", " Much appreciated.", " Thanks in advance!", " You're a star."]
+_FACT_FRAMES = ["{x}.", "{x}.", "For reference, {x}.", "In case you need it, {x}.", "Just so you have it, {x}.",
+                "Oh, {x}.", "FYI, {x}."]
 _TAILS = [" for me", " if you can", " real quick", " right away", " when you get a moment", " please", " now",
           " as well", " too", " for me please"]
 
@@ -101,11 +103,22 @@ def _sentences(requests: Sequence[str], rng: random.Random) -> str:
     return " ".join(out)
 
 
+def stated_facts(facts: Sequence[str], rng: random.Random) -> str:
+    """The user's own facts a goal turn's prerequisites need, as a sentence ("I'm Ana Diaz and my zip code is
+    10001.")."""
+    text = facts[0] if len(facts) == 1 else ", ".join(facts[:-1]) + " and " + facts[-1]
+    return capitalized(rng.choice(_FACT_FRAMES).format(x=text))
+
+
 def compose_message(requests: Sequence[str], ahead: Sequence[tuple[str, str]], first: bool,
-                    intros: Sequence[str], rng: random.Random) -> str:
+                    intros: Sequence[str], rng: random.Random, facts: Sequence[str] = ()) -> str:
     """A turn's user message: an optional greeting and context on the first turn, a lead-in on later ones, the
-    requests (in one sentence or more), values stated ahead of use and an occasional thanks."""
+    user's facts a goal turn needs, the requests (in one sentence or more), values stated ahead of use and an
+    occasional thanks."""
     body = _sentences(requests, rng)
+    if facts:
+        said = stated_facts(facts, rng)
+        body = said + " " + body if rng.random() < 0.7 else body + " " + said
     lead = ""
     if first:
         if intros and rng.random() < 0.45:

@@ -18,6 +18,7 @@ from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn
 from sap.provenance.checks import (answers_recap, mentions, normalize_text, request_start, states_value,
                                    stating_text)
 from sap.provenance.fields import index_of
+from sap.provenance.goals import requested
 from sap.provenance.leaks import find_leaks, names_of
 from sap.provenance.jsonpath import PathError, resolve
 
@@ -213,7 +214,7 @@ class RuleJudge:
     # 1 -----------------------------------------------------------------------------------------------
     def message_matches_calls(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> list[Finding]:
         """Each user message states its new and config values, does not restate history values verbatim,
-        and refers to each call's task."""
+        and refers to the task of each call the user asks for (not to a goal turn's prerequisites)."""
         out: list[Finding] = []
         for pos, turn in enumerate(traj.turns):
             message = stating_text(traj, pos)  # a yes to a recap: the request it confirms, with its calls
@@ -231,7 +232,7 @@ class RuleJudge:
                 where = f"call {index} ({call.name})"
                 out += self._values_stated(turn, message, call, where, stated_here, task_text)
                 spec = specs.get(call.name)
-                if spec is not None and not (content_words(spec) & words):
+                if spec is not None and index in requested(turn) and not (content_words(spec) & words):
                     out.append(Finding(criterion="message_matches_calls", turn=turn.index,
                                        detail=f"{where}: the user message does not refer to the task "
                                               f"({spec.description[:60] or spec.name!r})"))

@@ -28,11 +28,13 @@ class JudgeAnswer(BaseModel):
 
 
 def conversation_text(traj: Trajectory) -> str:
-    """The dialogue as the judge reads it: per turn the user message, the calls with results, the reply."""
+    """The dialogue as the judge reads it: per turn the user message, the calls with results (a goal turn's
+    prerequisites marked), the reply."""
     lines = []
     for t in traj.turns:
         lines.append(f"turn {t.index} user: {t.user_message}")
-        lines += [f"  {call_line(t.index, i, c)}" for i, c in enumerate(t.calls)]
+        lines += [f"  {call_line(t.index, i, c)}" + (" [prerequisite: the assistant's own step]"
+                                                     if i in t.prerequisites else "") for i, c in enumerate(t.calls)]
         lines.append(f"turn {t.index} assistant: {t.assistant_message}")
     return "\n".join(lines)
 

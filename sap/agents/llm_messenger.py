@@ -13,12 +13,13 @@ from pydantic import BaseModel, Field
 
 from sap.agents.llm_common import RESULT_CHARS, LLMRole, compact
 from sap.agents.judge import MAX_MESSAGE_CHARS, MIN_MESSAGE_CHARS, task_words
-from sap.agents.messenger import ClarifyRequest, Mention, must_mention, output_choice, stated_phrase
+from sap.agents.messenger import ClarifyRequest, Mention, found_here, must_mention, output_choice, stated_phrase
 from sap.agents.replies import short_task
 from sap.agents.withheld import WithheldRequest
 from sap.llm.schema import closed, containing
-from sap.model import ToolSpec, Turn
+from sap.model import ToolCall, ToolSpec, Turn
 from sap.provenance.checks import mention_texts, mentions, states_selector
+from sap.provenance.goals import requested
 from sap.provenance.leaks import find_leaks, names_of
 from sap.provenance.selectors import selector_words
 from sap.provenance.withheld import announces
@@ -71,7 +72,11 @@ def _mention_line(m: Mention, steps: dict[tuple[int, int], str]) -> str:
     one among several, and the value itself (to recognise, not to restate); never a tool name or call position."""
     if m.verbatim:
         return f"{m.label()} {field_words(m.param)}: {describe_value(m.value)}"
-    where = history_phrase(m, steps) if m.source else stated_phrase(replace(m, param=field_words(m.param)))
+    if m.marker == "FOUND_BY_ASSISTANT":
+        where = f"what it is to you, from your side (\"my {field_words(m.param)}\"): the assistant finds it itself " \
+                "in this turn, you have not seen it"
+    else:
+        where = history_phrase(m, steps) if m.source else stated_phrase(replace(m, param=field_words(m.param)))
     line = f"{m.label()} {field_words(m.param)}: refer to it as {where}"
     if m.selector is not None:
         line += " (say which one in these words; it is one among several)"
@@ -109,13 +114,18 @@ def stated_ahead(turn: Turn, virtual: list[dict[str, Any]]) -> list[str]:
     return [f"{field_words(v['param'])}: {describe_value(v['value'])}" for v in virtual if v["turn"] == turn.index]
 
 
-def call_pieces(turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, Any]]) -> list[list[str | list[str]]]:
-    """Per call of the turn, what its fragment must hold in order: one word of the call's task (the judge's test
-    that the message refers to it), then per must-mention entry its value word for word (new and config values)
-    and its selector's words, and for the last call also the values the turn states ahead for later turns."""
-    pieces: list[list[str | list[str]]] = [
-        [task_words(specs[c.name]), *(p for m in must_mention(c) for p in mention_pieces(m))] for c in turn.calls]
-    pieces[-1] += [t for v in virtual if v["turn"] == turn.index for t in mention_texts(v["value"])]
+def call_pieces(turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, Any]]) -> dict[int, list[str | list[str]]]:
+    """Per call the user asks for (a goal turn's prerequisites get no fragment), what its fragment must hold in
+    order: one word of the call's task (the judge's test that the message refers to it), then per must-mention
+    entry its value word for word (new and config values) and its selector's words; the last fragment (the goal's)
+    also holds what the prerequisites need the user to say and the values the turn states ahead for later turns."""
+    found, asked = found_here(turn), requested(turn)
+    pieces: dict[int, list[str | list[str]]] = {
+        i: [task_words(specs[turn.calls[i].name]), *(p for m in must_mention(turn.calls[i], found)
+                                                     for p in mention_pieces(m))] for i in asked}
+    pieces[asked[-1]] += [p for i in turn.prerequisites for m in must_mention(turn.calls[i], found)
+                          for p in mention_pieces(m)]
+    pieces[asked[-1]] += [t for v in virtual if v["turn"] == turn.index for t in mention_texts(v["value"])]
     return pieces
 
 
@@ -135,11 +145,11 @@ def selector_pieces(m: Mention) -> list[str | list[str]]:
 
 
 def turn_schema(turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, Any]]) -> dict[str, Any]:
-    """The exact answer schema of one turn: a fragment per call, each naming its task and holding its values
-    verbatim, within the judge's message length (each fragment long enough alone), and a reply."""
+    """The exact answer schema of one turn: a fragment per call the user asks for, each naming its task and
+    holding its values verbatim, within the judge's message length (each fragment long enough alone), and a reply."""
     pieces = call_pieces(turn, specs, virtual)
     longest = MAX_MESSAGE_CHARS // len(pieces) - 1
-    fragments = {f"call_{i}": containing(p, MIN_MESSAGE_CHARS, longest) for i, p in enumerate(pieces)}
+    fragments = {f"call_{i}": containing(p, MIN_MESSAGE_CHARS, longest) for i, p in pieces.items()}
     return closed({"fragments": closed(fragments), "assistant_message": REPLY})
 
 
@@ -148,7 +158,7 @@ def withheld_schema(req: WithheldRequest) -> dict[str, Any]:
     keeps (and states for later) verbatim, and a follow-up holding every withheld value verbatim."""
     k = req.turn.index
     kept = [p for i, c in enumerate(req.turn.calls)
-            for p in [task_words(req.specs[c.name]),
+            for p in [*([task_words(req.specs[c.name])] if i in requested(req.turn) else []),
                       *(x for m in must_mention(c) if m.param not in req.withheld.get((k, i), ())
                         for x in mention_pieces(m))]]
     kept += [t for v in req.virtual for t in mention_texts(v["value"])]
@@ -161,7 +171,8 @@ def global_schema(written: list[Turn], specs: dict[str, ToolSpec], virtual: list
     """The exact answer schema of a global rewrite: per listed turn a user message naming each call's task and
     holding its values verbatim, and a reply."""
     return closed({"turns": closed({
-        f"turn_{k}": closed({"user_message": containing([p for call in call_pieces(turn, specs, virtual) for p in call],
+        f"turn_{k}": closed({"user_message": containing([p for call in call_pieces(turn, specs, virtual).values()
+                                                         for p in call],
                                                         MIN_MESSAGE_CHARS, MAX_MESSAGE_CHARS),
                              "assistant_message": REPLY})
         for k, turn in enumerate(written)})})
@@ -189,10 +200,19 @@ class LLMMessenger:
         """The turn's calls as the prompt lists them: task and must-mention list of each, less the parameters
         `left_out` at (turn, call) (`steps`: each earlier call's task in words, which history references name as
         their origin)."""
-        return "\n".join(f"call {i}: task: {task_phrase(specs[c.name])}\n  must mention:\n    "
-                         + ("\n    ".join(_mention_line(m, steps) for m in must_mention(c)
-                                         if m.param not in left_out.get((turn.index, i), ())) or "(nothing)")
-                         for i, c in enumerate(turn.calls))
+        found = found_here(turn)
+
+        def block(i: int, c: ToolCall) -> str:
+            entries = [m for m in must_mention(c, found) if m.param not in left_out.get((turn.index, i), ())]
+            if i in turn.prerequisites:  # only what the user must say for it: their facts, which one they mean
+                lines = [_mention_line(m, steps) for m in entries if m.verbatim or m.selector is not None]
+                return (f"step {i} (PREREQUISITE: the assistant works this out itself; never ask for it): task: "
+                        f"{task_phrase(specs[c.name])}\n  the user only says, in the goal's fragment:\n    "
+                        + ("\n    ".join(lines) or "(nothing)"))
+            return f"call {i}: task: {task_phrase(specs[c.name])}\n  must mention:\n    " + \
+                ("\n    ".join(_mention_line(m, steps) for m in entries) or "(nothing)")
+
+        return "\n".join(block(i, c) for i, c in enumerate(turn.calls))
 
     def _write_turn(self, turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, Any]],
                      earlier: list[Turn], steps: dict[tuple[int, int], str]) -> Turn:
@@ -208,7 +228,7 @@ class LLMMessenger:
             earlier="\n".join(f"turn {t.index}: {t.user_message}" for t in earlier if t.user_message) or "(none)",
             calls=self._calls_text(turn, specs, steps), ahead="; ".join(stated_ahead(turn, virtual)) or "(none)",
             results=compact([c.result for c in turn.calls], RESULT_CHARS * 2))
-        fragments = [answer.fragments[f"call_{i}"].strip() for i in range(len(turn.calls))]
+        fragments = [answer.fragments[f"call_{i}"].strip() for i in requested(turn)]
         return turn.model_copy(update={"user_message": " ".join(fragments),
                                        "assistant_message": answer.assistant_message})
 

@@ -2,12 +2,21 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from sap.agents.composer import compose_message
-from sap.agents.requests import Wording, conveyed_arguments, join_words, request_phrase, said_value
+from sap.agents.requests import (
+    Wording,
+    conveyed_arguments,
+    found_reference,
+    history_reference,
+    join_words,
+    request_phrase,
+    said_value,
+)
 from sap.agents.replies import assistant_reply
 from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn
 from sap.provenance.phrasebook import phrase_book
@@ -16,6 +25,10 @@ from sap.text import describe_value, humanize, result_noun, words_of
 
 _REVEAL_ONE = ["Oh, it's {v}.", "Sorry - it's {v}.", "The {n} is {v}.", "Right, {v}.", "It's {v}.",
                "Sorry, I should have said: {v}.", "Use {v}.", "{v}, please."]
+_NAMED = ["I'm {v}", "I'm {v}", "my name is {v}", "this is {v}", "the name's {v}"]
+_OWN = ["my {n} is {v}", "my {n} is {v}", "{v} is my {n}", "the {n} on my account is {v}"]
+_GIVEN = ["the {n} is {v}", "the {n} should be {v}"]
+_WHICH = ["the one I mean is {r}", "I'm talking about {r}", "it's {r}"]
 _REVEAL_MANY = ["Sorry - {x}.", "Oh, right: {x}.", "Of course: {x}.", "Sure, {x}."]
 
 
@@ -48,8 +61,8 @@ class Mention:
 
     param: str
     value: Any
-    marker: Literal["NEW", "FROM_HISTORY", "FROM_CONFIG", "FALLBACK"]
-    verbatim: bool  # stated word for word (new, config) or only referred to (history)
+    marker: Literal["NEW", "FROM_HISTORY", "FROM_CONFIG", "FALLBACK", "FOUND_BY_ASSISTANT"]
+    verbatim: bool  # stated word for word (new, config) or only referred to (history, found by the assistant)
     fallback_from: Tag | None = None
     source: tuple[int, int] | None = None  # (turn, call) of the producing result for history values
     selector: Selector | None = None  # how the reference singles out its value among several
@@ -61,8 +74,10 @@ class Mention:
         return f"[{self.marker}]"
 
 
-def must_mention(call: ToolCall) -> list[Mention]:
-    """The call's must-mention list, one entry per argument, in argument order."""
+def must_mention(call: ToolCall, found: Collection[tuple[int, int]] = ()) -> list[Mention]:
+    """The call's must-mention list, one entry per argument, in argument order; a value from the result of a call
+    at a place in `found` (a prerequisite of the same goal turn) is FOUND_BY_ASSISTANT: the user never saw it, so
+    they describe it from their side ("my pending order") unless its selector has them name it."""
     out = []
     for name, value in call.args_exec.items():
         prov = call.args_prov[name]
@@ -71,6 +86,8 @@ def must_mention(call: ToolCall) -> list[Mention]:
         source = (prov.turn, prov.call) if used == Tag.prev_output else None
         if prov.tag == Tag.fallback:
             marker = "FALLBACK"
+        elif source in found and not (prov.selector is not None and prov.selector.named):
+            marker = "FOUND_BY_ASSISTANT"
         else:
             marker = {Tag.self_create: "NEW", Tag.initial_state: "FROM_CONFIG"}.get(prov.tag, "FROM_HISTORY")
         out.append(Mention(name, value, marker, verbatim, prov.fallback_from, source,
@@ -129,18 +146,55 @@ class RuleMessenger:
             if not turn.calls:  # a clarification or hand-off turn keeps the messages its writer gave it
                 out.append(turn)
                 continue
-            requests = []
+            requests, facts, found = [], [], found_here(turn)
             for i, call in enumerate(turn.calls):
-                args = conveyed_arguments(call, withheld.get((turn.index, i), frozenset()), wording,
-                                          must_mention(call), turn.index, rng)
-                requests.append(request_phrase(wording.phrases(call.name), specs[call.name], call, args, rng))
+                left_out = withheld.get((turn.index, i), frozenset())
+                mentions = must_mention(call, found)
+                if i in turn.prerequisites:  # the assistant works it out: the user only says what it needs of them
+                    facts += user_facts(call, [m for m in mentions if m.param not in left_out], wording, turn.index,
+                                        rng)
+                    continue
+                args = conveyed_arguments(call, left_out, wording, mentions, turn.index, rng)
+                phrases = wording.phrases(call.name)
+                if turn.prerequisites and i == len(turn.calls) - 1 and phrases.goals:
+                    phrases = replace(phrases, requests=phrases.goals, when=())
+                requests.append(request_phrase(phrases, specs[call.name], call, args, rng))
             ahead = [(wording_noun(wording, turn, v["param"]), said_value(v["value"]))
                      for v in virtual if v["turn"] == turn.index]
             first = not any(t.user_message for t in out)  # greetings and intros open the dialogue only
-            message = compose_message(requests, ahead, first, wording.book.intros if wording.book else (), rng)
+            message = compose_message(requests, ahead, first, wording.book.intros if wording.book else (), rng,
+                                      facts)
             reply = assistant_reply(turn.calls, specs, rng)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out
+
+
+def found_here(turn: Turn) -> frozenset[tuple[int, int]]:
+    """The (turn, call) places of a goal turn's prerequisites: results the assistant finds itself in that turn."""
+    return frozenset((turn.index, i) for i in turn.prerequisites)
+
+
+def user_facts(call: ToolCall, mentions: Sequence[Mention], wording: Wording, turn: int,
+               rng: random.Random) -> list[str]:
+    """What the user says for a prerequisite the assistant works out (never a request for it): their own facts
+    and new values ("I'm Yusuf Rossi", "my zip code is 19122"), and which one they mean where a reference is one
+    among several ("the one I mean is my order whose status is pending")."""
+    said = {m.param: m for m in mentions if m.verbatim or (m.selector is not None and m.selector.named)}
+    out = []
+    if {"first_name", "last_name"} <= said.keys():
+        name = f"{said_value(said.pop('first_name').value)} {said_value(said.pop('last_name').value)}"
+        out.append(rng.choice(_NAMED).format(v=name))
+    for m in said.values():
+        own = m.marker == "FROM_CONFIG"  # the user's own facts: "my email address is ..."
+        out.append(rng.choice(_OWN if own else _GIVEN).format(n=wording.noun(call.name, m.param),
+                                                               v=said_value(m.value)))
+    for m in mentions:
+        if m.param not in said and m.selector is not None and not m.verbatim:
+            noun = wording.noun(call.name, m.param)
+            ref = found_reference(noun, m.selector, m.value, rng) if m.marker == "FOUND_BY_ASSISTANT" else \
+                history_reference(noun, m.selector, m.value, m.source, turn, rng)
+            out.append(rng.choice(_WHICH).format(r=ref))
+    return out
 
 
 def wording_noun(wording: Wording, turn: Turn, param: str) -> str:

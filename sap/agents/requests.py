@@ -164,6 +164,20 @@ def history_reference(noun: str, sel: Selector | None, value: Any, source: tuple
     return rng.choice(_STATED_NTH).format(n=noun, o=ordinal(sel.position or 1))
 
 
+_MINE = ["my {n}", "my {n}", "my {n}", "the {n} on file"]
+_MINE_HERE = ["my {n}", "the {n} in here", "the {n} here"]  # for files and folders
+
+
+def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Random) -> str:
+    """How the user refers to a value the assistant finds itself in the same turn, from the user's side ("my
+    order", "my order whose status is pending"): never as something the assistant already showed them."""
+    if sel is None or sel.field is None:
+        here = re.search(r"\b(?:file|folder|directory|document)$", noun)
+        return rng.choice(_MINE_HERE if here else _MINE).format(n=noun)
+    thing = noun if sel.noun in ("entry", "result") else sel.noun
+    return f"my {thing} " + rng.choice(_WITH).format(f=words_of(sel.field), v=sel.value)
+
+
 def _droppable(text: str, param: str) -> bool:
     """Whether a withheld slot sits after a preposition (dropped with it) or right after the opening verb."""
     slot = re.escape("{" + param + "}")
@@ -192,6 +206,7 @@ class Argument:
     verbatim: bool
     withheld: bool
     value: Any
+    found: bool = False  # a value the assistant finds itself in this turn: the phrase's own noun names it
 
 
 def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
@@ -205,9 +220,15 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
         elif not args[name].verbatim:  # "the pending order {x}" with a reference: "the order you just found"
             slot = re.escape("{" + name + "}")
             noun = "(?:" + "|".join(re.escape(n) for n in {args[name].noun, args[name].noun.split()[-1]}) + ")"
-            for merged in (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}",
-                           rf"\b(?:the|a|an|my)\s+{slot}\s+(?:folder|directory|file|{noun})\b", rf"\b{noun}\s+{slot}",
-                           rf"\b(?:the|my)\s+[a-z-]+\s+{slot}", rf"\b(?:the|a|an|my)\s+{slot}"):
+            named = (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}",
+                     rf"\b(?:the|a|an|my)\s+{slot}\s+(?:folder|directory|file|{noun})\b", rf"\b{noun}\s+{slot}")
+            if args[name].found and any(re.search(m, text) for m in named[:2]):  # "cancel my pending order {x}":
+                text = re.sub(rf"\s*{slot}", "", text, count=1)  # the phrase's noun says it from the user's side
+                continue
+            if args[name].found and re.search(named[2], text):  # "need booking {x}": "need my booking"
+                text = re.sub(rf"\b({noun})\s+{slot}", r"my \1", text, count=1)
+                continue
+            for merged in (*named, rf"\b(?:the|my)\s+[a-z-]+\s+{slot}", rf"\b(?:the|a|an|my)\s+{slot}"):
                 text, done = re.subn(merged, lambda _, keep="{" + name + "}": keep, text, count=1)
                 if done:
                     break
@@ -231,7 +252,8 @@ def refers_to_task(text: str, spec: ToolSpec) -> bool:
 def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Mapping[str, Argument],
                    rng: random.Random) -> str:
     """The call's request: a phrase conveying its arguments (a conditional one when the arguments meet its
-    condition), with the arguments it does not cover added in words; withheld values never appear."""
+    condition), with the arguments it does not cover added in words (not those the assistant finds itself in a
+    goal turn); withheld values never appear."""
     pool = [(r, c.cond) for c in entry.matching(call.args_exec) for r in c.requests] or \
         [(r, {}) for r in entry.requests]
     pool = [p for p in pool if set(placeholders(p[0])) <= set(args)] or \
@@ -246,7 +268,7 @@ def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Map
         varied = vary(text, rng)
         text = varied if refers_to_task(varied, spec) else text  # a docstring's words are not varied either
     covered = set(placeholders(text)) | set(cond)
-    extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld]
+    extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld and not a.found]
     if extras:
         text += rng.choice(_EXTRA_LEADS).format(x=join_words(extras))
     return _fill(text, args, rng)
@@ -263,11 +285,17 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
         named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
         if m.verbatim or named:
             words = said_value(m.value)
+        elif m.marker == "FOUND_BY_ASSISTANT":  # after "my street address", the same record's "the city"
+            words = f"the {noun}" if m.selector is None and m.source in sources else \
+                found_reference(noun, m.selector, m.value, rng)
+            if m.selector is None:
+                sources.add(m.source)
         elif m.selector is None and m.source is not None and m.source in sources:
             words = f"the {noun}"
         else:
             words = history_reference(noun, m.selector, m.value, m.source, turn, rng)
             if m.selector is None:
                 sources.add(m.source)
-        out[m.param] = Argument(m.param, noun, words, m.verbatim or named, m.param in withheld, m.value)
+        out[m.param] = Argument(m.param, noun, words, m.verbatim or named, m.param in withheld, m.value,
+                                m.marker == "FOUND_BY_ASSISTANT" and m.selector is None)
     return out

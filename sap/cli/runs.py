@@ -85,7 +85,7 @@ def dry_run_plan(args: argparse.Namespace, toolset: Any, settings: Any) -> str:
         f"  records   {settings.n} accepted, at most {config['max_slots']} slots; seed {settings.seed}; mix "
         + (",".join(f"{k}={v:g}" for k, v in settings.mix.items()) if settings.mix else "base=1"),
         f"  turns     {settings.limits['min_turns']} to {settings.limits['max_turns']} user turns; long-tail emphasis "
-        + ("off" if not settings.limits.get("emphasis_size") else "on"),
+        + ("off" if not settings.limits.get("emphasis_size") else "on") + f"; {settings.limits['user_style']} user style",
         f"  agents    {agents}",
         f"  slots     {settings.concurrency} at once; cost cap " + (f"${settings.max_cost:g}" if settings.max_cost
                                                                      is not None else "none"),
@@ -102,7 +102,8 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
     settings = RunSettings(n=args.n, seed=args.seed, mix=mix if args.mix != "base=1" else None,
                            max_slots=args.max_slots, concurrency=args.concurrency, max_cost=args.max_cost,
                            limits={"min_turns": args.min_turns, "max_turns": args.max_turns,
-                                   "emphasis_size": 0 if args.no_emphasis else 3}, agents=agents_config(args),
+                                   "emphasis_size": 0 if args.no_emphasis else 3, "user_style": args.user_style},
+                           agents=agents_config(args),
                            ablations=tuple(name for name in ABLATIONS if getattr(args, name)))
     settings.check(cli_flag)
     check_writable(args.output)
@@ -236,6 +237,10 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--max-turns", type=int, default=8, help="most user turns per trajectory")
     p.add_argument("--mix", default="base=1", help="shares of record kinds, e.g. base=0.6,miss_param=0.2,miss_func=0.2")
     p.add_argument("--no-emphasis", action="store_true", help="turn long-tail emphasis off")
+    p.add_argument("--user-style", choices=("goal", "explicit"), default="goal",
+                   help="goal: the user states goals and the assistant works out the lookups, authentication and "
+                        "preconditions they need; explicit: the user asks for every call (recorded in the run's "
+                        "fingerprint)")
     ablation = p.add_argument_group("ablations (SAP Table 6; each is recorded in the run's fingerprint)")
     ablation.add_argument("--no-tags", action="store_true", help="FSM without provenance declarations: each "
                           "argument takes a value of the initial configuration or a new one")

@@ -89,11 +89,11 @@ def to_record(traj: Trajectory, toolset: Toolset, meta: dict[str, Any]) -> dict[
                 for call in group]})
             messages += [{"role": "tool", "tool_call_id": call.call_id, "name": call.name, "content": _tool_content(call)}
                          for call in group]
-        for call in turn.calls:
+        for i, call in enumerate(turn.calls):
             provenance.append({"call_id": call.call_id, "turn": turn.index, "name": call.name, "args": {
                 name: {"tag": p.tag.value, "source": p.source() if p.tag != Tag.fallback else _fallback_source(p),
                        "fallback_from": p.fallback_from.value if p.fallback_from else None}
-                for name, p in call.args_prov.items()}})
+                for name, p in call.args_prov.items()}, **({"prerequisite": True} if i in turn.prerequisites else {})})
         messages.append({"role": "assistant", "content": turn.assistant_message})
     record = {
         "id": traj.id,
@@ -149,6 +149,8 @@ def record_to_trajectory(record: dict[str, Any]) -> Trajectory:
                                                     selector=Selector.model_validate(src["selector"])
                                                     if src.get("selector") else None,
                                                     fallback_from=Tag(a["fallback_from"]) if a.get("fallback_from") else None)
+                if p.get("prerequisite"):
+                    turns[-1].prerequisites.append(len(turns[-1].calls))
                 turns[-1].calls.append(ToolCall(call_id=tc["id"], name=tc["function"]["name"],
                                                 args_exec=json.loads(tc["function"]["arguments"]),
                                                 args_prov=args_prov, result=results.get(tc["id"]), group=group))

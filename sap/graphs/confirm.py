@@ -46,7 +46,8 @@ def confirm_writes(traj: Trajectory, policy: Policy, specs: dict[str, ToolSpec])
         reply = turn.assistant_message if last else recap(following, specs[following.name], rng)
         turns.append(Turn(index=new, state=turn.state, transition=turn.transition, calls=calls,
                           user_message=turn.user_message if k == 0 else rng.choice(CONFIRMATIONS),
-                          assistant_message=reply))
+                          assistant_message=reply,
+                          prerequisites=[j for j, i in enumerate(chunk) if i in turn.prerequisites]))
     if policy.terminal and policy.terminal.message and turns and any(
             c.name in policy.terminal.tools for c in turns[-1].calls):
         turns[-1] = turns[-1].model_copy(update={"assistant_message": policy.terminal.message})

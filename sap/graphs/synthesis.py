@@ -47,6 +47,7 @@ from sap.fsm.policy_walk import policy_actions
 from sap.graphs.coherence import INCOHERENT, execute_coherently, noop_writes
 from sap.graphs.confirm import confirm_writes
 from sap.graphs.fsm_graph import verified_fsm
+from sap.graphs.goal_turns import merge_goal_turns
 from sap.graphs.rewrite import RewriteRejected, judged_rewrite
 from sap.graphs.state import SynthState
 from sap.model import (
@@ -61,6 +62,7 @@ from sap.model import (
     Transition,
     Turn,
 )
+from sap.provenance.goals import prerequisite_map
 from sap.provenance.groups import group_calls
 from sap.provenance.policy import Policy, policy_check, policy_of, unit_amounts
 from sap.text import task_phrase
@@ -148,6 +150,8 @@ class SynthesisContext:
     configs: OrderedDict[int, dict[str, Any]] = field(default_factory=OrderedDict)  # c0 by seed (derived, not state)
     patched: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict)  # repaired c0 by seed and patch
     narrative: bool = False  # the planner writes a narrative before the first messages (global rewrite mode)
+    user_style: str = "explicit"  # goal: lookup/auth turns merge into the turn they serve (runs default to it,
+    # sap.runs.settings); explicit: one FSM step a turn, as a run stored before the setting existed has it
     agents_meta: dict[str, Any] = field(default_factory=dict)  # models and prompt hashes, copied into record meta
     executors: ExecutorPool = field(init=False, repr=False)  # live executors by slot (see ExecutorPool)
     specs: dict[str, ToolSpec] = field(init=False, repr=False)  # the toolset's tool specs by name
@@ -162,6 +166,11 @@ class SynthesisContext:
     def policy(self) -> Policy | None:
         """The toolset's declared policy (resolved to its tool names), if any."""
         return policy_of(self.toolset)
+
+    def requires(self) -> dict[str, list[str]]:
+        """tool -> the tools that must run before it (`prerequisite_map` of the FSM and the policy)."""
+        first = {tool: rule.first for rule in (self.policy.must_precede if self.policy else ()) for tool in rule.before}
+        return prerequisite_map(self.fsm()[1], first)
 
     def fsm(self) -> tuple[str, FSM]:
         """The toolset's V_spec-verified FSM, built once per process, tool-doc hash, builder and path lengths."""
@@ -514,12 +523,28 @@ def after_turn(state: SynthState) -> Literal["run_turn", "group_parallel", "pers
 
 @timed("group_parallel")
 def group_parallel(state: SynthState, runtime: Ctx) -> dict[str, Any]:
-    """Set each call's parallel group (each call its own under a one-at-a-time policy)."""
+    """In goal style, merge the turns that only serve the next into it (`merge_goal_turns`); then set each call's
+    parallel group (each call its own under a one-at-a-time policy)."""
     ctx = runtime.context
+    turns, update = _turns(state), {}
+    if ctx.user_style == "goal":
+        turns, update = goal_turns(state, ctx, turns)
     one = ctx.policy is not None and ctx.policy.one_at_a_time
     turns = [t.model_copy(update={"calls": [c.model_copy(update={"group": i}) for i, c in enumerate(t.calls)]})
-             if one else group_calls(t) for t in _turns(state)]
-    return {"turns": [t.model_dump(mode="json") for t in turns]}
+             if one else group_calls(t) for t in turns]
+    return {**update, "turns": [t.model_dump(mode="json") for t in turns]}
+
+
+def goal_turns(state: SynthState, ctx: SynthesisContext, turns: list[Turn]) -> tuple[list[Turn], dict[str, Any]]:
+    """The goal-level turns of the executed ones, and the state update that re-points the call ids, the virtual
+    history and the turn numbers of the logs at them."""
+    merged = merge_goal_turns(turns, state.get("virtual_history", []), ctx.requires(), ctx.fsm()[1].writes,
+                              ctx.min_keep_turns)
+    ids = {old.call_id: new.call_id for old, new in zip(_committed(turns), _committed(merged.turns))}
+    logs = {key: [{**e, "turn": merged.turn_of.get(e["turn"], e["turn"])} for e in state.get(key, [])]
+            for key in ("attempt_log", "repair_log", "c0_patch")}
+    return merged.turns, {**logs, "virtual_history": merged.virtual,
+                          "changed_calls": [ids.get(c, c) for c in state.get("changed_calls", [])]}
 
 
 @timed("write_messages")
@@ -601,6 +626,7 @@ def persist(state: SynthState, runtime: Ctx) -> dict[str, Any]:
             "emphasis": state.get("emphasis", []), "requested_kind": state.get("kind", "base"),
             **({"rewrite_rejection": state["rewrite_rejection"]} if state.get("rewrite_rejection") else {}),
             "retries": len(state.get("attempt_log", [])),
+            **({"user_style": "goal"} if ctx.user_style == "goal" else {}),
             **({"end_state_hash": state["end_state_hash"]} if state.get("end_state_hash") else {}),
             **({"c0_patch": [{"path": op["path"], "value": op["value"]} for op in state["c0_patch"]]}
                if state.get("c0_patch") else {}),

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from sap.model import ArgProvenance, Selector, Tag, ToolSpec, Trajectory
+from sap.provenance.goals import mark_problems
 from sap.provenance.phrasebook import conveyed
 from sap.provenance.jsonpath import PathError, resolve
 from sap.provenance.leaks import find_leaks, names_of
@@ -213,6 +214,7 @@ def code_check(traj: Trajectory, specs: dict[str, ToolSpec] | None = None, leaks
                 problem = f"new value {value!r} not stated in the user message"
             if problem:
                 problems.append(f"{where} arg {name}: {problem}")
+    problems += [p for turn in traj.turns for p in mark_problems(turn)]
     return problems + closure_check(traj) + (leak_check(traj, specs) if leaks else [])
 
 

@@ -10,12 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sap.agents.config import AgentsConfig
 from sap.errors import UsageError
+from sap.provenance.goals import USER_STYLES
 from sap.runs.slots import KINDS
 
-# SynthesisContext limits stored with a run (and so fingerprinted); the three the CLI sets are always stored
+# SynthesisContext limits stored with a run (and so fingerprinted); the four the CLI sets are always stored
 STORED_LIMITS = ("min_turns", "max_turns", "emphasis_size", "max_rewrites", "replay_check", "use_tags", "use_fsm",
-                 "max_attempts", "max_replans", "max_repairs", "min_keep_turns")
-DEFAULT_LIMITS = {"min_turns": 3, "max_turns": 8, "emphasis_size": 3}
+                 "max_attempts", "max_replans", "max_repairs", "min_keep_turns", "user_style")
+DEFAULT_LIMITS = {"min_turns": 3, "max_turns": 8, "emphasis_size": 3, "user_style": "goal"}
 # SAP's pipeline ablations (Table 6) by name, as the stored limits that switch each part off
 ABLATIONS: dict[str, dict[str, int | bool]] = {
     "no_tags": {"use_tags": False},  # the FSM without provenance declarations: the planner picks sources itself
@@ -44,7 +45,7 @@ class RunSettings(BaseModel):
     seed: int = 0
     mix: dict[str, float] | None = None
     max_slots: int | None = None
-    limits: dict[str, int | bool] = Field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    limits: dict[str, int | bool | str] = Field(default_factory=lambda: dict(DEFAULT_LIMITS))
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
     concurrency: int = 1
     max_cost: float | None = None
@@ -71,6 +72,9 @@ class RunSettings(BaseModel):
                 if limit in self.limits and self.limits[limit] != value:
                     raise UsageError(f"{spell(name)} sets {spell(limit)} to {value}, but it is also given as "
                                      f"{self.limits[limit]}")
+        if self.limits.get("user_style", "goal") not in USER_STYLES:
+            raise UsageError(f"{spell('user_style')} must be one of {', '.join(USER_STYLES)}, got "
+                             f"{self.limits['user_style']!r}")
         lo, hi = self.limits.get("min_turns", 3), self.limits.get("max_turns", 8)
         if lo < 1:
             raise UsageError(f"{spell('min_turns')} must be at least 1, got {lo}")

@@ -15,9 +15,11 @@ from sap.text import describe_value
 _OPEN_NEW = re.compile(r"^- (\w+) \(NEW, code's draft: (.*)\)$")
 _OPEN_CHOOSE = re.compile(r"^- (\w+) \(CHOOSE one (?:index|value)\):$")
 _PICK = re.compile(r"^(\d+): .*\(code's pick\)$")
-_CALL = re.compile(r"^call \d+: task: (.*)$")
+_CALL = re.compile(r"^call (\d+): task: (.*)$")
+_PREREQUISITE = re.compile(r"^step \d+ \(PREREQUISITE")
 _VERBATIM = re.compile(r"^\[(?:NEW|FROM_CONFIG|FALLBACK from \w+)\] ([^:]+): (.*)$")
-_REFERRED = re.compile(r"^\[(?:FROM_HISTORY|FALLBACK from \w+)\] ([^:]+): refer to it as (.*?)(?: \(say which one.*?\))?"
+_REFERRED = re.compile(r"^\[(?:FROM_HISTORY|FOUND_BY_ASSISTANT|FALLBACK from \w+)\] ([^:]+): refer to it as (.*?)"
+                       r"(?: \(say which one.*?\))?"
                        r"(?: \| its value, not to be restated: .*)?$")
 _AHEAD = re.compile(r"^(?:Also state these values in this turn.*?: |also state, for later: )(.*)$")
 _TOOL = re.compile(r"^- (\w+) \((\w+)(; needs login)?\): ")
@@ -46,29 +48,37 @@ def _planner(user: str, schema: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _fragments(block: list[str]) -> tuple[list[str], str]:
-    """User fragments, one per `call N: task:` line, and the ahead sentence, from a block of prompt lines."""
-    fragments: list[list[str]] = []
-    tasks: list[str] = []
+def _fragments(block: list[str]) -> tuple[dict[int, str], str]:
+    """User fragments by call number, one per `call N: task:` line (the values a goal turn's `step N
+    (PREREQUISITE ...)` needs go into the last fragment), and the ahead sentence, from a block of prompt lines."""
+    fragments: dict[int, list[str]] = {}
+    tasks: dict[int, str] = {}
+    facts: list[str] = []
+    current: list[str] | None = None
     ahead = ""
     for raw in block:
         line = raw.strip()
         if m := _CALL.match(line):
-            tasks.append(m.group(1))
-            fragments.append([])
-        elif (m := _VERBATIM.match(line)) and fragments:
-            fragments[-1].append(f"{m.group(1)} {m.group(2)}")
-        elif (m := _REFERRED.match(line)) and fragments:
-            fragments[-1].append(f"{m.group(1)}: {m.group(2)}")
+            tasks[int(m.group(1))] = m.group(2)
+            current = fragments[int(m.group(1))] = []
+        elif _PREREQUISITE.match(line):
+            current = facts
+        elif (m := _VERBATIM.match(line)) and current is not None:
+            current.append(f"{m.group(1)} {m.group(2)}")
+        elif (m := _REFERRED.match(line)) and current is not None:
+            current.append(f"{m.group(1)}: {m.group(2)}")
         elif (m := _AHEAD.match(line)) and m.group(1) != "(none)":
             ahead = f" For later, note {m.group(1)}."
-    return [f"Please {t} ({'; '.join(d)})." if d else f"Please {t}." for t, d in zip(tasks, fragments)], ahead
+    if facts and fragments:
+        fragments[max(fragments)] += facts
+    return {i: f"Please {t} ({'; '.join(fragments[i])})." if fragments[i] else f"Please {t}."
+            for i, t in tasks.items()}, ahead
 
 
 def _messenger_turn(user: str) -> dict[str, Any]:
     fragments, ahead = _fragments(user.splitlines())
-    fragments[-1] += ahead
-    return {"fragments": {f"call_{i}": f for i, f in enumerate(fragments)},
+    fragments[max(fragments)] += ahead
+    return {"fragments": {f"call_{i}": f for i, f in fragments.items()},
             "assistant_message": "Done, here is what I found."}
 
 
@@ -82,7 +92,7 @@ def _messenger_global(user: str) -> dict[str, Any]:
     turns = {}
     for k, block in enumerate(blocks):
         fragments, ahead = _fragments(block)
-        turns[f"turn_{k}"] = {"user_message": " ".join(fragments) + ahead, "assistant_message": "Done."}
+        turns[f"turn_{k}"] = {"user_message": " ".join(fragments.values()) + ahead, "assistant_message": "Done."}
     return {"turns": turns}
 
 
@@ -103,7 +113,7 @@ def _messenger_withhold(user: str) -> dict[str, Any]:
     fragments, ahead = _fragments(calls.splitlines())
     given = [f"the {m.group(1)} is {m.group(2)}" for line in missing.splitlines()
              if (m := re.match(r"^- ([^:]+): (.*)$", line.strip()))]
-    return {"user_message": " ".join(fragments) + ahead, "follow_up": f"Sorry, {'; '.join(given)}."}
+    return {"user_message": " ".join(fragments.values()) + ahead, "follow_up": f"Sorry, {'; '.join(given)}."}
 
 
 def _fsm_draft(user: str) -> dict[str, Any]:

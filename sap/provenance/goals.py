@@ -1,0 +1,57 @@
+"""Goal-level turns: which calls of a turn are prerequisites the assistant works out itself (lookups that find an
+id, authentication, state preparation) and which the user asks for; the one rule the synthesis graph, both
+messengers, the code check, the judge and the bench go by."""
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from sap.model import FSM, StateType, Tag, ToolCall, Turn
+
+_BEFORE_AUTH = (StateType.INITIAL, StateType.AUTH_REQUIRED)
+USER_STYLES = ("goal", "explicit")  # goal: the user states goals; explicit: the user asks for every call
+
+
+def prerequisites(calls: Sequence[ToolCall], turn: int, requires: Mapping[str, Collection[str]],
+                  writes: Collection[str]) -> list[int]:
+    """Indexes of the calls of turn `turn` the assistant works out itself: each call before the turn's last (its
+    goal) that serves a later call of the turn, either a read (a tool not in `writes`) whose result gives a later
+    call a value it found (not one of the read's own arguments echoed back), or a call of a tool the later call
+    requires first (`requires`: tool -> tools that must run before it)."""
+    out = []
+    for i, call in enumerate(calls[:-1]):
+        later = calls[i + 1:]
+        feeds = call.name not in writes and any(
+            p.effective_tag() == Tag.prev_output and (p.turn, p.call) == (turn, i)
+            and c.args_exec.get(name) not in call.args_exec.values()
+            for c in later for name, p in c.args_prov.items())
+        if feeds or any(call.name in requires.get(c.name, ()) for c in later):
+            out.append(i)
+    return out
+
+
+def requested(turn: Turn) -> list[int]:
+    """Indexes of the calls of a turn the user asks for (every call but its prerequisites)."""
+    return [i for i in range(len(turn.calls)) if i not in turn.prerequisites]
+
+
+def mark_problems(turn: Turn) -> list[str]:
+    """What is wrong with a turn's prerequisite marks: one outside its calls, or on its last call (the goal,
+    which the user always asks for)."""
+    return [f"turn {turn.index}: call {i} is marked a prerequisite but "
+            + ("the turn has no such call" if not 0 <= i < len(turn.calls) else "it is the turn's goal (its last call)")
+            for i in turn.prerequisites if not 0 <= i < len(turn.calls) - 1]
+
+
+def prerequisite_map(fsm: FSM, first: Mapping[str, Collection[str]] = {}) -> dict[str, list[str]]:
+    """tool -> the tools that must run before it: the FSM's learned preconditions (`FSM.requires`), the
+    authentication tools (actions of transitions into an AUTH_COMPLETED state) for each tool no transition before
+    authentication calls, and `first` (a policy's must-precede rules: tool -> tools one of which runs first)."""
+    kinds = {s.id: s.type for s in fsm.states}
+    auth = {tool for t in fsm.transitions if kinds.get(t.target) == StateType.AUTH_COMPLETED for tool in t.action}
+    before = {tool for t in fsm.transitions if kinds.get(t.source) in _BEFORE_AUTH for tool in t.action}
+    out: dict[str, list[str]] = {}
+    for tool in sorted({tool for t in fsm.transitions for tool in t.action}):
+        needed = [*fsm.requires.get(tool, ()), *first.get(tool, ()), *(auth if tool not in before | auth else ())]
+        if needed:
+            out[tool] = sorted(set(needed))
+    return out

@@ -1,0 +1,143 @@
+"""Goal-level turns: the prerequisite rule, turn merging in the graph, the rule messenger's goal messages, the code
+check on them, and the explicit style as it was."""
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from helpers import call
+from sap.api import synthesize
+from sap.agents.messenger import RuleMessenger, must_mention
+from sap.errors import UsageError
+from sap.export.records import record_to_trajectory
+from sap.graphs.synthesis import SynthesisContext, synthesis_graph
+from sap.model import ArgProvenance, Tag, Trajectory, Turn
+from sap.provenance.checks import code_check
+from sap.provenance.goals import prerequisites
+from sap.provenance.phrasebook import phrase_book
+from sap.runs.settings import RunSettings
+from sap.runs.slots import derive_seed
+from sap.toolsets import load_toolset
+
+STORE = load_toolset("store")
+SPECS = {t.name: t for t in STORE.tools}
+
+
+def output(turn: int, index: int, path: str) -> ArgProvenance:
+    """A prev_output provenance."""
+    return ArgProvenance(tag=Tag.prev_output, turn=turn, call=index, path=path)
+
+
+def test_a_read_that_feeds_a_later_call_or_a_required_call_is_a_prerequisite_and_the_goal_never_is():
+    find = call("find_user", {}, result={"id": "u1"})
+    details = call("get_details", {"id": "u1"}, result={"order": "#1"}, prov={"id": output(2, 0, "id")})
+    brake = call("press_brake", {})
+    cancel = call("cancel", {"order": "#1"}, prov={"order": output(2, 1, "order")})
+    turn = [find, details, brake, cancel]
+    assert prerequisites(turn, 2, {"cancel": ["press_brake"]}, writes={"press_brake", "cancel"}) == [0, 1, 2]
+    assert prerequisites(turn, 2, {}, writes={"press_brake", "cancel"}) == [0, 1]  # brake: asked for
+    assert prerequisites(turn, 2, {}, writes={"get_details", "press_brake", "cancel"}) == [0]  # a write feeding:
+    assert prerequisites(turn, 3, {}, writes=set()) == []  # asked for; references to another turn feed nothing here
+
+
+def goal_turn() -> Turn:
+    """Store: sign in by email and look the customer up (prerequisites), then cancel the pending order (the goal)."""
+    login = call("login_by_email", {"email": "ada.lee@example.com"}, result={"user_id": "ada_lee_1"}, call_id="call_0_0",
+                 prov={"email": ArgProvenance(tag=Tag.initial_state, path="$.users.ada_lee_1.email")})
+    details = call("get_user_details", {}, result={"orders": ["#W1234567"]}, call_id="call_0_1")
+    cancel = call("cancel_pending_order", {"order_id": "#W1234567", "reason": "ordered by mistake"},
+                  result={"status": "cancelled"}, call_id="call_0_2",
+                  prov={"order_id": output(0, 1, "$.orders[0]"), "reason": ArgProvenance(tag=Tag.self_create)})
+    return Turn(index=0, state="done", transition=0, calls=[login, details, cancel], prerequisites=[0, 1])
+
+
+def one_turn(turn: Turn) -> Trajectory:
+    """A one-turn trajectory over a c0 that holds the email."""
+    return Trajectory(id="t", toolset="store", seed=0, c0={"users": {"ada_lee_1": {"email": "ada.lee@example.com"}}},
+                      turns=[turn])
+
+
+def lead_words(phrase: str) -> str:
+    """A request phrase's words before its first slot."""
+    return phrase.split("{")[0].strip(" ,:")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_goal_turn_states_the_goal_and_the_users_facts_and_asks_for_no_prerequisite(seed):
+    turn = RuleMessenger().write([goal_turn()], SPECS, random.Random(seed))[0]
+    text = turn.user_message.lower()
+    assert "ada.lee@example.com" in text  # what only the user knows (the reason: checked by the code check below)
+    assert "#w1234567" not in text  # what the assistant finds
+    assert re.search(r"\bcancel", text)  # the goal
+    book = phrase_book(SPECS)
+    for tool in ("login_by_email", "get_user_details"):
+        leads = {lead_words(p) for p in book.tools[tool].requests} - {""}
+        assert not [lead for lead in leads if lead.lower() in text], (tool, turn.user_message)
+    assert code_check(one_turn(turn), SPECS) == []
+
+
+def test_the_must_mention_list_marks_what_a_prerequisite_finds():
+    turn = goal_turn()
+    found = {(0, i) for i in turn.prerequisites}
+    marks = {m.param: m.marker for m in must_mention(turn.calls[2], found)}
+    assert marks == {"order_id": "FOUND_BY_ASSISTANT", "reason": "NEW"}
+    assert {m.param: m.marker for m in must_mention(turn.calls[2])}["order_id"] == "FROM_HISTORY"
+
+
+def test_the_code_check_rejects_a_goal_turn_that_omits_a_value_the_user_must_say_naming_it():
+    turn = RuleMessenger().write([goal_turn()], SPECS, random.Random(0))[0]
+    silent = turn.model_copy(update={"user_message": turn.user_message.replace("ada.lee@example.com", "my usual email")})
+    problems = code_check(one_turn(silent), SPECS)
+    assert problems and all("ada.lee@example.com" in p for p in problems), problems
+    assert "login_by_email" in problems[0]
+
+
+def test_the_code_check_refuses_a_goal_marked_as_a_prerequisite():
+    turn = RuleMessenger().write([goal_turn()], SPECS, random.Random(0))[0]
+    marked = turn.model_copy(update={"prerequisites": [0, 1, 2]})
+    assert code_check(one_turn(marked), SPECS) == \
+        ["turn 0: call 2 is marked a prerequisite but it is the turn's goal (its last call)"]
+
+
+def slot(style: str, index: int) -> dict:
+    """One store slot run through the synthesis graph in `style`."""
+    ctx = SynthesisContext(toolset=STORE, user_style=style)
+    return synthesis_graph().invoke({"index": index, "seed": derive_seed(0, index)}, context=ctx)
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 5])
+def test_goal_style_merges_turns_but_keeps_the_executed_calls_and_their_order(index):
+    goal, explicit = slot("goal", index), slot("explicit", index)
+    calls = [[(c["name"], c["args_exec"]) for t in s["turns"] for c in t["calls"]] for s in (goal, explicit)]
+    assert calls[0] == calls[1]
+    assert len(goal["turns"]) <= len(explicit["turns"])
+    assert not any(t.get("prerequisites") for t in explicit["turns"])
+
+
+def test_goal_records_pass_validation_and_mark_prerequisites_while_explicit_records_mark_none():
+    from sap.validate import validate_record
+
+    goal = synthesize(STORE, 6, seed=0).records
+    explicit = synthesize(STORE, 6, seed=0, user_style="explicit").records
+    assert all(not validate_record(r, STORE) for r in goal + explicit)
+    assert any(p.get("prerequisite") for r in goal for p in r["provenance"])
+    assert all(r["meta"]["user_style"] == "goal" for r in goal)
+    assert not any(p.get("prerequisite") or "user_style" in r["meta"] for r in explicit for p in r["provenance"])
+    turns = [[t for r in rs for t in record_to_trajectory(r).turns if t.calls] for rs in (goal, explicit)]
+    per_turn = [sum(len(t.calls) for t in ts) / len(ts) for ts in turns]
+    assert per_turn[0] > per_turn[1]
+
+
+def test_an_unknown_user_style_is_refused_naming_the_setting():
+    with pytest.raises(UsageError, match="--user-style must be one of goal, explicit, got 'polite'"):
+        RunSettings(n=1, limits={"user_style": "polite"}).check(lambda n: "--" + n.replace("_", "-"))
+
+
+def test_the_user_style_is_part_of_the_run_fingerprint():
+    from sap.runs.driver import fingerprint, fingerprint_parts
+
+    prints = {style: fingerprint(fingerprint_parts(STORE, RunSettings(n=1, limits={"user_style": style}).run_config()))
+              for style in ("goal", "explicit")}
+    assert prints["goal"] != prints["explicit"]
