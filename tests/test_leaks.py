@@ -58,3 +58,19 @@ def test_the_audit_uses_the_same_rules():
                       calls=[AuditCall(0, "find", {"name": "a"}, {})])
     looked, found = internals_leak(d)
     assert looked == 2 and [f.where for f in found] == ["d turn 0"] and "provenance tag" in found[0].detail
+
+
+def test_data_the_dialogue_carries_is_no_leak():
+    """A file's text quoted by the assistant (whole or cut with "…") or written out by the user names no tool; the
+    same words outside the data still do."""
+    history = call("get_user_details", {"user_id": "u1"}, result={"notes": "run ls -la then get_user_details daily"},
+                   prov={"user_id": ArgProvenance(tag=Tag.self_create)})
+    quoted = 'The notes read "run ls -la then get_user…". Anything else?'
+    traj = Trajectory(id="t", toolset="demo", seed=1, c0={}, turns=[
+        Turn(index=0, state="s", transition=0, calls=[history], user_message='What do the notes of user "u1" say?',
+             assistant_message=quoted)])
+    assert code_check(traj, SPECS) == []
+    leaked = traj.model_copy(update={"turns": [traj.turns[0].model_copy(update={
+        "assistant_message": quoted + " I used get_user_details for it."})]})
+    assert [p.split(" in ")[0] for p in code_check(leaked, SPECS)] == [
+        "turn 0 assistant message leaks tool name: 'get_user_details'"]

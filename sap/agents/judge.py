@@ -19,7 +19,7 @@ from sap.provenance.checks import (answers_recap, mentions, normalize_text, requ
                                    stating_text)
 from sap.provenance.fields import index_of
 from sap.provenance.goals import requested
-from sap.provenance.leaks import find_leaks, names_of
+from sap.provenance.leaks import data_values, find_leaks, names_of
 from sap.provenance.jsonpath import PathError, resolve
 
 
@@ -314,6 +314,7 @@ class RuleJudge:
         out: list[Finding] = []
         tool_names = [n for n in specs if "_" in n]
         tools, params = names_of(specs)
+        values = data_values(*[(c.args_exec, c.result) for _, _, c in traj.calls()])
         for pos, turn in enumerate(traj.turns):
             message = turn.user_message or ""
 
@@ -327,7 +328,7 @@ class RuleJudge:
             if named:
                 add(f"the user message names tools: {', '.join(named)}")
             for role, text in (("user", message), ("assistant", turn.assistant_message or "")):
-                for leak in find_leaks(text, tools, params):
+                for leak in find_leaks(text, tools, params, values):
                     if role == "assistant" or not any(repr(n) in leak for n in named):
                         add(f"the {role} message leaks {leak}")
             if words := sorted({w.lower() for w in _API_WORDS.findall(message)}):

@@ -36,7 +36,7 @@ from sap.audit.dialogues import AuditCall, AuditDialogue
 from sap.executors.bfcl import BFCL_FAILURE_SHAPES
 from sap.executors.failures import failure_text
 from sap.executors.tau2_env import TAU2_FAILURE_SHAPES
-from sap.provenance.leaks import find_leaks
+from sap.provenance.leaks import data_values, find_leaks
 
 KNOWN_SHAPES = BFCL_FAILURE_SHAPES + TAU2_FAILURE_SHAPES
 ORDINALS = re.compile(r"\b(first|second|third|fourth|fifth|last|latest|earliest|newest|oldest|most recent|"
@@ -241,8 +241,9 @@ def internals_leak(d: AuditDialogue) -> CheckResult:
     tools = set(d.tools) | {c.name for c in d.calls}
     params = {p for doc in d.tools.values() for p in (doc.get("parameters") or {}).get("properties", {})}
     params |= {p for c in d.calls for p in c.args}
+    values = data_values(*[(c.args, c.result) for c in d.calls])
     found = [Finding(f"{d.id} turn {turn}", "; ".join(leaks)) for turn, text in sorted(d.users.items())
-             if (leaks := find_leaks(text, tools, params))]
+             if (leaks := find_leaks(text, tools, params, values))]
     return len(d.users), found
 
 

@@ -9,7 +9,7 @@ from sap.model import ArgProvenance, Selector, Tag, ToolSpec, Trajectory
 from sap.provenance.goals import mark_problems
 from sap.provenance.phrasebook import conveyed
 from sap.provenance.jsonpath import PathError, resolve
-from sap.provenance.leaks import find_leaks, names_of
+from sap.provenance.leaks import data_values, find_leaks, names_of
 from sap.provenance.selectors import output_selector, selector_words, stated_selector
 from sap.text import describe_value
 
@@ -227,10 +227,11 @@ def leak_check(traj: Trajectory, specs: dict[str, ToolSpec] | None = None) -> li
         tools = {c.name for _, _, c in traj.calls()}
         params = {p for _, _, c in traj.calls() for p in c.args_exec}
     problems = []
+    values = data_values(*[(c.args_exec, c.result) for _, _, c in traj.calls()])
     for turn in traj.turns:
         for role, text in (("user", turn.user_message), ("assistant", turn.assistant_message)):
             problems += [f"turn {turn.index} {role} message leaks {leak} in {_excerpt(text)!r}"
-                         for leak in find_leaks(text, tools, params)]
+                         for leak in find_leaks(text, tools, params, values)]
     return problems
 
 

@@ -17,11 +17,15 @@ Names count only as tokens of their own: inside a path, a file name, an e-mail o
 - provenance tag: a tag name (`self_create`, `prev_output`, `initial_state`, `prev_user_msg`), a must-mention
   label ([NEW], [FROM_HISTORY], [FROM_CONFIG]) or the fallback tag ("[FALLBACK", "FALLBACK from", `fallback_from`).
 - call position: "turn N call M" or a call id (`call_2_0`).
+Data is not a leak: text inside quotes that is part of a value the dialogue carries (an argument or a result, as
+`data_values` collects them, "…" marking a cut), and such a value written out whole, are left out before the rules
+apply (a file that reads "du -h / ls -la" names no tool).
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from sap.model import ToolSpec
 
@@ -37,6 +41,47 @@ TAGS = re.compile(r"\b(?:self_create|prev_output|initial_state|prev_user_msg|fal
                   r"\[(?:NEW|FROM_HISTORY|FROM_CONFIG|FALLBACK)\b|\bFALLBACK\b|\bfallback from (?:prev_output|"
                   r"initial_state|self_create|prev_user_msg)\b|\bFROM_(?:HISTORY|CONFIG)\b")
 POSITION = re.compile(r"\bturn\s+\d+,?\s+call\s+\d+\b|\bcall_\d+_\d+\b", re.I)
+QUOTED = re.compile(r'"([^"\n]+)"|“([^”\n]+)”')
+MIN_VALUE = 3  # shorter values are not masked: "ls" as a whole value is no evidence of data
+
+
+def data_values(*docs: Any) -> set[str]:
+    """The string leaves (of MIN_VALUE characters or more) of JSON-like documents: a dialogue's arguments and results."""
+    return {leaf for doc in docs for leaf in _strings(doc) if len(leaf.strip()) >= MIN_VALUE}
+
+
+def _strings(doc: Any) -> Iterator[str]:
+    if isinstance(doc, str):
+        yield doc
+    elif isinstance(doc, dict):
+        for value in doc.values():
+            yield from _strings(value)
+    elif isinstance(doc, (list, tuple)):
+        for value in doc:
+            yield from _strings(value)
+
+
+def _flat(text: str) -> str:
+    """Text with runs of white space and " / " (how a reply writes a text's line breaks) as one space."""
+    return re.sub(r"(?:\s/\s|\s)+", " ", text).strip(" /")
+
+
+def _without_data(text: str, values: set[str]) -> str:
+    """`text` with quoted parts of the dialogue's values, and those values written out whole, blanked."""
+    if not values:
+        return text
+
+    flat = [_flat(v) for v in values]
+
+    def blank(m: re.Match[str]) -> str:
+        inner = _flat((m.group(1) or m.group(2) or "").rstrip().rstrip("…"))
+        return '""' if len(inner) >= MIN_VALUE and any(inner in v for v in flat) else m.group(0)
+
+    text = QUOTED.sub(blank, text)
+    for value in sorted(values, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, " ")
+    return text
 
 
 def names_of(specs: dict[str, ToolSpec] | Iterable[ToolSpec]) -> tuple[set[str], set[str]]:
@@ -45,9 +90,11 @@ def names_of(specs: dict[str, ToolSpec] | Iterable[ToolSpec]) -> tuple[set[str],
     return {t.name for t in tools}, {p for t in tools for p in (t.parameters or {}).get("properties", {})}
 
 
-def find_leaks(text: str, tools: Iterable[str], params: Iterable[str] = ()) -> list[str]:
-    """Every leak in `text`, each as "<kind>: <offending text>" (empty when the text is clean)."""
+def find_leaks(text: str, tools: Iterable[str], params: Iterable[str] = (), values: set[str] = frozenset()) -> list[str]:
+    """Every leak in `text`, each as "<kind>: <offending text>" (empty when the text is clean); `values` (from
+    `data_values`) are the dialogue's data, which is no leak where the text quotes or restates it."""
     found: list[str] = []
+    text = _without_data(text, values)
     tokens = set(IDENTIFIER.findall(text))
     for name in sorted(set(tools)):
         hit = _tool_hit(text, tokens, name)
