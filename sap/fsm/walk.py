@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 
 from sap.errors import SapError
+from sap.fsm.conditions import allowed
 from sap.model import FSM, Tag
 
 
@@ -31,6 +32,7 @@ def sample_path(fsm: FSM, rng: random.Random, min_turns: int, max_turns: int, tr
                 emphasis: set[str] = frozenset(), previous: list[str] | None = None) -> list[int]:
     """Transition indices of a walk of min..max turns ending in a final state, edges drawn by probability x weight.
 
+    An edge whose condition (`sap.fsm.conditions`) does not hold after the tools called so far is never taken.
     Edges whose prev_output arguments have no producer earlier on the path are skipped while others exist.
     With `emphasis` (long-tail set E), edges calling a tool in E weigh 5x before one is taken and 2x after,
     and a walk is only accepted once it calls one; if no walk within `tries` does, the first complete walk
@@ -44,7 +46,8 @@ def sample_path(fsm: FSM, rng: random.Random, min_turns: int, max_turns: int, tr
         target = rng.randint(min_turns, max_turns)
         state, path, tools, hit = start or fsm.initial, [], set(seen), not emphasis
         while len(path) < target + 3:
-            out = [e for e in fsm.out_edges(state) if not blacklist.intersection(fsm.transitions[e].action)]
+            out = [e for e in fsm.out_edges(state) if not blacklist.intersection(fsm.transitions[e].action)
+                   and allowed(fsm, e, tools)]
             if not out:
                 break
             out = [e for e in out if feasible(fsm, e, tools)] or out
