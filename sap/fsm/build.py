@@ -262,9 +262,13 @@ class RuleFSMBuilder:
                     edges.append(self._edge(src, "end", [r], roles, initial, weight=0.3, stated=stated))
             if not initial:
                 edges += self._pair_edges(src, work, roles, stated)
+            if src == "authed" and not any(ps & {r.spec.name for r in auth} for w in work for ps in w.producers.values()):
+                # authentication whose result feeds no argument: the first request after it reads from c0
+                edges += [self._edge(src, "found", [r], roles, True, stated=stated) for r in work
+                          if r.kind == "read" and role_tags(r, True, stated) not in (None, role_tags(r, False, stated))]
             for r in roles.values():
-                if r.kind in ("logout", "terminal") and src != "start":
-                    edges.append(self._edge(src, "end", [r], roles, False, weight=0.2))
+                if (r.kind == "logout" and src != "start") or (r.kind == "terminal" and src == "done"):
+                    edges.append(self._edge(src, "end", [r], roles, False, weight=0.2))  # a hand-off follows a change
         producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
         producers = {t: ps for t, ps in producers.items() if ps}
         edges = _prune_dead([e for e in edges if e is not None], producers)
@@ -294,7 +298,9 @@ class RuleFSMBuilder:
 
     def _confirmed_write(self, write: ToolRole, roles: dict[str, ToolRole],
                          stated: frozenset[str]) -> list[Transition]:
-        """The turn that carries out a confirmed write: out of its ACTION_REQUIRED state, opened by the user's yes."""
+        """The turns that carry out a confirmed write, out of its ACTION_REQUIRED state, opened by the user's yes:
+        with results feeding its arguments once a producer of each has run, and with the values a first request
+        would use (c0's or new ones) when it has such."""
         out = self._variants(f"confirm_{write.spec.name}", "done", [write], roles, False, stated)
         for e in out:
             e.condition = join("confirmed", e.condition)
@@ -302,13 +308,11 @@ class RuleFSMBuilder:
 
     def _request(self, src: str, write: ToolRole, roles: dict[str, ToolRole], stated: frozenset[str]) -> Transition:
         """The turn that asks for a confirmed write: no call, the assistant recaps the write and asks for a yes. It
-        weighs what the write's own edge weighs and may be taken once the write's gate holds and a producer of each
-        of its prev_output arguments has run (the write must be able to follow)."""
+        weighs what the write's own edge weighs and may be taken once the write's gate holds and, when the write
+        has no first-request variant, a producer of each of its prev_output arguments has run."""
         edge = self._edge(src, "done", [write], roles, False, stated=stated)
-        fed = [after(write.producers[arg]) for arg, tag in edge.provenance_tag[write.spec.name].items()
-               if tag == Tag.prev_output]
-        return Transition(**{"from": src, "to": f"confirm_{write.spec.name}"}, action=[],
-                          condition=join(write.gate, *fed), weight=edge.weight)
+        return Transition(**{"from": src, "to": f"confirm_{write.spec.name}"}, action=[], condition=write.gate,
+                          weight=edge.weight)
 
     def _variants(self, src: str, dst: str, tools: list[ToolRole], roles: dict[str, ToolRole], initial: bool,
                   stated: frozenset[str], weight: float = 1.0) -> list[Transition]:
