@@ -7,6 +7,7 @@ import random
 import pytest
 from helpers import spec
 
+from sap.agents.replanner import ReplanRequest, path_problems
 from sap.fsm.build import RuleFSMBuilder
 from sap.fsm.conditions import ConditionError, parse
 from sap.fsm.policy_walk import policy_actions
@@ -128,3 +129,11 @@ def test_critical_marks_authentication_and_changes_that_cannot_be_taken_back():
         assert t.is_critical == bool(irreversible or {"login_by_email", "login_by_name_zip"} & set(t.action)), t
     share = sum(t.is_critical for t in store.transitions) / len(store.transitions)
     assert 0.1 < share < 0.5  # was 0.7 when every action and login edge counted
+
+
+def test_a_replanned_path_through_an_edge_whose_condition_fails_is_refused():
+    fsm = _tiny("after:search")
+    req = ReplanRequest(fsm, [0, 2], [], frozenset(), 2, 2, random.Random(0))
+    assert path_problems(req, [0, 1, 2], [0, 2]) == []
+    assert path_problems(req, [0, 1, 2], [0, 1]) == [
+        "transitions[1]: 1 needs 'after:search', which does not hold after ['ping']"]
