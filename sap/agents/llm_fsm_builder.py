@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sap.agents.llm_common import STATE_CHARS, LLMRole, compact
 from sap.fsm.build import RuleFSMBuilder, ToolRole, action_tools, classify, critical, role_tags, stated_params
-from sap.fsm.conditions import join
 from sap.fsm.probe import probe
 from sap.llm.schema import closed
 from sap.model import FSM, FSMState, StateType, Tag, Toolset, Transition
@@ -104,7 +103,7 @@ def repaired_fsm(draft: FSMDraft, roles: dict[str, ToolRole], stated: frozenset[
                 tags[a][arg] = tag
         dependent = sum(tag == Tag.prev_output for ts in tags.values() for tag in ts.values())
         edges.append(Transition(**{"from": t.source, "to": t.target}, action=action,
-                                condition=join(*(roles[a].gate for a in action)), weight=1.0 + dependent,
+                                weight=1.0 + dependent,
                                 is_critical=critical([roles[a] for a in action]),
                                 provenance_tag=tags))
     RuleFSMBuilder._normalize(edges)
