@@ -53,9 +53,11 @@ def reward_collapses() -> dict[str, Any]:
     rows = {}
     for case, pred in ROLLOUTS.items():
         atomic, orch = r_atomic(GOLD, pred).score, r_orch(GOLD, pred).score
-        rows[case] = {"r_atomic": round(atomic, 3), "r_orch": round(orch, 3), "graduated": round((atomic + orch) / 2, 3)}
+        rows[case] = {"r_atomic": round(atomic, 3), "r_orch": round(orch, 3),
+                      "graduated": round((atomic + orch) / 2, 3)}
     flawed = [c for c in ROLLOUTS if c != "perfect"]
-    collapsed = {k: [c for c in flawed if rows[c][k] >= rows["perfect"][k]] for k in ("r_atomic", "r_orch", "graduated")}
+    collapsed = {k: [c for c in flawed if rows[c][k] >= rows["perfect"][k]]
+                 for k in ("r_atomic", "r_orch", "graduated")}
     return {"rollouts": rows, "collapsed": collapsed}
 
 
@@ -105,8 +107,8 @@ def main() -> None:
     for k, cases in rewards["collapsed"].items():
         print(f"scored as high as perfect by {k}: {len(cases)} of {len(ROLLOUTS) - 1} flawed rollouts"
               + (f" ({'; '.join(cases)})" if cases else ""))
-    print(f"\nRODS boundary variance - simulated learner, {args.rods_steps} steps x {args.rods_repeats} seeds, last half;"
-          " paper: boundary tasks carry the reward variance GRPO learns from")
+    print(f"\nRODS boundary variance - simulated learner, {args.rods_steps} steps x {args.rods_repeats} seeds, "
+          "last half; paper: boundary tasks carry the reward variance GRPO learns from")
     print(f"{'seeding':<10} {'boundary share':>15} {'within-group variance':>22}")
     for mode, s in rods.items():
         print(f"{mode:<10} {s['boundary_share']:15.3f} {s['batch_reward_variance']:22.4f}")

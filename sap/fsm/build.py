@@ -262,8 +262,8 @@ class RuleFSMBuilder:
                     edges.append(self._edge(src, "end", [r], roles, initial, weight=0.3, stated=stated))
             if not initial:
                 edges += self._pair_edges(src, work, roles, stated)
-            if src == "authed" and not any(ps & {r.spec.name for r in auth} for w in work for ps in w.producers.values()):
-                # authentication whose result feeds no argument: the first request after it reads from c0
+            auth_feeds = any(ps & {r.spec.name for r in auth} for w in work for ps in w.producers.values())
+            if src == "authed" and not auth_feeds:  # authentication feeds nothing: the next request reads from c0
                 edges += [self._edge(src, "found", [r], roles, True, stated=stated) for r in work
                           if r.kind == "read" and role_tags(r, True, stated) not in (None, role_tags(r, False, stated))]
             for r in roles.values():
@@ -290,7 +290,7 @@ class RuleFSMBuilder:
             other = lookups[(i + 1) % len(lookups)]
             if other is not r and r.spec.name not in {p for ps in other.producers.values() for p in ps}:
                 out += self._variants(src, "details", [r, other], roles, False, stated, weight=0.5)
-        for act in (r for r in work if r.kind == "action" and not r.confirmed):  # a confirmed write has a turn of its own
+        for act in (r for r in work if r.kind == "action" and not r.confirmed):  # a confirmed write: a turn of its own
             feeders = sorted({p for ps in act.producers.values() for p in ps if roles[p].kind == "read"})
             for feeder in feeders[:2]:
                 out += self._variants(src, "done", [roles[feeder], act], roles, False, stated, weight=0.5)
@@ -298,9 +298,8 @@ class RuleFSMBuilder:
 
     def _confirmed_write(self, write: ToolRole, roles: dict[str, ToolRole],
                          stated: frozenset[str]) -> list[Transition]:
-        """The turns that carry out a confirmed write, out of its ACTION_REQUIRED state, opened by the user's yes:
-        with results feeding its arguments once a producer of each has run, and with the values a first request
-        would use (c0's or new ones) when it has such."""
+        """The turns that carry out a confirmed write: out of its ACTION_REQUIRED state, opened by the user's yes
+        (`confirmed`), tagged as the write would be anywhere after the first turn."""
         out = self._variants(f"confirm_{write.spec.name}", "done", [write], roles, False, stated)
         for e in out:
             e.condition = join("confirmed", e.condition)
@@ -308,8 +307,8 @@ class RuleFSMBuilder:
 
     def _request(self, src: str, write: ToolRole, roles: dict[str, ToolRole], stated: frozenset[str]) -> Transition:
         """The turn that asks for a confirmed write: no call, the assistant recaps the write and asks for a yes. It
-        weighs what the write's own edge weighs and may be taken once the write's gate holds and, when the write
-        has no first-request variant, a producer of each of its prev_output arguments has run."""
+        carries the write's gate and weighs what the write's own edge weighs (the walk prefers it once the write's
+        prev_output arguments can be fed)."""
         edge = self._edge(src, "done", [write], roles, False, stated=stated)
         return Transition(**{"from": src, "to": f"confirm_{write.spec.name}"}, action=[], condition=write.gate,
                           weight=edge.weight)

@@ -47,8 +47,8 @@ def sample_path(fsm: FSM, rng: random.Random, min_turns: int, max_turns: int, tr
     An edge whose condition (`sap.fsm.conditions`) does not hold after the tools called so far is never taken.
     Edges whose prev_output arguments have no producer earlier on the path are skipped while others exist.
     With `emphasis` (long-tail set E), edges calling a tool in E (or leading to a state committed to one, such as
-    the request before a confirmed write) weigh 5x before one is taken and 2x after, and a walk is only accepted once it calls one; if no walk within `tries` does, the first complete walk
-    is returned.
+    the request before a confirmed write) weigh 5x before one is taken and 2x after, and a walk is only accepted
+    once it calls one; if no walk within `tries` does, the first complete walk is returned.
     `start`, `seen`, `previous` (the action of the turn before `start`) and `blacklist` let a path be
     re-planned mid-dialogue around tools that kept failing.
     """
