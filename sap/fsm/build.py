@@ -262,16 +262,18 @@ class RuleFSMBuilder:
                     edges.append(self._edge(src, "end", [r], roles, initial, weight=0.3, stated=stated))
             if not initial:
                 edges += self._pair_edges(src, work, roles, stated)
-            auth_feeds = any(ps & {r.spec.name for r in auth} for w in work for ps in w.producers.values())
-            if src == "authed" and not auth_feeds:  # authentication feeds nothing: the next request reads from c0
-                edges += [self._edge(src, "found", [r], roles, True, stated=stated) for r in work
-                          if r.kind == "read" and role_tags(r, True, stated) not in (None, role_tags(r, False, stated))]
             for r in roles.values():
                 if (r.kind == "logout" and src != "start") or (r.kind == "terminal" and src == "done"):
                     edges.append(self._edge(src, "end", [r], roles, False, weight=0.2))  # a hand-off follows a change
         producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
         producers = {t: ps for t, ps in producers.items() if ps}
         edges = _prune_dead([e for e in edges if e is not None], producers)
+        if hub == "authed" and not any(is_auth_name(r.spec.name) for r in auth):
+            # identification the policy declares (a user lookup, not a login): a lookup no path feeds right after
+            # it reads from c0, as a first turn would
+            reached = {t for e in edges if e.source == hub for t in e.action}
+            edges += [self._edge(hub, "found", [r], roles, True, stated=stated) for r in work
+                      if r.kind == "read" and r.spec.name not in reached and role_tags(r, True, stated) is not None]
         used = {e.source for e in edges} | {e.target for e in edges}
         states = [s for s in states if s.id in used or s.id == "start"]
         finals = [s for s in ("done", "end") if s in used]
