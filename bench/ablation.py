@@ -21,8 +21,10 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "no_fsm": ("no_fsm",),
     "no_fsm_no_tags": ("no_fsm", "no_tags"),
 }
-# figures SAP's Table 6 gives (as quoted in issue 22): Succ of the full pipeline and of FSM+noTag, P_f of noFSM+Tag
-PAPER = {"full": {"whole": 0.89}, "no_tags": {"whole": 0.92, "P_o": 0.0}, "no_fsm": {"P_f": 0.1575}}
+# figures of SAP's Table 6 as issue 22 quotes them: Succ 89 / 92 / 54 / 50 % for full, FSM+noTag, noFSM+Tag and
+# noFSM+noTag (in that order; no Succ is quoted for no retry), P_o 0 without tags, P_f 15.75% for noFSM+Tag
+PAPER = {"full": {"whole": 0.89}, "no_tags": {"whole": 0.92, "P_o": 0.0},
+         "no_fsm": {"whole": 0.54, "P_f": 0.1575}, "no_fsm_no_tags": {"whole": 0.50, "P_o": 0.0}}
 
 
 def measure(toolset: str, n: int, seed: int, variant: str) -> dict:
@@ -33,7 +35,8 @@ def measure(toolset: str, n: int, seed: int, variant: str) -> dict:
             "pass_rate": round(run.accepted / run.attempted, 3),
             "whole": round((run.accepted - run.truncated) / run.attempted, 3),
             **{k: round(v, 4) for k, v in stats["source_columns"].items()},
-            "mean_chain_length": round(stats["mean_chain_length"], 3), "mean_turns": round(stats["mean_turns"], 2),
+            "mean_chain_length": round(stats["mean_chain_length"], 3), "max_chain_length": stats["max_chain_length"],
+            "dependent_share": round(stats["dependent_share"], 4), "mean_turns": round(stats["mean_turns"], 2),
             "top_drop_reasons": dict(run.dropped.most_common(3)), "paper": PAPER.get(variant, {})}
 
 

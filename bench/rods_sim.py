@@ -157,8 +157,8 @@ def plot(results: dict[str, list[dict[str, Any]]], path: str) -> None:
     fig.savefig(path, dpi=90)
 
 
-def main() -> None:
-    """Run the three modes and print their figures, the JSON summary last."""
+def options() -> argparse.ArgumentParser:
+    """The simulation's options and their defaults (the reproduction report parses its own values with it)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=800)
     parser.add_argument("--repeats", type=int, default=3, help="learner seeds averaged")
@@ -179,7 +179,11 @@ def main() -> None:
     parser.add_argument("--paper-scale", action="store_true",
                         help="the RODS paper's scale: 400 seed tasks (100 per type), and the pool's cool-down, "
                              "staleness, quota and variant capacity at PoolConfig's shipped defaults")
-    args = parser.parse_args()
+    return parser
+
+
+def run_modes(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, Any]]]:
+    """Every mode's runs (one per learner seed) and their summaries over the last half of the steps."""
     if args.paper_scale:
         shipped = PoolConfig()
         args.seeds_per_type = 400 // len(TYPES)
@@ -187,8 +191,13 @@ def main() -> None:
         args.quota, args.variant_capacity = shipped.seed_quota, shipped.variant_capacity
     results = {mode: [simulate(mode, args.steps, seed, args) for seed in range(args.repeats)]
                for mode in ("static", "random", "boundary")}
-    tail = args.steps // 2
-    summary = {mode: summarize(runs, tail) for mode, runs in results.items()}
+    return results, {mode: summarize(runs, args.steps // 2) for mode, runs in results.items()}
+
+
+def main() -> None:
+    """Run the three modes and print their figures, the JSON summary last."""
+    args = options().parse_args()
+    results, summary = run_modes(args)
     for mode, s in summary.items():
         print(f"{mode:9s} boundary share {s['boundary_share']:.3f}  batch reward variance {s['batch_reward_variance']:.4f} "
               f"(pooled {s['batch_total_variance']:.4f})  pool size {s['pool_size']:.1f}  injected {s['injected']:.0f}  "

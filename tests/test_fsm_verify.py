@@ -116,6 +116,22 @@ BROKEN = {
         _retag_first({"search": {"query": Tag.prev_output}}), "initial_dependency", ["prev_output", "'query'"]),
     "prev_user_msg out of the initial state": (
         _retag_first({"search": {"query": Tag.prev_user_msg}}), "initial_dependency", ["prev_user_msg", "'query'"]),
+    "two states with one id": (
+        broken(states=good_fsm().states + [FSMState(id="found", type=StateType.SEARCHING)]),
+        "duplicate_state", ["'found'", "2 states"]),
+    "a condition outside the language": (
+        with_edges(edge("found", "done", {"ping": {}}).model_copy(update={"condition": "if it rains"})),
+        "condition", ["transition 4", "'if it rains'", "unknown term"]),
+    "confirmed out of a state that asks nothing": (
+        with_edges(edge("found", "done", {"ping": {}}).model_copy(update={"condition": "confirmed"})),
+        "condition", ["transition 4", "FOUND", "never be taken"]),
+    "a negative weight": (
+        with_edges(edge("found", "done", {"ping": {}}).model_copy(update={"weight": -1.0})),
+        "probability", ["transition 4", "weight -1.0"]),
+    "a state whose out-edges all weigh nothing": (
+        broken(transitions=[t.model_copy(update={"probability": 0.0}) if t.source == "found" else t
+                            for t in good_fsm().transitions]),
+        "probability", ["state 'found'", "cannot choose"]),
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from sap.agents.llm_common import STATE_CHARS, LLMRole, compact
-from sap.fsm.build import RuleFSMBuilder, ToolRole, action_tools, classify, role_tags, stated_params
+from sap.fsm.build import RuleFSMBuilder, ToolRole, action_tools, classify, critical, role_tags, stated_params
 from sap.fsm.probe import probe
 from sap.llm.schema import closed
 from sap.model import FSM, FSMState, StateType, Tag, Toolset, Transition
@@ -103,8 +103,8 @@ def repaired_fsm(draft: FSMDraft, roles: dict[str, ToolRole], stated: frozenset[
                 tags[a][arg] = tag
         dependent = sum(tag == Tag.prev_output for ts in tags.values() for tag in ts.values())
         edges.append(Transition(**{"from": t.source, "to": t.target}, action=action,
-                                condition=f"user asks to {' then '.join(action)}", weight=1.0 + dependent,
-                                is_critical=any(roles[a].kind in ("action", "auth") for a in action),
+                                weight=1.0 + dependent,
+                                is_critical=critical([roles[a] for a in action]),
                                 provenance_tag=tags))
     RuleFSMBuilder._normalize(edges)
     producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from sap.agents.llm_common import LLMRole
 from sap.llm.schema import closed
+from sap.fsm.conditions import allowed
 from sap.fsm.walk import NoPathError
 from sap.fsm.walk import sample_path as walk
 from sap.llm import LLMRoleError
@@ -102,10 +103,12 @@ def replan_schema(edges: list[int], lo: int, hi: int) -> dict[str, Any]:
 
 
 def path_problems(req: ReplanRequest, edges: list[int], path: list[int]) -> list[str]:
-    """What makes `path` unusable: unlisted or blacklisted transitions, a gap, a wrong length or a non-final end."""
+    """What makes `path` unusable: unlisted or blacklisted transitions, a gap, a condition that does not hold, a
+    wrong length or a non-final end."""
     fsm, (lo, hi) = req.fsm, req.lengths
     problems = []
     at = req.start
+    seen = {c.name for t in req.kept for c in t.calls}
     for k, i in enumerate(path):
         if i not in edges:
             problems.append(f"transitions[{k}]: {i} is not a listed transition")
@@ -115,6 +118,10 @@ def path_problems(req: ReplanRequest, edges: list[int], path: list[int]) -> list
             problems.append(f"transitions[{k}]: {i} calls blacklisted {sorted(req.blacklist.intersection(t.action))}")
         if t.source != at:
             problems.append(f"transitions[{k}]: {i} starts at {t.source!r}, but the path is at {at!r}")
+        elif not allowed(fsm, i, seen):
+            problems.append(f"transitions[{k}]: {i} needs {t.condition!r}, which does not hold after "
+                            f"{sorted(seen) or 'no call'}")
+        seen.update(t.action)
         at = t.target
     if not lo <= len(path) <= hi:
         problems.append(f"transitions: {len(path)} given, need {lo} to {hi}")

@@ -4,9 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from sap.fsm.conditions import after, join, not_after
 from sap.fsm.probe import LOGOUT_NAME, ProbeReport, is_auth_name, probe
 from sap.model import FSM, FSMState, StateType, Tag, Toolset, ToolSpec, Transition
 from sap.provenance.fields import produces
+from sap.provenance.policy import Policy, policy_of
 
 READ_VERBS = ("get", "list", "search", "find", "show", "view", "check", "lookup", "describe", "query", "fetch",
               "read", "ls", "pwd", "cat", "grep", "head", "tail", "wc", "du", "diff", "count", "calculate",
@@ -14,6 +16,10 @@ READ_VERBS = ("get", "list", "search", "find", "show", "view", "check", "lookup"
 
 
 UPDATE_VERBS = ("modify", "update", "change", "set", "edit", "rename")
+
+# verbs of changes no later call takes back as they were: what is deleted, cancelled, paid or sent stays so
+IRREVERSIBLE_VERBS = ("delete", "remove", "rm", "cancel", "drop", "purge", "pay", "purchase", "checkout", "send",
+                      "transfer", "post", "refund", "return", "exchange")
 
 
 def named_update(spec: ToolSpec) -> bool:
@@ -46,10 +52,12 @@ class ToolRole:
     """How the builder classified one tool."""
 
     spec: ToolSpec
-    kind: str  # "auth", "logout", "read", "action"
+    kind: str  # "auth", "logout", "terminal", "read", "action"
     gated: bool  # needs an authenticated session
     producers: dict[str, set[str]]  # required param -> tools whose results can fill it
     from_config: set[str]  # required params that c0 can fill
+    gate: str = ""  # the condition every edge calling the tool carries (the policy's must-precede rules)
+    confirmed: bool = False  # the policy has the user confirm each call in a turn of its own
 
 
 def _is_read_only(spec: ToolSpec, report: ProbeReport) -> bool:
@@ -87,7 +95,45 @@ def classify(toolset: Toolset, report: ProbeReport) -> dict[str, ToolRole]:
     auth = {name for name, r in roles.items() if r.kind == "auth"}
     for r in roles.values():  # a tool fed by a login's result (an access token) needs the session too
         r.gated = r.gated or any(ps & auth for ps in r.producers.values())
+    apply_policy(roles, policy_of(toolset))
     return roles
+
+
+def apply_policy(roles: dict[str, ToolRole], policy: Policy | None) -> None:
+    """Set (in place) what the toolset's policy makes of its tools. A must-precede rule guarding every action is an
+    authentication rule: its `first` tools are auth tools and the tools it guards are gated. Every must-precede rule
+    gives the tools it guards an `after:` condition (and a `once` rule its first tools a `not after:` one);
+    confirmed tools are marked; terminal tools close the dialogue."""
+    if policy is None:
+        return
+    actions = {name for name, r in roles.items() if r.kind == "action"}
+    for rule in policy.must_precede:
+        if actions and actions <= set(rule.before):
+            for name in rule.first:
+                roles[name].kind = "auth"
+            for name in rule.before:
+                roles[name].gated = True
+        for name in rule.before:
+            roles[name].gate = join(roles[name].gate, after(rule.first))
+        if rule.once:
+            for name in rule.first:
+                roles[name].gate = join(roles[name].gate, not_after(rule.first))
+    for name in policy.confirmed():
+        roles[name].confirmed = roles[name].kind == "action"
+    for name in policy.terminal.tools if policy.terminal else ():
+        roles[name].kind = "terminal"
+
+
+def irreversible(spec: ToolSpec) -> bool:
+    """Whether a word of the tool's name is a verb of a change no later call takes back (`cancel_order`)."""
+    return any(w in IRREVERSIBLE_VERBS for w in spec.name.lower().split("_"))
+
+
+def critical(tools: list[ToolRole]) -> bool:
+    """A critical transition: it opens the authenticated phase, or it commits a change that cannot be taken back
+    (a write the policy has the user confirm first, else an action whose name says it deletes, cancels, pays,
+    sends...). Reads, reversible updates and wrap-ups are not critical."""
+    return any(r.kind == "auth" or (r.kind == "action" and (r.confirmed or irreversible(r.spec))) for r in tools)
 
 
 def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(),
@@ -195,6 +241,11 @@ class RuleFSMBuilder:
             FSMState(id="done", type=StateType.ACTION_COMPLETED, description="a change was carried out"),
             FSMState(id="end", type=StateType.COMPLETED, description="the user's goal is wrapped up"),
         ]
+        for r in work:
+            if r.confirmed:
+                states.append(FSMState(id=f"confirm_{r.spec.name}", type=StateType.ACTION_REQUIRED,
+                                       description=f"{r.spec.name} requested and recapped; the user's yes is awaited"))
+                edges += self._confirmed_write(r, roles, stated)
         for src in (hub, "found", "details", "done"):
             initial = src == "start"
             for r in work:
@@ -202,6 +253,9 @@ class RuleFSMBuilder:
                 if tags is None:
                     continue
                 consumes = Tag.prev_output in tags.values()
+                if r.confirmed:
+                    edges.append(self._request(src, r, roles, stated))
+                    continue
                 target = "done" if r.kind == "action" else ("details" if consumes else "found")
                 edges += self._variants(src, target, [r], roles, initial, stated)
                 if r.kind == "read" and consumes and src in ("details", "done"):
@@ -209,11 +263,17 @@ class RuleFSMBuilder:
             if not initial:
                 edges += self._pair_edges(src, work, roles, stated)
             for r in roles.values():
-                if r.kind == "logout" and src != "start":
-                    edges.append(self._edge(src, "end", [r], roles, False, weight=0.2))
+                if (r.kind == "logout" and src != "start") or (r.kind == "terminal" and src == "done"):
+                    edges.append(self._edge(src, "end", [r], roles, False, weight=0.2))  # a hand-off follows a change
         producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
         producers = {t: ps for t, ps in producers.items() if ps}
         edges = _prune_dead([e for e in edges if e is not None], producers)
+        if hub == "authed" and not any(is_auth_name(r.spec.name) for r in auth):
+            # identification the policy declares (a user lookup, not a login): a lookup no path feeds right after
+            # it reads from c0, as a first turn would
+            reached = {t for e in edges if e.source == hub for t in e.action}
+            edges += [self._edge(hub, "found", [r], roles, True, stated=stated) for r in work
+                      if r.kind == "read" and r.spec.name not in reached and role_tags(r, True, stated) is not None]
         used = {e.source for e in edges} | {e.target for e in edges}
         states = [s for s in states if s.id in used or s.id == "start"]
         finals = [s for s in ("done", "end") if s in used]
@@ -232,11 +292,28 @@ class RuleFSMBuilder:
             other = lookups[(i + 1) % len(lookups)]
             if other is not r and r.spec.name not in {p for ps in other.producers.values() for p in ps}:
                 out += self._variants(src, "details", [r, other], roles, False, stated, weight=0.5)
-        for act in (r for r in work if r.kind == "action"):
+        for act in (r for r in work if r.kind == "action" and not r.confirmed):  # a confirmed write: a turn of its own
             feeders = sorted({p for ps in act.producers.values() for p in ps if roles[p].kind == "read"})
             for feeder in feeders[:2]:
                 out += self._variants(src, "done", [roles[feeder], act], roles, False, stated, weight=0.5)
         return out
+
+    def _confirmed_write(self, write: ToolRole, roles: dict[str, ToolRole],
+                         stated: frozenset[str]) -> list[Transition]:
+        """The turns that carry out a confirmed write: out of its ACTION_REQUIRED state, opened by the user's yes
+        (`confirmed`), tagged as the write would be anywhere after the first turn."""
+        out = self._variants(f"confirm_{write.spec.name}", "done", [write], roles, False, stated)
+        for e in out:
+            e.condition = join("confirmed", e.condition)
+        return out
+
+    def _request(self, src: str, write: ToolRole, roles: dict[str, ToolRole], stated: frozenset[str]) -> Transition:
+        """The turn that asks for a confirmed write: no call, the assistant recaps the write and asks for a yes. It
+        carries the write's gate and weighs what the write's own edge weighs (the walk prefers it once the write's
+        prev_output arguments can be fed)."""
+        edge = self._edge(src, "done", [write], roles, False, stated=stated)
+        return Transition(**{"from": src, "to": f"confirm_{write.spec.name}"}, action=[], condition=write.gate,
+                          weight=edge.weight)
 
     def _variants(self, src: str, dst: str, tools: list[ToolRole], roles: dict[str, ToolRole], initial: bool,
                   stated: frozenset[str], weight: float = 1.0) -> list[Transition]:
@@ -261,9 +338,8 @@ class RuleFSMBuilder:
             tag_map[r.spec.name] = tags
         dependent = sum(t == Tag.prev_output for tags in tag_map.values() for t in tags.values())
         return Transition(**{"from": src, "to": dst}, action=[r.spec.name for r in tools],
-                          condition=f"user asks to {' then '.join(r.spec.name for r in tools)}",
-                          weight=weight * (1.0 + dependent), is_critical=any(r.kind in ("action", "auth") for r in tools),
-                          provenance_tag=tag_map)
+                          condition=join(*(r.gate for r in tools)), weight=weight * (1.0 + dependent),
+                          is_critical=critical(tools), provenance_tag=tag_map)
 
     @staticmethod
     def _normalize(edges: list[Transition]) -> None:

@@ -53,5 +53,7 @@ def _insert_required(policy: Policy, turns: Turns, rng: random.Random) -> Turns:
 
 def policy_actions(policy: Policy, actions: list[list[str]], rng: random.Random, min_turns: int) -> Turns:
     """The walked turns' tools under `policy`, each with its position in the walk: a turn left with no tools is
-    dropped, and the turns after a terminal call."""
+    dropped, and the turns after a terminal call. A rule FSM's request before a confirmed write (a turn with no
+    call into an ACTION_REQUIRED state) is such a turn: `graphs.confirm.confirm_writes` writes it back as the recap
+    that ends the turn before the write."""
     return _insert_required(policy, _cut_terminal(policy, actions, min_turns), rng)

@@ -6,14 +6,17 @@ FSM passes.
 """
 from __future__ import annotations
 
-from collections import deque
+import math
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Iterable
 
 from sap.errors import SapError
-from sap.model import FSM, Tag, ToolSpec, Transition
+from sap.fsm.conditions import ConditionError, condition_of
+from sap.model import FSM, StateType, Tag, ToolSpec, Transition
 
 RULES = (
+    "duplicate_state",  # no two states share an id
     "transition_endpoints",  # transitions join existing states; the initial and final states exist
     "reachability",  # every state is reachable from the initial one
     "dead_end",  # every non-final state has an out-edge
@@ -22,6 +25,8 @@ RULES = (
     "unknown_tool",  # every action names a known tool
     "missing_tag",  # every required argument of every tool on every edge has a provenance tag
     "initial_dependency",  # no edge out of the initial state depends on an earlier turn
+    "condition",  # every condition is in the condition language, and `confirmed` only leaves an ACTION_REQUIRED state
+    "probability",  # probabilities and weights are finite and >= 0; a state's out-edges do not all weigh 0
 )
 
 #: Tags that refer to an earlier turn, so cannot be declared on an edge out of the initial state.
@@ -127,6 +132,11 @@ def verify_fsm(fsm: FSM, specs: dict[str, ToolSpec], path_length: int | tuple[in
     known = set(ids)
     finals = set(fsm.finals)
 
+    # duplicate_state
+    for sid, count in Counter(ids).items():
+        if count > 1:
+            out.append(Violation("duplicate_state", f"state id {sid!r} is used by {count} states"))
+
     # transition_endpoints
     initial_ok = fsm.initial in known
     if not initial_ok:
@@ -197,4 +207,28 @@ def verify_fsm(fsm: FSM, specs: dict[str, ToolSpec], path_length: int | tuple[in
                     out.append(Violation("initial_dependency", f"{_edge_name(i, t)}: argument {arg!r} of {tool!r} "
                                                                f"is tagged {tag.value} on an edge out of the "
                                                                f"initial state {fsm.initial!r}"))
+
+    # condition
+    types = {s.id: s.type for s in fsm.states}
+    for i, t in enumerate(fsm.transitions):
+        try:
+            cond = condition_of(fsm, i)
+        except ConditionError as exc:
+            out.append(Violation("condition", str(exc)))
+            continue
+        if cond.confirmed and t.source in types and types[t.source] != StateType.ACTION_REQUIRED:
+            out.append(Violation("condition", f"{_edge_name(i, t)} is `confirmed` but leaves {t.source!r} of type "
+                                              f"{types[t.source].value}, not ACTION_REQUIRED: it can never be taken"))
+
+    # probability
+    for i, t in enumerate(fsm.transitions):
+        for name, value in (("probability", t.probability), ("weight", t.weight)):
+            if not math.isfinite(value) or value < 0:
+                out.append(Violation("probability", f"{_edge_name(i, t)} has {name} {value!r} (needs a finite "
+                                                    f"number >= 0)"))
+    for sid in dict.fromkeys(ids):
+        leaving = [t for t in fsm.transitions if t.source == sid]
+        if leaving and all(t.probability * t.weight <= 0 for t in leaving):
+            out.append(Violation("probability", f"every out-edge of state {sid!r} has probability x weight 0: "
+                                                f"the walk cannot choose one"))
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 
 from sap.errors import SapError
+from sap.fsm.conditions import allowed
 from sap.model import FSM, Tag
 
 
@@ -12,11 +13,14 @@ class NoPathError(SapError, RuntimeError):
 
 
 def feasible(fsm: FSM, edge: int, seen_tools: set[str]) -> bool:
-    """Whether every prev_output argument on `edge` has a producing tool earlier on the path or in the same turn.
+    """Whether every prev_output argument on `edge` has a producing tool earlier on the path or in the same turn;
+    an edge that calls nothing (the request before a confirmed write) is feasible when an edge out of its target is.
 
     prev_user_msg arguments need no check: any earlier turn can anchor them (virtual history)."""
     seen = set(seen_tools)
     t = fsm.transitions[edge]
+    if not t.action:
+        return any(feasible(fsm, e, seen) for e in fsm.out_edges(t.target) if fsm.transitions[e].action)
     for tool in t.action:
         for arg, tag in t.provenance_tag.get(tool, {}).items():
             makers = fsm.producers.get(tool, {}).get(arg)
@@ -26,25 +30,37 @@ def feasible(fsm: FSM, edge: int, seen_tools: set[str]) -> bool:
     return True
 
 
+def committed_tools(fsm: FSM) -> dict[str, frozenset[str]]:
+    """Per state, the tools every one of its out-edges calls (a confirmation state's write): a turn into the state
+    commits the dialogue to them."""
+    out: dict[str, frozenset[str]] = {}
+    for t in fsm.transitions:
+        out[t.source] = out[t.source] & set(t.action) if t.source in out else frozenset(t.action)
+    return out
+
+
 def sample_path(fsm: FSM, rng: random.Random, min_turns: int, max_turns: int, tries: int = 50, *,
                 start: str | None = None, seen: set[str] = frozenset(), blacklist: set[str] = frozenset(),
                 emphasis: set[str] = frozenset(), previous: list[str] | None = None) -> list[int]:
     """Transition indices of a walk of min..max turns ending in a final state, edges drawn by probability x weight.
 
+    An edge whose condition (`sap.fsm.conditions`) does not hold after the tools called so far is never taken.
     Edges whose prev_output arguments have no producer earlier on the path are skipped while others exist.
-    With `emphasis` (long-tail set E), edges calling a tool in E weigh 5x before one is taken and 2x after,
-    and a walk is only accepted once it calls one; if no walk within `tries` does, the first complete walk
-    is returned.
+    With `emphasis` (long-tail set E), edges calling a tool in E (or leading to a state committed to one, such as
+    the request before a confirmed write) weigh 5x before one is taken and 2x after, and a walk is only accepted
+    once it calls one; if no walk within `tries` does, the first complete walk is returned.
     `start`, `seen`, `previous` (the action of the turn before `start`) and `blacklist` let a path be
     re-planned mid-dialogue around tools that kept failing.
     """
     finals = set(fsm.finals)
+    committed = committed_tools(fsm)
     fallback: list[int] | None = None
     for _ in range(tries):
         target = rng.randint(min_turns, max_turns)
         state, path, tools, hit = start or fsm.initial, [], set(seen), not emphasis
         while len(path) < target + 3:
-            out = [e for e in fsm.out_edges(state) if not blacklist.intersection(fsm.transitions[e].action)]
+            out = [e for e in fsm.out_edges(state) if not blacklist.intersection(fsm.transitions[e].action)
+                   and allowed(fsm, e, tools)]
             if not out:
                 break
             out = [e for e in out if feasible(fsm, e, tools)] or out
@@ -52,7 +68,8 @@ def sample_path(fsm: FSM, rng: random.Random, min_turns: int, max_turns: int, tr
             if last:  # the same request twice in a row is a stuck dialogue, not a new turn
                 out = [e for e in out if fsm.transitions[e].action != last] or out
             weights = [fsm.transitions[i].probability * fsm.transitions[i].weight
-                       * ((2.0 if hit else 5.0) if emphasis.intersection(fsm.transitions[i].action) else 1.0)
+                       * ((2.0 if hit else 5.0) if emphasis.intersection(fsm.transitions[i].action)
+                          or emphasis & committed.get(fsm.transitions[i].target, frozenset()) else 1.0)
                        for i in out]
             edge = rng.choices(out, weights=weights)[0]
             path.append(edge)
