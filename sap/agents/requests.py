@@ -20,18 +20,27 @@ from sap.text import describe_value, first_sentence, task_phrase, words_of
 _PREPOSITION = r"(?:on|at|for|to|into|in|from|by|with|until|under|onto|as|of|about|called|named)"
 _DETERMINER = r"(?:the|my|our|a|an|this|that)"
 _SAME_TURN = ["that {n}", "the {n} that turns up", "the {n} you get from that", "the resulting {n}",
-              "whatever {n} comes back", "the {n} it shows"]
+              "whatever {n} comes back", "the {n} it shows", "the {n} that comes out of it", "the {n} you end up with",
+              "the {n} from that step", "whichever {n} it gives you"]
 _LAST_TURN = ["the {n} you just found", "that {n}", "the {n} from your last answer", "that same {n}",
               "the {n} you just gave me", "the {n} you just showed me", "this {n}", "the {n} we just looked at",
-              "the {n} from a moment ago"]
+              "the {n} from a moment ago", "the {n} you just mentioned", "the {n} you came back with",
+              "the {n} you just pulled up", "the {n} in your reply", "the {n} you just listed",
+              "the {n} you reported", "the {n} we got just now"]
 _EARLIER = ["the {n} you found earlier", "the {n} from before", "that {n} from earlier", "the {n} you gave me earlier",
             "the {n} we saw before", "the {n} you showed me earlier", "the {n} from a while ago",
-            "the earlier {n}"]
+            "the earlier {n}", "the {n} you dug up before", "the {n} that came up earlier on",
+            "the {n} from one of your earlier answers", "the {n} we found a bit ago", "the {n} you looked up before",
+            "the {n} from further up"]
 _STATED = ["the {n} I mentioned earlier", "the same {n} as before", "the {n} I gave you before",
-           "that {n} I told you about", "my {n} from before", "the {n} I said earlier"]
-_STATED_LATEST = ["the {n} I mentioned last", "the most recent {n} I gave you", "the latest {n} I mentioned"]
-_STATED_NTH = ["the {o} {n} I mentioned", "the {o} {n} I gave you"]
-_EXTRA_LEADS = [", with {x}", ", using {x}", "; use {x}", " - {x}"]
+           "that {n} I told you about", "my {n} from before", "the {n} I said earlier", "the {n} I brought up",
+           "the {n} I shared before", "the {n} I noted earlier", "the {n} from my earlier message",
+           "the {n} I flagged before", "the {n} I passed you earlier", "the {n} I told you"]
+_STATED_LATEST = ["the {n} I mentioned last", "the most recent {n} I gave you", "the latest {n} I mentioned",
+                  "the {n} I gave you most recently", "the last {n} I told you"]
+_STATED_NTH = ["the {o} {n} I mentioned", "the {o} {n} I gave you", "the {o} {n} I told you about"]
+_EXTRA_LEADS = [", with {x}", ", using {x}", "; use {x}", " - {x}", ", and go with {x}", "; I want {x}",
+                ", taking {x}", ", going with {x}"]
 
 
 def said_value(value: Any) -> str:
@@ -119,10 +128,16 @@ _LATEST = ["from the most recent results", "you found last", "from the latest lo
            "from your latest answer", "in the last results"]
 
 
+def reference_noun(noun: str) -> str:
+    """A parameter's noun as a reference uses it: without an ordinal or contrast word that tells parameters apart
+    ("first file" -> "file"), which would read as a position in the result."""
+    return re.sub(r"^(?:first|second|third|other)\s+", "", noun)
+
+
 def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -> str:
     """A reference to one value among several of an earlier result, stating the selector: "the order whose status
     is pending", "the second file in that list", "the booking ID from the latest results"."""
-    generic = sel.noun in ("entry", "result")
+    generic = sel.noun in ("entry", "result", "match", "item")
     same = generic or sel.noun in noun or noun in sel.noun
     thing = noun if generic else sel.noun
     head = rng.choice(["the {t}", "the {t}", "that {t}", "whichever {t}"] if same else
@@ -139,7 +154,9 @@ def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -
 
 
 _FOUND = ["you found", "you just found", "you showed me", "that came up", "you pulled up", "we saw", "you got",
-          "you turned up", "you mentioned", "you gave me", "from your answer", "from the results", "you looked up"]
+          "you turned up", "you mentioned", "you gave me", "from your answer", "from the results", "you looked up",
+          "you came back with", "you listed", "you dug up", "you reported", "from that lookup", "we got back",
+          "in your reply"]
 _WHEN = {"same": ["", " there", " in that step", " from that"],
          "just": ["", " just now", " a moment ago", " right there", " above"],
          "earlier": [" earlier", " before", " a while ago", " earlier on", " the first time"]}
@@ -194,9 +211,17 @@ class Argument:
     value: Any
 
 
+_UNIT = re.compile(r"\s*(?:%|\s(?:degrees(?:\s+(?:Fahrenheit|Celsius))?|Fahrenheit|Celsius|miles|mph|gallons|liters|"
+                   r"percent|dollars|USD|shares|meters|digits)\b)")
+
+
 def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
     """A phrase with its slots filled (withheld ones, and any the call does not have, left out); side-by-side
-    slots of which one is a reference get a comma between them."""
+    slots of which one is a reference get a comma between them; a unit after a slot filled by a reference goes
+    ("drive {distance} miles" -> "drive the distance you found")."""
+    for name, a in args.items():
+        if not a.verbatim:
+            text = re.sub(re.escape("{" + name + "}") + _UNIT.pattern, "{" + name + "}", text)
     text = re.sub(r"\{(\w+)\}\s+(?=\{(\w+)\})", lambda m: m.group(0).rstrip() + (
         ", " if any(n in args and not args[n].verbatim for n in m.groups()) else " "), text)
     for name in placeholders(text):
@@ -264,9 +289,10 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
         if m.verbatim or named:
             words = said_value(m.value)
         elif m.selector is None and m.source is not None and m.source in sources:
-            words = f"the {noun}"
-        else:
-            words = history_reference(noun, m.selector, m.value, m.source, turn, rng)
+            words = f"the {reference_noun(noun)}"
+        else:  # an ordinal noun stays only where nothing else tells two values the user stated apart
+            said = reference_noun(noun) if m.selector is not None or m.source is not None else noun
+            words = history_reference(said, m.selector, m.value, m.source, turn, rng)
             if m.selector is None:
                 sources.add(m.source)
         out[m.param] = Argument(m.param, noun, words, m.verbatim or named, m.param in withheld, m.value)
