@@ -236,6 +236,10 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
                 text, done = re.subn(merged, lambda _, keep="{" + name + "}": keep, text, count=1)
                 if done:
                     break
+            else:  # a word that starts the noun ("user {username}"): the reference says it
+                compact = args[name].noun.replace(" ", "")
+                text = re.sub(rf"\b([a-z]{{3,}})\s+{slot}", lambda m, keep="{" + name + "}":
+                              keep if compact.startswith(m.group(1)) else m.group(0), text, count=1)
     return PLACEHOLDER.sub(lambda m: args[m.group(1)].words, text)
 
 
@@ -267,9 +271,9 @@ def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Map
     most = max(len(set(placeholders(p[0])) & stated) for p in pool)  # the phrases that weave in the most values
     pool = [p for p in pool if len(set(placeholders(p[0])) & stated) == most]
     text, cond = rng.choice(pool)
-    if entry.written and not cond:  # conditional phrases stay word for word (the code check recognises them), and
+    if entry.written:  # a docstring's words are not varied (the code check recognises a varied conditional phrase)
         varied = vary(text, rng)
-        text = varied if refers_to_task(varied, spec) else text  # a docstring's words are not varied either
+        text = varied if refers_to_task(varied, spec) else text
     covered = set(placeholders(text)) | set(cond)
     extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld]
     if extras:
