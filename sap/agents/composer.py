@@ -58,7 +58,9 @@ _CLOSERS = [" Thanks!", " Thank you.", " Thanks a lot.", " Appreciate it.", " Ch
             " Thanks heaps.", " That would really help."]
 _TAILS = [" for me", " if you can", " real quick", " right away", " when you get a moment", " please", " now",
           " as well", " too", " for me please", " if possible", " whenever you can", " at your convenience", " today",
-          " while you're at it", " if you don't mind", " asap", " when you have a minute"]
+          " while you're at it", " if you don't mind", " asap", " when you have a minute", " before I head out",
+          " since I'm in a bit of a rush", " so I can plan the rest of my day", " before my next meeting",
+          " while I grab a coffee", " so I know where things stand", " before I forget"]
 
 
 def capitalized(text: str) -> str:

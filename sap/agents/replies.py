@@ -289,7 +289,8 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
             total = obj.get(f"{_singular(key)}_count")
             out.append(_list_phrase(items, field_words(key), total if isinstance(total, int) else None))
         elif key == "content" or (isinstance(value, str) and "\n" in value):
-            out.append(f"the {field_words(key)} reads \u201c{_say(value, key).strip(chr(0x201c) + chr(0x201d))}\u201d")
+            verb = "read" if _is_plural(field_words(key)) else "reads"
+            out.append(f"the {field_words(key)} {verb} \u201c{_say(value, key).strip(chr(0x201c) + chr(0x201d))}\u201d")
         elif isinstance(value, bool):
             out.append(f"{field_words(key)}: {_say(value, key)}")
         elif key in ("today", "now"):

@@ -119,19 +119,15 @@ class Wording:
 
 
 _WHERE = ["in that list", "on that list", "you listed", "in the results", "from that listing", "shown there",
-          "in what you found", "that came up", "in the list you gave me", "there"]
+          "in what you found", "that came up", "in the list you gave me", "there", "in your list", "on the list you showed",
+          "among those results", "you came up with", "in the rundown you gave", "from what you pulled up",
+          "in those results", "you turned up"]
 _WHERE_LATEST = ["in the latest list", "in the newest results", "from the most recent listing",
-                 "in the last list you gave me"]
+                 "in the last list you gave me", "in your latest results", "from the last lookup", "in the most recent list"]
 _WITH = ["whose {f} is {v}", "with {f} {v}", "that has {f} {v}", "where the {f} is {v}", "with the {f} {v}",
-         "showing {f} {v}"]
+         "showing {f} {v}", "listed with {f} {v}", "that shows {v} as its {f}", "marked {f} {v}", "with {v} as the {f}"]
 _LATEST = ["from the most recent results", "you found last", "from the latest lookup", "that came up most recently",
-           "from your latest answer", "in the last results"]
-
-
-def reference_noun(noun: str) -> str:
-    """A parameter's noun as a reference uses it: without an ordinal or contrast word that tells parameters apart
-    ("first file" -> "file"), which would read as a position in the result."""
-    return re.sub(r"^(?:first|second|third|other)\s+", "", noun)
+           "from your latest answer", "in the last results", "from your most recent answer", "you looked up last"]
 
 
 def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -> str:
@@ -211,6 +207,8 @@ class Argument:
     value: Any
 
 
+_SAME_THING = {"folder": ("directory",), "directory": ("folder",), "file": ("document",)}  # a phrase's word for a
+# noun that a reference to it replaces ("make a directory {dir_name}" -> "make the folder I mentioned")
 _UNIT = re.compile(r"\s*(?:%|\s(?:degrees(?:\s+(?:Fahrenheit|Celsius))?|Fahrenheit|Celsius|miles|mph|gallons|liters|"
                    r"percent|dollars|USD|shares|meters|digits)\b)")
 
@@ -229,7 +227,8 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
             text = _leave_out(text, name, args[name].noun if name in args else words_of(name), rng)
         elif not args[name].verbatim:  # "the pending order {x}" with a reference: "the order you just found"
             slot = re.escape("{" + name + "}")
-            noun = "(?:" + "|".join(re.escape(n) for n in {args[name].noun, args[name].noun.split()[-1]}) + ")"
+            head = args[name].noun.split()[-1]
+            noun = "(?:" + "|".join(re.escape(n) for n in sorted({args[name].noun, head, *_SAME_THING.get(head, ())})) + ")"
             for merged in (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}",
                            rf"\b(?:the|a|an|my)\s+{slot}\s+(?:folder|directory|file|{noun})\b", rf"\b{noun}\s+{slot}",
                            rf"\b(?:the|my)\s+[a-z-]+\s+{slot}", rf"\b(?:the|a|an|my)\s+{slot}"):
