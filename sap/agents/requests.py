@@ -130,6 +130,12 @@ _LATEST = ["from the most recent results", "you found last", "from the latest lo
            "from your latest answer", "in the last results", "from your most recent answer", "you looked up last"]
 
 
+def reference_noun(noun: str) -> str:
+    """A parameter's noun as a reference uses it: without an ordinal or contrast word that tells parameters apart
+    ("first file" -> "file"), which would read as a position in the result."""
+    return re.sub(r"^(?:first|second|third|other)\s+", "", noun)
+
+
 def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -> str:
     """A reference to one value among several of an earlier result, stating the selector: "the order whose status
     is pending", "the second file in that list", "the booking ID from the latest results"."""
