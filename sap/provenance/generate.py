@@ -191,11 +191,11 @@ def _opaque(fake: Faker, length: int) -> str:
     return fake.lexify("?" * length, letters=string.ascii_letters + string.digits)
 
 
-def file_name(rng: random.Random) -> str:
-    """A file name as people name files: a topic and a tag ("q3_report.csv", "meeting-notes-2024.md")."""
-    topic, tag, ext = rng.choice(_FILE_TOPICS), rng.choice(_FILE_TAGS), rng.choice(_EXTS)
-    stem = rng.choice([f"{tag}_{topic}", f"{topic}_{tag}", f"{topic}-{tag}", topic])
-    return stem + ext
+def file_name(fake: Faker) -> str:
+    """A file name as people name files: a topic and a tag ("q3_report.csv", "meeting-notes-2024.md"), drawn
+    from the seeded Faker (so the caller's RNG advances as for any other Faker value)."""
+    topic, tag, ext = (fake.random_element(xs) for xs in (_FILE_TOPICS, _FILE_TAGS, _EXTS))
+    return fake.random_element([f"{tag}_{topic}", f"{topic}_{tag}", f"{topic}-{tag}", topic]) + ext
 
 
 def _word_pair(rng: random.Random) -> str:
@@ -266,13 +266,13 @@ def _string_for(name: str, rng: random.Random, c0: Any = None, schema: dict[str,
     if "password" in n:
         return fake.password(length=12)
     if "file" in n or n in ("source", "destination", "target", "path"):
-        return file_name(rng)
+        return file_name(fake)
     if "dir" in n or "folder" in n:
         return rng.choice(_FOLDERS)
     if any(k in n for k in ("summary", "title", "subject")):
-        return rng.choice(_TITLES)
+        return fake.random_element(_TITLES)
     if any(k in n for k in ("content", "text", "message", "body", "note", "reason", "description", "comment")):
-        return rng.choice(_SENTENCES)
+        return fake.random_element(_SENTENCES)
     if "expression" in n or "formula" in n:
         return f"{rng.randint(2, 400)} {rng.choice('+-*')} {rng.randint(2, 60)}"
     if "pattern" in n or "query" in n or "keyword" in n:
