@@ -235,6 +235,9 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
             slot = re.escape("{" + name + "}")
             head = args[name].noun.split()[-1]
             noun = "(?:" + "|".join(re.escape(n) for n in sorted({args[name].noun, head, *_SAME_THING.get(head, ())})) + ")"
+            own = "|".join(re.escape(w) for w in args[name].noun.split() if len(w) >= 3)
+            if own:  # a word of the noun after the slot ("{travel_class} class"): the reference says it
+                text = re.sub(rf"({slot})\s+(?:{own})\b", r"\1", text, count=1)
             for merged in (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}",
                            rf"\b(?:the|a|an|my)\s+{slot}\s+(?:folder|directory|file|{noun})\b", rf"\b{noun}\s+{slot}",
                            rf"\b(?:the|my)\s+[a-z-]+\s+{slot}", rf"\b(?:the|a|an|my)\s+{slot}"):
@@ -243,8 +246,9 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
                     break
             else:  # a word that starts the noun ("user {username}"): the reference says it
                 compact = args[name].noun.replace(" ", "")
-                text = re.sub(rf"\b([a-z]{{3,}})\s+{slot}", lambda m, keep="{" + name + "}":
-                              keep if compact.startswith(m.group(1)) else m.group(0), text, count=1)
+                text = re.sub(rf"(?:\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?)?\b([a-z]{{3,}})\s+{slot}",
+                              lambda m, keep="{" + name + "}": keep if compact.startswith(m.group(1)) else m.group(0),
+                              text, count=1)
     return PLACEHOLDER.sub(lambda m: args[m.group(1)].words, text)
 
 
