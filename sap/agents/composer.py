@@ -44,14 +44,14 @@ _SECOND_SENTENCES = ["Then {y}.", "After that, {y}.", "Once that's done, {y}.", 
                      "Then, if it's not too much, {y}.", "Straight after, {y}.", "Then I need you to {y}."]
 _STATEMENT_LEADS = ["Also, {y}.", "Oh, and {y}.", "And {y}.", "Besides that, {y}.", "One other thing: {y}.",
                     "Plus, {y}.", "On a related note, {y}."]
-_AHEAD = ["At some point I'll want the {n} to be {v}.", "Later on I'll want {v} for the {n}.",
-          "Before I forget, the {n} I'll need later is {v}.", "Further down the line the {n} will be {v}.",
-          "When we get to it, use {v} for the {n}.", "Oh, and later the {n} should be {v}.",
-          "In a bit I'll need the {n}, which is {v}.", "One thing for afterwards: the {n} is {v}.",
-          "I'll come back to it, but the {n} will be {v}.", "Make a note that I'll want {v} as the {n} later.",
-          "Hang on to {v} as the {n}; I'll want it in a bit.", "Later I'm going to need the {n} set to {v}.",
-          "For a later step, the {n} is {v}.", "Just so you have it, the {n} I'll use later is {v}.",
-          "The {n} I'll want afterwards is {v}, by the way."]
+_AHEAD_LEADS = ["", "Oh, and ", "Also, ", "By the way, ", "Before I forget, ", "Just so you know, ", "One more detail: ",
+                "Side note: ", "Heads up, ", "While I think of it, "]
+_AHEAD_CORES = ["the {n} I'll want later is {v}", "later on I'll want {v} for the {n}", "the {n} should be {v} further on",
+                "{v} is the {n} for a later step", "use {v} as the {n} when we get there", "the {n} for afterwards is {v}",
+                "keep {v} in mind as the {n}", "I'm going to need the {n} set to {v} down the line",
+                "save {v} for the {n} later", "we'll need {v} as the {n} at some point",
+                "the {n} will end up being {v}", "make a note of {v} as the {n} for later"]
+_AHEAD = [lead + (core if lead else core[:1].upper() + core[1:]) + "." for lead in _AHEAD_LEADS for core in _AHEAD_CORES]
 _CLOSERS = [" Thanks!", " Thank you.", " Thanks a lot.", " Appreciate it.", " Cheers.", " Many thanks.",
             " Thanks so much.", " Much appreciated.", " Thanks in advance!", " You're a star.", " Ta!", " Thanks a bunch.",
             " I owe you one.", " Thanks, that'd be a big help.", " Grateful as always.", " Thank you kindly.",

@@ -130,6 +130,18 @@ _LATEST = ["from the most recent results", "you found last", "from the latest lo
            "from your latest answer", "in the last results", "from your most recent answer", "you looked up last"]
 
 
+_VAGUE_HEADS = {"id", "number", "name", "value", "type", "level", "mode", "setting", "option", "amount", "list", "text"}
+
+
+def short_noun(noun: str, heads: list[str], rng: random.Random) -> str:
+    """Now and then a two-word noun by its head alone, as people shorten it ("the access token" -> "the token"),
+    when no other argument of the call has that head and the head says what the thing is."""
+    words = noun.split()
+    if len(words) == 2 and heads.count(words[-1]) == 1 and words[-1].lower() not in _VAGUE_HEADS and rng.random() < 0.4:
+        return words[-1]
+    return noun
+
+
 def reference_noun(noun: str) -> str:
     """A parameter's noun as a reference uses it: without an ordinal or contrast word that tells parameters apart
     ("first file" -> "file"), which would read as a position in the result."""
@@ -296,6 +308,7 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
     plain references to the same source are just "the city" ("the street address you found earlier, the city")."""
     out = {}
     sources: set[tuple[int, int] | None] = set()
+    heads = [wording.noun(call.name, m.param).split()[-1] for m in mention_list]
     for m in mention_list:
         noun = wording.noun(call.name, m.param)
         named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
@@ -305,6 +318,7 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
             words = f"the {reference_noun(noun)}"
         else:  # an ordinal noun stays only where nothing else tells two values the user stated apart
             said = reference_noun(noun) if m.selector is not None or m.source is not None else noun
+            said = short_noun(said, heads, rng)
             words = history_reference(said, m.selector, m.value, m.source, turn, rng)
             if m.selector is None:
                 sources.add(m.source)
