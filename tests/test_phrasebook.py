@@ -211,3 +211,11 @@ def test_word_variation_leaves_placeholders_alone():
     for seed in range(30):
         varied = vary("open the {folder} folder and show me the details of {file}", random.Random(seed))
         assert "{folder}" in varied and "{file}" in varied, varied
+
+
+def test_a_multi_line_value_is_quoted_on_one_line_and_still_stated():
+    from sap.agents.requests import said_value
+
+    text = "Status plan pending.\nReport research plan.\n- [x] Clean up"
+    said = said_value(text)
+    assert "\n" not in said and said.startswith('"') and mentions(f"Please tweet {said}.", text)

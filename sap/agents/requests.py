@@ -44,10 +44,12 @@ _EXTRA_LEADS = [", with {x}", ", using {x}", "; use {x}", " - {x}", ", and go wi
 
 
 def said_value(value: Any) -> str:
-    """A value as the user writes it, verbatim for the code check: short strings bare, longer text quoted, lists
+    """A value as the user writes it, verbatim for the code check: short strings bare, longer text quoted (on one
+    line: a user does not paste line breaks into a request), lists
     as "a, b and c", numbers and booleans as JSON writes them, objects as their fields in words."""
-    if isinstance(value, str):
-        return f'"{value}"' if len(value.split()) >= 5 or "\n" in value or not value.strip() else value
+    if isinstance(value, str):  # several lines on one line: the check compares text whitespace-insensitively
+        return f'"{" ".join(value.split())}"' if len(value.split()) >= 5 or "\n" in value or not value.strip() \
+            else value
     if isinstance(value, list):
         return join_words([said_value(v) for v in value]) if value else "none"
     if isinstance(value, dict):
