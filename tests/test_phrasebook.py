@@ -180,6 +180,14 @@ def test_a_withheld_value_is_left_out_without_announcing_it(withheld):
         assert "{" not in message and "  " not in message, message
 
 
+def test_a_withheld_yes_no_value_is_not_conveyed_by_a_conditional_wording():
+    specs = {t.name: t for t in load_toolset("filesystem").tools}
+    for seed in range(20):
+        turn = RuleMessenger().write([Turn(index=0, state="s", transition=0, calls=[RMDIR])], specs,
+                                     random.Random(seed), withheld={(0, 0): frozenset({"recursive"})})[0]
+        assert not states_value(turn.user_message, "rmdir", "recursive", True), turn.user_message
+
+
 def test_the_reveal_gives_the_asked_for_values_verbatim():
     values = [Mention("file_name", "budget_2024.xlsx", "NEW", True), Mention("destination", "archive", "NEW", True)]
     for seed in range(10):

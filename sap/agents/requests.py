@@ -284,11 +284,11 @@ def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Map
                    rng: random.Random) -> str:
     """The call's request: a phrase conveying its arguments (a conditional one when the arguments meet its
     condition), with the arguments it does not cover added in words; withheld values never appear."""
-    pool = [(r, c.cond) for c in entry.matching(call.args_exec) for r in c.requests] or \
-        [(r, {}) for r in entry.requests]
+    withheld = [a.param for a in args.values() if a.withheld]  # a wording that conveys a withheld value is out
+    pool = [(r, c.cond) for c in entry.matching(call.args_exec) if not set(c.cond) & set(withheld)
+            for r in c.requests] or [(r, {}) for r in entry.requests]
     pool = [p for p in pool if set(placeholders(p[0])) <= set(args)] or \
         [p for p in pool if not placeholders(p[0])] or pool
-    withheld = [a.param for a in args.values() if a.withheld]
     pool = [p for p in pool if all(_droppable(p[0], w) or "{" + w + "}" not in p[0] for w in withheld)] or pool
     stated = {a.param for a in args.values() if not a.withheld}
     most = max(len(set(placeholders(p[0])) & stated) for p in pool)  # the phrases that weave in the most values
