@@ -14,12 +14,14 @@ from sap.provenance.leaks import find_leaks, names_of
 from sap.provenance.phrasebook import PHRASE_DIR, PhraseBookError, load_phrase_file, phrase_file_names
 from sap.api import synthesize
 from sap.errors import ToolsetError
-from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Turn
+from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec, Turn
 from sap.provenance.checks import mentions, states_value
 from sap.text import task_phrase
 from sap.toolsets import load_toolset
 
 BUILT_IN = ["filesystem", "store", "travel", "tau2/retail", "tau2/airline"]
+BFCL_SETS = ["bfcl/VehicleControlAPI", "bfcl/TravelAPI", "bfcl/TradingBot", "bfcl/GorillaFileSystem+TwitterAPI",
+             "bfcl/MessageAPI+TicketAPI", "bfcl/MathAPI"]
 SHELL_NAMES = {"pwd", "ls", "cd", "du", "mkdir", "rmdir", "wc", "grep", "rm", "cp", "mv", "echo"}
 
 
@@ -98,6 +100,49 @@ def test_each_built_in_phrase_file_fits_its_toolset_and_names_each_task(path):
             assert content_words(specs[tool]) & words, f"{path.name} {tool}: {text!r} names nothing of the task"
 
 
+@pytest.mark.parametrize("path", sorted(PHRASE_DIR.glob("*.toml")), ids=lambda p: p.stem)
+def test_each_phrase_names_no_tool_and_reads_after_an_opener(path):
+    ts = _toolset(_toolset_of_file(path))
+    specs = {t.name: t for t in ts.tools}
+    tools, params = names_of(ts.tools)
+    book = load_phrase_file(path, specs)
+    for tool, entry in book.tools.items():
+        for text in list(entry.requests) + [r for c in entry.when for r in c.requests] + list(entry.goals):
+            filled = re.sub(r"\{\w+\}", "X", text)
+            assert find_leaks(filled, tools, params) == [], f"{path.name} {tool}: {text!r}"
+            assert "?" not in text, f"{path.name} {tool}: {text!r} is a question, not a request after 'Could you'"
+            first = text.split()[0].lower()
+            assert not re.fullmatch(r"[a-z]+(?<!s)s", first) or first in ("is", "this", "access"), \
+                f"{path.name} {tool}: {text!r} opens with a third-person verb"
+
+
+def test_a_varied_conditional_wording_still_states_its_value():
+    from sap.agents.paraphrase import vary
+    from sap.provenance.phrasebook import conveyed
+
+    for seed in range(20):
+        message = "Could you " + vary("show me all the contents here, even the hidden files", random.Random(seed))
+        assert conveyed(message, "ls", "a", True) and not conveyed(message, "ls", "a", False), message
+    assert conveyed("Please lock the driver doors.", "lockDoors", "unlock", False)
+    assert not conveyed("Please unlock the driver doors.", "lockDoors", "unlock", False)  # "lock" is not in "unlock"
+
+
+DIFF = ToolCall(call_id="c", name="diff", args_exec={"file_name1": "q3_report.csv", "file_name2": "budget_2024.csv"},
+                args_prov={"file_name1": ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.matches[2]",
+                                                       selector=Selector(noun="match", position=3)),
+                           "file_name2": ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.matches[8]",
+                                                       selector=Selector(noun="match", position=9))})
+
+
+def test_two_files_from_one_listing_are_told_apart_by_position_only():
+    specs = {t.name: t for t in load_toolset("bfcl/GorillaFileSystem").tools}
+    for seed in range(20):
+        message = RuleMessenger().write([Turn(index=1, state="s", transition=0, calls=[DIFF])], specs,
+                                        random.Random(seed))[0].user_message
+        assert "third" in message and "ninth" in message, message
+        assert not re.search(r"\b(?:first|second) file\b", message), message  # the parameters' own ordinals
+
+
 RMDIR = ToolCall(call_id="c", name="rmdir", args_exec={"dir_name": "old", "recursive": True},
                  args_prov={"dir_name": ArgProvenance(tag=Tag.self_create),
                             "recursive": ArgProvenance(tag=Tag.self_create)})
@@ -135,6 +180,14 @@ def test_a_withheld_value_is_left_out_without_announcing_it(withheld):
         assert "{" not in message and "  " not in message, message
 
 
+def test_a_withheld_yes_no_value_is_not_conveyed_by_a_conditional_wording():
+    specs = {t.name: t for t in load_toolset("filesystem").tools}
+    for seed in range(20):
+        turn = RuleMessenger().write([Turn(index=0, state="s", transition=0, calls=[RMDIR])], specs,
+                                     random.Random(seed), withheld={(0, 0): frozenset({"recursive"})})[0]
+        assert not states_value(turn.user_message, "rmdir", "recursive", True), turn.user_message
+
+
 def test_the_reveal_gives_the_asked_for_values_verbatim():
     values = [Mention("file_name", "budget_2024.xlsx", "NEW", True), Mention("destination", "archive", "NEW", True)]
     for seed in range(10):
@@ -144,12 +197,12 @@ def test_the_reveal_gives_the_asked_for_values_verbatim():
         assert mentions(both, "budget_2024.xlsx") and mentions(both, "archive") and "destination" not in both.split()[0]
 
 
-@pytest.mark.parametrize("name", BUILT_IN)
+@pytest.mark.parametrize("name", BUILT_IN + BFCL_SETS)
 def test_user_text_names_no_tool_and_no_raw_parameter(name):
     ts = _toolset(name)
     records = synthesize(ts, 4, seed=3, mix={"base": 1.0}).records
     tools, params = names_of(ts.tools)
-    forbidden = SHELL_NAMES if name == "filesystem" else set()
+    forbidden = SHELL_NAMES if name in ("filesystem", "bfcl/GorillaFileSystem+TwitterAPI") else set()
     messages = [m["content"] for r in records for m in r["messages"] if m["role"] == "user"]
     assert len(messages) >= 8
     for message in messages:
@@ -166,3 +219,11 @@ def test_word_variation_leaves_placeholders_alone():
     for seed in range(30):
         varied = vary("open the {folder} folder and show me the details of {file}", random.Random(seed))
         assert "{folder}" in varied and "{file}" in varied, varied
+
+
+def test_a_multi_line_value_is_quoted_on_one_line_and_still_stated():
+    from sap.agents.requests import said_value
+
+    text = "Status plan pending.\nReport research plan.\n- [x] Clean up"
+    said = said_value(text)
+    assert "\n" not in said and said.startswith('"') and mentions(f"Please tweet {said}.", text)

@@ -83,3 +83,29 @@ def test_odd_shapes_are_told_in_words_without_failing():
     for result in ([[1, 2], [3]], {"rows": [[1, 2]], "count": 2}, {"a": {"b": {"c": []}}}, [None, True, 1.5],
                    {"items": [{"id": 1, "sub": [[{"q": 1}]]}]}, {"k": None}, 0):
         _clean(assistant_reply([_call("get_order_details", result)], SPECS, random.Random(0)))
+
+
+LOCKS = ToolSpec(name="lockDoors", description="Locks the doors of the vehicle.", parameters=PARAMS)
+MOVE = ToolSpec(name="mv", description="Move or rename a file into an existing folder or to a new name.",
+                parameters=PARAMS)
+
+
+def test_plural_fields_agree_with_their_verb():
+    call = ToolCall(call_id="call_0_0", name="lockDoors", args_exec={}, args_prov={},
+                    result={"lockStatus": "locked", "remainingUnlockedDoors": 0, "warnings": "low fuel"})
+    for seed in range(10):
+        reply = assistant_reply([call], {"lockDoors": LOCKS}, random.Random(seed))
+        assert "the number of remaining unlocked doors is 0" in reply, reply
+        assert "the warnings are low fuel" in reply and "the remaining unlocked doors is" not in reply, reply
+
+
+def test_a_write_is_acknowledged_without_the_docstring_or_its_alternatives():
+    with_facts = ToolCall(call_id="call_0_0", name="lockDoors", args_exec={}, args_prov={},
+                          result={"lockStatus": "locked"})
+    bare = ToolCall(call_id="call_0_0", name="mv", args_exec={"order_id": "a.txt"},
+                    args_prov={"order_id": ArgProvenance(tag=Tag.self_create)}, result={})
+    for seed in range(10):
+        said = assistant_reply([with_facts], {"lockDoors": LOCKS}, random.Random(seed))
+        assert "locked the doors of the vehicle" not in said and "lock status is locked" in said, said
+        moved = assistant_reply([bare], {"mv": MOVE}, random.Random(seed))
+        assert "moved the file into an existing folder" in moved and " or " not in moved, moved

@@ -136,3 +136,16 @@ def test_an_address_is_one_place_however_its_parts_are_sourced():
             new = prefixes.get((args["city"], args["state"]), "-") == args["zip"][:3]
             assert from_c0 or new, args
             assert args["country"] == "USA"  # c0's way of writing it, not a random country
+
+
+def test_new_file_names_and_texts_read_like_real_ones():
+    from sap.provenance.generate import _FILE_TOPICS
+
+    for seed in range(30):
+        rng = random.Random(seed)
+        name = generate("file_name", {"type": "string"}, rng)
+        stem, ext = name.rsplit(".", 1)
+        assert ext in ("txt", "md", "csv", "log") and any(t in stem for t in _FILE_TOPICS), name
+        assert not is_word_pair(name), name
+        text = generate("content", {"type": "string"}, rng)
+        assert "\n" not in text and 3 <= len(text.split()) <= 12, text

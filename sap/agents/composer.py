@@ -6,38 +6,63 @@ import random
 import re
 from collections.abc import Sequence
 
-_OPENERS = ["Could you {x}?", "Can you {x}?", "Please {x}.", "{X}, please.", "{X}.", "I'd like you to {x}.",
+_OPENERS = ["Could you {x}?", "Can you {x}?", "Please {x}.", "{X}, please.", "I'd like you to {x}.",
             "Would you {x}?", "I need you to {x}.", "Go ahead and {x}.", "Could you please {x}?",
             "When you get a chance, {x}.", "Would you be able to {x}?", "I was hoping you could {x}.",
-            "Quick one: {x}.", "Can you please {x}?", "{X} - thanks.",
-            "Do me a favor and {x}.", "If you could {x}, that would be great.", "I'd appreciate it if you could {x}.",
-            "Can I ask you to {x}?", "Mind if I ask you to {x}?", "Could you {x} for me?", "Would you kindly {x}?",
-            "Hoping you can {x}.", "{X} when you have a second.", "Okay so, {x}.", "Right, {x}.",
-            "So I need you to {x}.", "Help me out and {x}.", "Any chance you could {x}?", "{X} if you can.",
-            "First thing: {x}.", "Could we {x}?", "{X}, if that's alright.", "Please could you {x}?"]
-_GREETINGS = ["Hi!", "Hello.", "Hey there.", "Hi there!", "Good morning!", "Hey!"]
+            "Quick one: {x}.", "Can you please {x}?", "{X} - thanks.", "Do me a favor and {x}.",
+            "If you could {x}, that would be great.", "I'd appreciate it if you could {x}.", "Can I ask you to {x}?",
+            "Mind if I ask you to {x}?", "Could you {x} for me?", "Would you kindly {x}?", "Hoping you can {x}.",
+            "{X} when you have a second.", "Okay so, {x}.", "Right, {x}.", "So I need you to {x}.",
+            "Help me out and {x}.", "Any chance you could {x}?", "{X} if you can.", "First thing: {x}.",
+            "{X}, if that's alright.", "Please could you {x}?", "How about you {x}?",
+            "Let's see, {x}.", "You can {x} now.", "Could you go ahead and {x}?", "Be a star and {x}.",
+            "{X} - that's the main thing.", "It'd help a lot if you could {x}.", "Here's what I need: {x}.",
+            "Could I get you to {x}?", "See if you can {x}.", "I'm after one thing: {x}.", "{X}, would you?",
+            "{X} whenever you're ready.", "Try to {x}.", "My request: {x}.", "You could {x} for me."]
+_GREETINGS = ["Hi!", "Hello.", "Hey there.", "Hi there!", "Good morning!", "Hey!", "Good afternoon.", "Hiya.",
+              "Morning!", "Evening!", "Hi, hope you're well."]
 _LEAD_SENTENCES = ["Thanks.", "Great.", "OK.", "Perfect, thanks.", "Got it.", "Thank you!", "Alright.", "Nice.",
                    "That's helpful.", "Good to know.", "Cool.", "Super, thanks.", "Okay, great.", "Makes sense.",
-                   "Lovely.", "Thanks for that.", "Hmm, OK.", "Right."]
+                   "Lovely.", "Thanks for that.", "Hmm, OK.", "Right.", "Brilliant.", "Good stuff.", "Noted.",
+                   "Excellent.", "Wonderful, cheers.", "Fair enough.", "Okay, noted.", "Ah, good.", "Sounds good.",
+                   "Interesting.", "Great, that helps.", "Appreciate it.", "Okay, that works.", "Perfect.",
+                   "Ah, I see.", "That's what I expected.", "Nice one.", "Fab."]
 _LEAD_CLAUSES = ["Now", "Next,", "Also,", "And", "Alright,", "One more thing:", "Now,", "Then", "OK, now", "After that,",
                  "Moving on,", "While we're at it,", "Another thing:", "On top of that,", "Next up,", "Oh, and",
-                 "Following on from that,", "In the meantime,"]
+                 "Following on from that,", "In the meantime,", "Separately,", "On another note,", "Meanwhile,",
+                 "With that done,", "Good, so", "Okay, so", "Before I forget,", "Additionally,", "Now then,",
+                 "Right, next:", "Switching gears,", "Building on that,", "As a next step,", "Oh, also,",
+                 "Next on my list:", "Alright then,", "Last thing for now:"]
 _CHAINS = [", then {y}", " and then {y}", ", and after that {y}", " and {y}", ", and once that's done, {y}",
-           ", and also {y}", "; then {y}", " and afterwards {y}", ", plus {y}"]
+           ", and also {y}", "; then {y}", " and afterwards {y}", ", plus {y}", ", followed by {y}", ", then go on to {y}",
+           " before you {y}", ", and when you're done {y}", ", and next {y}", "; after that, {y}"]
 _SECOND_SENTENCES = ["Then {y}.", "After that, {y}.", "Once that's done, {y}.", "Also, {y}.", "And then {y}.",
                      "When that's done, please {y}.", "Then please {y}.", "Afterwards, {y}.", "Next, {y}.",
-                     "When you're done with that, {y}.", "After that, could you {y}?", "Then could you also {y}?"]
-_STATEMENT_LEADS = ["Also, {y}.", "Oh, and {y}.", "And {y}.", "Besides that, {y}."]
-_AHEAD = ["By the way, the {n} I'll want later is {v}.", "Just so you know, I'll need {v} as the {n} later on.",
-          "Keep in mind the {n} for later: {v}.", "For later: the {n} will be {v}.", "Also note {v}, the {n} I'll use later.",
-          "Later on I'll want {v} for the {n}.", "Remember {v} as the {n}, it comes up later.",
-          "Heads up: the {n} later will be {v}.", "Side note, the {n} for a later step is {v}."]
+                     "When you're done with that, {y}.", "After that, could you {y}?", "Then could you also {y}?",
+                     "With that out of the way, {y}.", "Following that, {y}.", "Then I'd like you to {y}.",
+                     "Once you've got that, {y}.", "After you do that, {y}.", "Second, {y}.",
+                     "Then, if it's not too much, {y}.", "Straight after, {y}.", "Then I need you to {y}."]
+_STATEMENT_LEADS = ["Also, {y}.", "Oh, and {y}.", "And {y}.", "Besides that, {y}.", "One other thing: {y}.",
+                    "Plus, {y}.", "On a related note, {y}."]
+_AHEAD_LEADS = ["", "Oh, and ", "Also, ", "By the way, ", "Before I forget, ", "Just so you know, ", "One more detail: ",
+                "Side note: ", "Heads up, ", "While I think of it, "]
+_AHEAD_CORES = ["the {n} I'll want later is {v}", "later on I'll want {v} for the {n}", "the {n} should be {v} further on",
+                "{v} is the {n} for a later step", "use {v} as the {n} when we get there", "the {n} for afterwards is {v}",
+                "keep {v} in mind as the {n}", "I'm going to need the {n} set to {v} down the line",
+                "save {v} for the {n} later", "we'll need {v} as the {n} at some point",
+                "the {n} will end up being {v}", "make a note of {v} as the {n} for later"]
+_AHEAD = [lead + (core if lead else core[:1].upper() + core[1:]) + "." for lead in _AHEAD_LEADS for core in _AHEAD_CORES]
 _CLOSERS = [" Thanks!", " Thank you.", " Thanks a lot.", " Appreciate it.", " Cheers.", " Many thanks.",
-            " Thanks so much.", " Much appreciated.", " Thanks in advance!", " You're a star."]
+            " Thanks so much.", " Much appreciated.", " Thanks in advance!", " You're a star.", " Ta!", " Thanks a bunch.",
+            " I owe you one.", " Thanks, that'd be a big help.", " Grateful as always.", " Thank you kindly.",
+            " Thanks heaps.", " That would really help."]
 _FACT_FRAMES = ["{x}.", "{x}.", "For reference, {x}.", "In case you need it, {x}.", "Just so you have it, {x}.",
                 "Oh, {x}.", "FYI, {x}."]
 _TAILS = [" for me", " if you can", " real quick", " right away", " when you get a moment", " please", " now",
-          " as well", " too", " for me please"]
+          " as well", " too", " for me please", " if possible", " whenever you can", " at your convenience", " today",
+          " while you're at it", " if you don't mind", " asap", " when you have a minute", " before I head out",
+          " since I'm in a bit of a rush", " so I can plan the rest of my day", " before my next meeting",
+          " while I grab a coffee", " so I know where things stand", " before I forget"]
 
 
 def capitalized(text: str) -> str:
@@ -46,10 +71,15 @@ def capitalized(text: str) -> str:
 
 
 _MODALS = ["Could you", "Can you", "Would you", "Will you", "Could you possibly", "Can you please", "Would you please",
-           "Could you quickly", "Can you just", "Could you kindly", "Would you mind helping me and"]
+           "Could you quickly", "Can you just", "Could you kindly", "Would you mind helping me and", "Might you",
+           "Can you maybe", "Could you try to", "Would you be so kind as to", "Are you able to", "Can you go ahead and",
+           "Could you also", "Can you quickly", "Would you just"]
 _FRAMES = ["I need you to", "I'd like you to", "I want you to", "I'm hoping you can", "I'd love it if you could",
            "It'd be great if you could", "I'd be grateful if you could", "Please", "Kindly", "Just", "Help me and",
-           "Your job now:", "Okay,", "So,", "Right,", "Hey, could you"]
+           "Your job now:", "Okay,", "So,", "Right,", "Hey, could you", "Now I need you to", "I'd really like you to",
+           "What I'd like is for you to", "Ideally you'd", "The next step is to", "Let's have you", "Go on and",
+           "If it's no trouble,", "I'm asking you to", "All I need is for you to", "Basically,", "Alright,",
+           "Honestly, just", "My ask:"]
 
 
 def opened(request: str, rng: random.Random) -> str:

@@ -24,12 +24,16 @@ from sap.provenance.selectors import ordinal
 from sap.text import describe_value, humanize, result_noun, words_of
 
 _REVEAL_ONE = ["Oh, it's {v}.", "Sorry - it's {v}.", "The {n} is {v}.", "Right, {v}.", "It's {v}.",
-               "Sorry, I should have said: {v}.", "Use {v}.", "{v}, please."]
+               "Sorry, I should have said: {v}.", "Use {v}.", "{v}, please.", "Good point - {v}.", "Ah, {v}.",
+               "My bad, it's {v}.", "Go with {v}.", "The one I want is {v}.", "That'd be {v}.",
+               "Oops, forgot that: {v}.", "Make it {v}.", "{v} is the one.", "Should be {v}.",
+               "Let's go with {v} for the {n}.", "For the {n}, use {v}."]
 _NAMED = ["I'm {v}", "I'm {v}", "my name is {v}", "this is {v}", "the name's {v}"]
 _OWN = ["my {n} is {v}", "my {n} is {v}", "{v} is my {n}", "the {n} on my account is {v}"]
 _GIVEN = ["the {n} is {v}", "the {n} should be {v}"]
 _WHICH = ["the one I mean is {r}", "I'm talking about {r}", "it's {r}"]
-_REVEAL_MANY = ["Sorry - {x}.", "Oh, right: {x}.", "Of course: {x}.", "Sure, {x}."]
+_REVEAL_MANY = ["Sorry - {x}.", "Oh, right: {x}.", "Of course: {x}.", "Sure, {x}.", "Good catch - {x}.",
+                "My mistake: {x}.", "Ah yes, {x}.", "Here you go: {x}.", "Right, so {x}."]
 
 
 class Messenger(Protocol):

@@ -34,6 +34,7 @@ IRREGULAR = {"send": "sent", "set": "set", "make": "made", "get": "got", "find":
 SHORT_STRING = 160  # longest string value quoted whole; longer ones end at a word boundary with "…"
 MOST_FACTS = 4  # fields of one object stated at most
 SECRET = re.compile(r"password|token|secret|pin\b|cvv|ssn", re.I)  # arguments a reply never repeats
+WRITE_LEADS = ["Done. ", "All set. ", "Okay, that's done. ", "That's taken care of. ", "Finished. ", ""]
 COMMON_OPENERS = {"The", "There", "Here's", "That's", "That", "It", "Done:", "All", "Order", "Booking", "Reservation"}
 
 
@@ -56,12 +57,12 @@ def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
     write = is_write(task, spec)
     facts = describe_result(call.result, call.name, set(call.args_exec) if write else set())
     if write:
+        if facts:  # the result says what changed: the docstring's wording of the task adds nothing
+            return rng.choice(WRITE_LEADS) + facts
         done = f"I {past_tense(short_task(task))}"
-        if not facts:
-            values = _arg_facts(call.args_exec, spec)
-            return rng.choice(["Done: {d}{v}.", "All set: {d}{v}.", "{D}{v}."]).format(
-                d=done, D=done, v=f" ({values})" if values else "")
-        return rng.choice(["Done: {d}. {f}", "{D}. {f}", "All set: {d}. {f}"]).format(d=done, D=done, f=facts)
+        values = _arg_facts(call.args_exec, spec)
+        return rng.choice(["Done: {d}{v}.", "All set: {d}{v}.", "{D}{v}."]).format(
+            d=done, D=done, v=f" ({values})" if values else "")
     if not facts:
         return rng.choice(["There was nothing to report there.", "That came back empty."])
     lead = rng.choice(["", "", "Here's what I found: ", "I checked: "])
@@ -144,6 +145,8 @@ def short_task(task: str) -> str:
     head = parts[0].strip()
     if re.search(r"\b(?:a|an|the|new)$", head) and len(parts) > 2:  # "create a new, empty folder"
         head = (parts[0] + parts[1] + parts[2]).strip()
+    head = re.sub(r"^(\w+) or \w+ ", r"\1 ", head)  # "move or rename a file" -> "move a file"
+    head = re.split(r" or | from one | to another\b", head)[0].strip()  # one alternative, no "from one ... to another"
     words = head.split()
     if words:
         words[0] = _base_verb(words[0])
@@ -286,7 +289,8 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
             total = obj.get(f"{_singular(key)}_count")
             out.append(_list_phrase(items, field_words(key), total if isinstance(total, int) else None))
         elif key == "content" or (isinstance(value, str) and "\n" in value):
-            out.append(f"the {field_words(key)} reads \u201c{_say(value, key).strip(chr(0x201c) + chr(0x201d))}\u201d")
+            verb = "read" if _is_plural(field_words(key)) else "reads"
+            out.append(f"the {field_words(key)} {verb} \u201c{_say(value, key).strip(chr(0x201c) + chr(0x201d))}\u201d")
         elif isinstance(value, bool):
             out.append(f"{field_words(key)}: {_say(value, key)}")
         elif key in ("today", "now"):
@@ -294,8 +298,24 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
         elif re.fullmatch(r"[a-z]+ed", key):  # a participle ("removed", "appended"): what it names
             out.append(f"{key}: {_say(value, key)}")
         else:
-            out.append(f"the {field_words(key)} is {_say(value, key)}")
+            out.append(_field_clause(field_words(key), _say(value, key), value))
     return out
+
+
+def _field_clause(words: str, said: str, value: Any) -> str:
+    """"the <field> is <value>", agreeing with a plural field: a count as "the number of removed files is 2",
+    other values with "are" ("the tags are #a and #b")."""
+    if not _is_plural(words):
+        return f"the {words} is {said}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"the number of {words} is {said}"
+    return f"the {words} are {said}"
+
+
+def _is_plural(words: str) -> bool:
+    """Whether a field's last word is a plural noun ("remaining unlocked doors"; not "status", "address")."""
+    last = words.split()[-1].lower() if words.split() else ""
+    return len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is", "ics"))
 
 
 def _counted(key: str, obj: dict[str, Any]) -> bool:

@@ -20,25 +20,36 @@ from sap.text import describe_value, first_sentence, task_phrase, words_of
 _PREPOSITION = r"(?:on|at|for|to|into|in|from|by|with|until|under|onto|as|of|about|called|named)"
 _DETERMINER = r"(?:the|my|our|a|an|this|that)"
 _SAME_TURN = ["that {n}", "the {n} that turns up", "the {n} you get from that", "the resulting {n}",
-              "whatever {n} comes back", "the {n} it shows"]
+              "whatever {n} comes back", "the {n} it shows", "the {n} that comes out of it", "the {n} you end up with",
+              "the {n} from that step", "whichever {n} it gives you"]
 _LAST_TURN = ["the {n} you just found", "that {n}", "the {n} from your last answer", "that same {n}",
               "the {n} you just gave me", "the {n} you just showed me", "this {n}", "the {n} we just looked at",
-              "the {n} from a moment ago"]
+              "the {n} from a moment ago", "the {n} you just mentioned", "the {n} you came back with",
+              "the {n} you just pulled up", "the {n} in your reply", "the {n} you just listed",
+              "the {n} you reported", "the {n} we got just now"]
 _EARLIER = ["the {n} you found earlier", "the {n} from before", "that {n} from earlier", "the {n} you gave me earlier",
             "the {n} we saw before", "the {n} you showed me earlier", "the {n} from a while ago",
-            "the earlier {n}"]
+            "the earlier {n}", "the {n} you dug up before", "the {n} that came up earlier on",
+            "the {n} from one of your earlier answers", "the {n} we found a bit ago", "the {n} you looked up before",
+            "the {n} from further up"]
 _STATED = ["the {n} I mentioned earlier", "the same {n} as before", "the {n} I gave you before",
-           "that {n} I told you about", "my {n} from before", "the {n} I said earlier"]
-_STATED_LATEST = ["the {n} I mentioned last", "the most recent {n} I gave you", "the latest {n} I mentioned"]
-_STATED_NTH = ["the {o} {n} I mentioned", "the {o} {n} I gave you"]
-_EXTRA_LEADS = [", with {x}", ", using {x}", "; use {x}", " - {x}"]
+           "that {n} I told you about", "my {n} from before", "the {n} I said earlier", "the {n} I brought up",
+           "the {n} I shared before", "the {n} I noted earlier", "the {n} from my earlier message",
+           "the {n} I flagged before", "the {n} I passed you earlier", "the {n} I told you"]
+_STATED_LATEST = ["the {n} I mentioned last", "the most recent {n} I gave you", "the latest {n} I mentioned",
+                  "the {n} I gave you most recently", "the last {n} I told you"]
+_STATED_NTH = ["the {o} {n} I mentioned", "the {o} {n} I gave you", "the {o} {n} I told you about"]
+_EXTRA_LEADS = [", with {x}", ", using {x}", "; use {x}", " - {x}", ", and go with {x}", "; I want {x}",
+                ", taking {x}", ", going with {x}"]
 
 
 def said_value(value: Any) -> str:
-    """A value as the user writes it, verbatim for the code check: short strings bare, longer text quoted, lists
+    """A value as the user writes it, verbatim for the code check: short strings bare, longer text quoted (on one
+    line: a user does not paste line breaks into a request), lists
     as "a, b and c", numbers and booleans as JSON writes them, objects as their fields in words."""
-    if isinstance(value, str):
-        return f'"{value}"' if len(value.split()) >= 5 or "\n" in value or not value.strip() else value
+    if isinstance(value, str):  # several lines on one line: the check compares text whitespace-insensitively
+        return f'"{" ".join(value.split())}"' if len(value.split()) >= 5 or "\n" in value or not value.strip() \
+            else value
     if isinstance(value, list):
         return join_words([said_value(v) for v in value]) if value else "none"
     if isinstance(value, dict):
@@ -110,19 +121,39 @@ class Wording:
 
 
 _WHERE = ["in that list", "on that list", "you listed", "in the results", "from that listing", "shown there",
-          "in what you found", "that came up", "in the list you gave me", "there"]
+          "in what you found", "that came up", "in the list you gave me", "there", "in your list", "on the list you showed",
+          "among those results", "you came up with", "in the rundown you gave", "from what you pulled up",
+          "in those results", "you turned up"]
 _WHERE_LATEST = ["in the latest list", "in the newest results", "from the most recent listing",
-                 "in the last list you gave me"]
+                 "in the last list you gave me", "in your latest results", "from the last lookup", "in the most recent list"]
 _WITH = ["whose {f} is {v}", "with {f} {v}", "that has {f} {v}", "where the {f} is {v}", "with the {f} {v}",
-         "showing {f} {v}"]
+         "showing {f} {v}", "listed with {f} {v}", "that shows {v} as its {f}", "marked {f} {v}", "with {v} as the {f}"]
 _LATEST = ["from the most recent results", "you found last", "from the latest lookup", "that came up most recently",
-           "from your latest answer", "in the last results"]
+           "from your latest answer", "in the last results", "from your most recent answer", "you looked up last"]
+
+
+_VAGUE_HEADS = {"id", "number", "name", "value", "type", "level", "mode", "setting", "option", "amount", "list", "text"}
+
+
+def short_noun(noun: str, heads: list[str], rng: random.Random) -> str:
+    """Now and then a two-word noun by its head alone, as people shorten it ("the access token" -> "the token"),
+    when no other argument of the call has that head and the head says what the thing is."""
+    words = noun.split()
+    if len(words) == 2 and heads.count(words[-1]) == 1 and words[-1].lower() not in _VAGUE_HEADS and rng.random() < 0.4:
+        return words[-1]
+    return noun
+
+
+def reference_noun(noun: str) -> str:
+    """A parameter's noun as a reference uses it: without an ordinal or contrast word that tells parameters apart
+    ("first file" -> "file"), which would read as a position in the result."""
+    return re.sub(r"^(?:first|second|third|other)\s+", "", noun)
 
 
 def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -> str:
     """A reference to one value among several of an earlier result, stating the selector: "the order whose status
     is pending", "the second file in that list", "the booking ID from the latest results"."""
-    generic = sel.noun in ("entry", "result")
+    generic = sel.noun in ("entry", "result", "match", "item")
     same = generic or sel.noun in noun or noun in sel.noun
     thing = noun if generic else sel.noun
     head = rng.choice(["the {t}", "the {t}", "that {t}", "whichever {t}"] if same else
@@ -139,7 +170,9 @@ def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -
 
 
 _FOUND = ["you found", "you just found", "you showed me", "that came up", "you pulled up", "we saw", "you got",
-          "you turned up", "you mentioned", "you gave me", "from your answer", "from the results", "you looked up"]
+          "you turned up", "you mentioned", "you gave me", "from your answer", "from the results", "you looked up",
+          "you came back with", "you listed", "you dug up", "you reported", "from that lookup", "we got back",
+          "in your reply"]
 _WHEN = {"same": ["", " there", " in that step", " from that"],
          "just": ["", " just now", " a moment ago", " right there", " above"],
          "earlier": [" earlier", " before", " a while ago", " earlier on", " the first time"]}
@@ -209,9 +242,19 @@ class Argument:
     found: bool = False  # a value the assistant finds itself in this turn: the phrase's own noun names it
 
 
+_SAME_THING = {"folder": ("directory",), "directory": ("folder",), "file": ("document",)}  # a phrase's word for a
+# noun that a reference to it replaces ("make a directory {dir_name}" -> "make the folder I mentioned")
+_UNIT = re.compile(r"\s*(?:%|\s(?:degrees(?:\s+(?:Fahrenheit|Celsius))?|Fahrenheit|Celsius|miles|mph|gallons|liters|"
+                   r"percent|dollars|USD|shares|meters|digits)\b)")
+
+
 def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
     """A phrase with its slots filled (withheld ones, and any the call does not have, left out); side-by-side
-    slots of which one is a reference get a comma between them."""
+    slots of which one is a reference get a comma between them; a unit after a slot filled by a reference goes
+    ("drive {distance} miles" -> "drive the distance you found")."""
+    for name, a in args.items():
+        if not a.verbatim:
+            text = re.sub(re.escape("{" + name + "}") + _UNIT.pattern, "{" + name + "}", text)
     text = re.sub(r"\{(\w+)\}\s+(?=\{(\w+)\})", lambda m: m.group(0).rstrip() + (
         ", " if any(n in args and not args[n].verbatim for n in m.groups()) else " "), text)
     for name in placeholders(text):
@@ -219,7 +262,11 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
             text = _leave_out(text, name, args[name].noun if name in args else words_of(name), rng)
         elif not args[name].verbatim:  # "the pending order {x}" with a reference: "the order you just found"
             slot = re.escape("{" + name + "}")
-            noun = "(?:" + "|".join(re.escape(n) for n in {args[name].noun, args[name].noun.split()[-1]}) + ")"
+            head = args[name].noun.split()[-1]
+            noun = "(?:" + "|".join(re.escape(n) for n in sorted({args[name].noun, head, *_SAME_THING.get(head, ())})) + ")"
+            own = "|".join(re.escape(w) for w in args[name].noun.split() if len(w) >= 3)
+            if own:  # a word of the noun after the slot ("{travel_class} class"): the reference says it
+                text = re.sub(rf"({slot})\s+(?:{own})\b", r"\1", text, count=1)
             named = (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}",
                      rf"\b(?:the|a|an|my)\s+{slot}\s+(?:folder|directory|file|{noun})\b", rf"\b{noun}\s+{slot}")
             if args[name].found and any(re.search(m, text) for m in named[:2]):  # "cancel my pending order {x}":
@@ -232,6 +279,11 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
                 text, done = re.subn(merged, lambda _, keep="{" + name + "}": keep, text, count=1)
                 if done:
                     break
+            else:  # a word that starts the noun ("user {username}"): the reference says it
+                compact = args[name].noun.replace(" ", "")
+                text = re.sub(rf"(?:\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?)?\b([a-z]{{3,}})\s+{slot}",
+                              lambda m, keep="{" + name + "}": keep if compact.startswith(m.group(1)) else m.group(0),
+                              text, count=1)
     return PLACEHOLDER.sub(lambda m: args[m.group(1)].words, text)
 
 
@@ -254,19 +306,19 @@ def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Map
     """The call's request: a phrase conveying its arguments (a conditional one when the arguments meet its
     condition), with the arguments it does not cover added in words (not those the assistant finds itself in a
     goal turn); withheld values never appear."""
-    pool = [(r, c.cond) for c in entry.matching(call.args_exec) for r in c.requests] or \
-        [(r, {}) for r in entry.requests]
+    withheld = [a.param for a in args.values() if a.withheld]  # a wording that conveys a withheld value is out
+    pool = [(r, c.cond) for c in entry.matching(call.args_exec) if not set(c.cond) & set(withheld)
+            for r in c.requests] or [(r, {}) for r in entry.requests]
     pool = [p for p in pool if set(placeholders(p[0])) <= set(args)] or \
         [p for p in pool if not placeholders(p[0])] or pool
-    withheld = [a.param for a in args.values() if a.withheld]
     pool = [p for p in pool if all(_droppable(p[0], w) or "{" + w + "}" not in p[0] for w in withheld)] or pool
     stated = {a.param for a in args.values() if not a.withheld}
     most = max(len(set(placeholders(p[0])) & stated) for p in pool)  # the phrases that weave in the most values
     pool = [p for p in pool if len(set(placeholders(p[0])) & stated) == most]
     text, cond = rng.choice(pool)
-    if entry.written and not cond:  # conditional phrases stay word for word (the code check recognises them), and
+    if entry.written:  # a docstring's words are not varied (the code check recognises a varied conditional phrase)
         varied = vary(text, rng)
-        text = varied if refers_to_task(varied, spec) else text  # a docstring's words are not varied either
+        text = varied if refers_to_task(varied, spec) else text
     covered = set(placeholders(text)) | set(cond)
     extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld and not a.found]
     if extras:
@@ -280,6 +332,7 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
     plain references to the same source are just "the city" ("the street address you found earlier, the city")."""
     out = {}
     sources: set[tuple[int, int] | None] = set()
+    heads = [wording.noun(call.name, m.param).split()[-1] for m in mention_list]
     for m in mention_list:
         noun = wording.noun(call.name, m.param)
         named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
@@ -291,9 +344,11 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
             if m.selector is None:
                 sources.add(m.source)
         elif m.selector is None and m.source is not None and m.source in sources:
-            words = f"the {noun}"
-        else:
-            words = history_reference(noun, m.selector, m.value, m.source, turn, rng)
+            words = f"the {reference_noun(noun)}"
+        else:  # an ordinal noun stays only where nothing else tells two values the user stated apart
+            said = reference_noun(noun) if m.selector is not None or m.source is not None else noun
+            said = short_noun(said, heads, rng)
+            words = history_reference(said, m.selector, m.value, m.source, turn, rng)
             if m.selector is None:
                 sources.add(m.source)
         out[m.param] = Argument(m.param, noun, words, m.verbatim or named, m.param in withheld, m.value,

@@ -45,7 +45,7 @@ from sap.model import ArgProvenance, Tag, ToolCall, Toolset, ToolSpec, Trajector
 from sap.provenance.checks import mentions, states_value
 from sap.provenance.policy import policy_check, policy_of
 from sap.provenance.withheld import announces, miss_param_problems, shown_before
-from sap.text import describe_value, names_tool
+from sap.text import describe_value, imperative, names_tool
 
 RewriteOp = Literal["miss_param", "miss_func"]
 
@@ -66,7 +66,19 @@ _CANNOT_PLAIN = ["I'm sorry, but I can't do that with the tools I have available
                  "Unfortunately none of the tools I currently have can handle that request, so I'm unable to do it."]
 _HANDOFF = ["I've added the tool for that now, please go ahead.",
             "I've just given you access to the tool you need. Please go ahead with my request.",
-            "The tool for that is available to you now; please continue."]
+            "The tool for that is available to you now; please continue.",
+            "Okay, you should have what you need for that now. Try again?",
+            "I've sorted out access on my end - you can do it now.",
+            "That capability is switched on for you now, so please carry on.",
+            "You've got the right tool now. Go ahead with what I asked.",
+            "Access is enabled now; could you give it another go?",
+            "I just turned that on for you. Please continue with my request.",
+            "Fixed - you can handle that request now, please proceed.",
+            "Right, that should be available to you now. Carry on, please.",
+            "I've given you what you were missing, so go ahead and finish it.",
+            "Try once more - you've got access to that now.",
+            "It's enabled on your side now; please pick up where you left off.",
+            "Sorted. You now have the tool for it, so please do it."]
 
 
 @dataclass(frozen=True)
@@ -107,10 +119,10 @@ def _join(items: list[str]) -> str:
 
 
 def _task_words(spec: ToolSpec) -> str:
-    """The first clause of a tool's description as a lower-case phrase (`cancel a pending order and refund ...`)."""
+    """The first clause of a tool's description as a lower-case imperative (`cancel a pending order and refund
+    ...`; "Presses the brake pedal" -> "press the brake pedal")."""
     text = (spec.description or "").strip().split("\n")[0]
-    text = re.split(r"\. |; |: | \(", text)[0].strip().rstrip(".,")
-    return text[:1].lower() + text[1:]
+    return imperative(re.split(r"\. |; |: | \(", text)[0].strip().rstrip(".,"))
 
 
 # ---------------------------------------------------------------------------------------------------------

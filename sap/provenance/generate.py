@@ -23,7 +23,21 @@ _CITIES = ["Lisbon", "Denver", "Osaka", "Nairobi", "Toronto", "Krakow", "Austin"
 _WORDS = ["budget", "draft", "summary", "invoice", "travel", "notes", "archive", "roadmap", "meeting", "backup",
           "report", "photos", "ideas", "plan", "review", "metrics"]
 _SENTENCES = ["Remember to confirm the schedule", "Quarterly numbers look stable", "Call the supplier on Monday",
-              "Ship the revised draft", "Collect feedback from the team", "Renew the subscription"]
+              "Ship the revised draft", "Collect feedback from the team", "Renew the subscription",
+              "Running ten minutes late, start without me", "The draft is in the shared folder",
+              "Can we move the sync to Thursday?", "Great thread, thanks for sharing", "Loved the new release",
+              "Happy Friday, everyone!", "Lunch is on me today", "Please review the budget before noon",
+              "Back from leave, catching up on email", "Meeting notes are attached", "Low tire pressure warning",
+              "Service due in 500 miles", "Pick up the dry cleaning", "Book the venue for the offsite",
+              "Server restart scheduled for tonight", "New blog post is live", "Thanks for the quick fix",
+              "Deadline moved to next Wednesday", "Check the figures in section two", "Welcome aboard, glad to have you"]
+_TITLES = ["Login page times out", "Refund not received", "Printer on floor 3 offline", "Broken link in footer",
+           "Order arrived damaged", "Cannot reset password", "App crashes on startup", "Invoice shows wrong amount",
+           "Wi-Fi drops every hour", "Missing item in delivery", "Slow dashboard loading", "Duplicate charge on card"]
+_FILE_TOPICS = ["report", "meeting-notes", "budget", "invoice", "roadmap", "summary", "todo", "changelog", "results",
+                "survey", "expenses", "schedule", "proposal", "inventory", "minutes", "contacts", "draft", "timeline"]
+_FILE_TAGS = ["q1", "q2", "q3", "q4", "2023", "2024", "final", "v2", "v3", "jan", "march", "old", "team", "client",
+              "weekly", "annual"]
 _EXTS = [".txt", ".md", ".csv", ".log"]
 _CLOSED_CHOICE = re.compile(r"\b(?:either|one of)\s+('[^']+'(?:\s*,\s*'[^']+')*,?\s+or\s+'[^']+')")
 _EXAMPLES = re.compile(r"\b(?:e\.g\.|for example|such as|like)\s*[:,]?\s*((?:['\"][^'\"]+['\"](?:\s*(?:,|or|and)\s*)?)+)",
@@ -177,6 +191,13 @@ def _opaque(fake: Faker, length: int) -> str:
     return fake.lexify("?" * length, letters=string.ascii_letters + string.digits)
 
 
+def file_name(fake: Faker) -> str:
+    """A file name as people name files: a topic and a tag ("q3_report.csv", "meeting-notes-2024.md"), drawn
+    from the seeded Faker (so the caller's RNG advances as for any other Faker value)."""
+    topic, tag, ext = (fake.random_element(xs) for xs in (_FILE_TOPICS, _FILE_TAGS, _EXTS))
+    return fake.random_element([f"{tag}_{topic}", f"{topic}_{tag}", f"{topic}-{tag}", topic]) + ext
+
+
 def _word_pair(rng: random.Random) -> str:
     """Two distinct vocabulary words joined by an underscore."""
     a, b = rng.sample(_WORDS, 2)
@@ -245,13 +266,13 @@ def _string_for(name: str, rng: random.Random, c0: Any = None, schema: dict[str,
     if "password" in n:
         return fake.password(length=12)
     if "file" in n or n in ("source", "destination", "target", "path"):
-        return fake.file_name(extension=rng.choice(_EXTS)[1:])
+        return file_name(fake)
     if "dir" in n or "folder" in n:
         return rng.choice(_FOLDERS)
     if any(k in n for k in ("summary", "title", "subject")):
-        return fake.sentence(nb_words=5).rstrip(".")
+        return fake.random_element(_TITLES)
     if any(k in n for k in ("content", "text", "message", "body", "note", "reason", "description", "comment")):
-        return fake.sentence(nb_words=8)
+        return fake.random_element(_SENTENCES)
     if "expression" in n or "formula" in n:
         return f"{rng.randint(2, 400)} {rng.choice('+-*')} {rng.randint(2, 60)}"
     if "pattern" in n or "query" in n or "keyword" in n:

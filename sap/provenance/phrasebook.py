@@ -12,6 +12,7 @@ from typing import Any
 
 from sap.errors import ToolsetError
 from sap.model import ToolSpec
+from sap.agents.paraphrase import synonym_spans, varied_pattern
 from sap.text import loose_pattern
 
 PHRASE_DIR = Path(__file__).resolve().parent.parent / "toolsets" / "phrases"
@@ -190,21 +191,35 @@ def _conditionals() -> dict[str, list[Conditional]]:
     return out
 
 
+def _merge_split(part: str, first: bool) -> tuple[str, str]:
+    """The words before a placeholder split into those always rendered and the last two, which a reference may
+    have absorbed ("the folder {x}" -> "that folder"); the phrase's opening verb always stays, and a span the word
+    variation may swap is not cut in two."""
+    starts = [m.start() for m in re.finditer(r"\S+", part)]
+    cut = starts[max(len(starts) - 2, 1 if first else 0)] if len(starts) > (1 if first else 0) else len(part)
+    for start, end, _ in synonym_spans(part):
+        if start < cut < end:
+            cut = start
+    return part[:cut], part[cut:]
+
+
 def phrase_pattern(text: str) -> str:
-    """A regex matching a phrase as rendered: its words as written, any text in place of each placeholder (the
-    two words before a placeholder may have merged into a reference: "the folder {x}" -> "that folder")."""
+    """A regex matching a phrase as rendered: its words as written or as the word variation may have swapped them
+    ("show" -> "display"), any text in place of each placeholder (the two words before a placeholder may have
+    merged into a reference: "the folder {x}" -> "that folder"), starting at a word boundary ("lock" is not in
+    "unlock")."""
     parts = PLACEHOLDER.split(text)
-    out = []
+    out = [r"(?<![A-Za-z])"]
     for i, part in enumerate(parts):
         if i % 2:
             out.append(".+?")
             continue
         words = part.split()
         if i + 1 < len(parts) and words:
-            keep, loose = words[:-2], words[-2:]
-            out.append((loose_pattern(" ".join(keep)) + r"\s*" if keep else "") + f"(?:{loose_pattern(' '.join(loose))})?\\s*")
+            keep, loose = _merge_split(part, first=i == 0)
+            out.append((varied_pattern(keep) if keep.strip() else "") + f"(?:{loose_pattern(loose)})?\\s*")
         else:
-            out.append(loose_pattern(part) if words else r"\s*")
+            out.append(varied_pattern(part) if words else r"\s*")
     return "".join(out)
 
 
