@@ -119,8 +119,8 @@ def test_goal_style_merges_turns_but_keeps_the_executed_calls_and_their_order(in
 def test_goal_records_pass_validation_and_mark_prerequisites_while_explicit_records_mark_none():
     from sap.validate import validate_record
 
-    goal = synthesize(STORE, 6, seed=0).records
-    explicit = synthesize(STORE, 6, seed=0, user_style="explicit").records
+    goal = list(synthesize(STORE, 6, seed=0).records)
+    explicit = list(synthesize(STORE, 6, seed=0, user_style="explicit").records)
     assert all(not validate_record(r, STORE) for r in goal + explicit)
     assert any(p.get("prerequisite") for r in goal for p in r["provenance"])
     assert all(r["meta"]["user_style"] == "goal" for r in goal)
