@@ -227,7 +227,7 @@ class FSM(BaseModel):
     producers: dict[str, dict[str, list[str]]] = Field(default_factory=dict)  # tool -> arg -> tools whose results feed it
     writes: list[str] = Field(default_factory=list)  # action tools: a call of one that leaves the state as it was is a no-op
     requires: dict[str, list[str]] = Field(default_factory=dict)  # tool -> tools that must run first when the state needs them
-    preconditions: list[Precondition] = Field(default_factory=list)  # how each `requires` entry was learned
+    preconditions: list[Precondition] = Field(default_factory=list)  # how each requires entry was learned
 
     def out_edges(self, state: str) -> list[int]:
         """Indices of the transitions leaving `state`."""

@@ -127,12 +127,12 @@ def stated_params(roles: dict[str, ToolRole]) -> frozenset[str]:
     return frozenset(name for r in roles.values() for name in r.spec.required if not r.producers[name])
 
 
-def probed_roles(toolset: Toolset, seeds: int) -> tuple[dict[str, ToolRole], list[Precondition]]:
+def probed_roles(toolset: Toolset, seeds: int) -> tuple[dict[str, ToolRole], list[Precondition], ProbeReport]:
     """Probe the toolset, learn its tools' prerequisites (whose successes join the probe's profiles) and classify
-    its tools."""
+    its tools; the roles, the learned preconditions and the probe's report."""
     report = probe(toolset, seeds=seeds)
     learned = learn_preconditions(toolset, report)
-    return classify(toolset, report), learned
+    return classify(toolset, report), learned, report
 
 
 def requires_of(learned: list[Precondition]) -> dict[str, list[str]]:
@@ -184,7 +184,7 @@ class RuleFSMBuilder:
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """Probe the toolset, learn preconditions, classify its tools and lay out states and tagged transitions."""
-        roles, learned = probed_roles(toolset, self.probe_seeds)
+        roles, learned, _ = probed_roles(toolset, self.probe_seeds)
         stated = stated_params(roles)
         states = [FSMState(id="start", type=StateType.INITIAL, description="before the first request")]
         edges: list[Transition] = []
@@ -305,7 +305,7 @@ class FlatFSMBuilder(RuleFSMBuilder):
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """A start state, one working state looping on every tool, and a final state reached by any tool."""
-        roles, learned = probed_roles(toolset, self.probe_seeds)
+        roles, learned, _ = probed_roles(toolset, self.probe_seeds)
         stated = stated_params(roles)
         states = [FSMState(id="start", type=StateType.INITIAL, description="before the first request"),
                   FSMState(id="work", type=StateType.NORMAL, description="any request"),

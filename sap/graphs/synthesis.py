@@ -300,11 +300,12 @@ def with_prerequisite(state: SynthState, ctx: SynthesisContext, fsm: FSM, call: 
 def prerequisite_values(fsm: FSM, tool: str, later: list[str], args_exec: dict[str, Any],
                         args_prov: dict[str, ArgProvenance]) -> None:
     """Set (in place) the arguments of `tool`, a learned prerequisite of a call later in its turn (`later`), to the
-    values that made it work when learned (a door list, a full brake), the assistant's own choice (self_create)."""
+    values that made it work when learned (a door list, a full brake), stated in its turn (self_create) even where
+    the planner's value was the same one restated."""
     for pre in fsm.preconditions:
         if pre.needs == tool and pre.tool in later:
             for name, value in pre.args.items():
-                if name in args_exec and args_exec[name] != value:
+                if name in args_exec:
                     args_exec[name] = value
                     args_prov[name] = ArgProvenance(tag=Tag.self_create)
             return
