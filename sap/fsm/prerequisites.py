@@ -26,6 +26,7 @@ MAX_CHAIN = 3  # prerequisite steps per failing call
 CANDIDATES = 6  # tools tried per step, best word match first
 BINDINGS = 3  # argument sets tried per candidate tool (bounds, enums and booleans first, then a probe binding)
 BUDGET = 60  # tool-call sequences run per studied tool, c0 and pass
+UNDOING = re.compile(r"(cancel|delete|remove|rm|rmdir|withdraw|close|clear|drop|unregister|revoke)(?![a-z])")
 _STOP = {"the", "and", "for", "with", "must", "before", "when", "this", "that", "not", "are", "was", "has", "have",
          "needs", "need", "error", "cannot", "should", "been", "from", "your", "all", "here", "which"}
 
@@ -164,11 +165,13 @@ def _names_own_value(error: str, args: dict[str, Any]) -> bool:
 
 
 def _ranked(toolset: Toolset, report: ProbeReport, target: str, error: str) -> list[ToolSpec]:
-    """The tools that could change the state `error` complains about: not `target`, not a logout, not a read that
-    succeeded without ever changing anything; those sharing most word stems with the error first (name order on
-    ties)."""
+    """The tools that could change the state `error` complains about: not `target`, not a logout, not one that
+    undoes what the user has (cancelling a booking frees the money for another, but no user asked for that), not
+    a read that succeeded without ever changing anything; those sharing most word stems with the error first
+    (name order on ties)."""
     want = words(error)
-    pool = [t for t in toolset.tools if t.name != target and not LOGOUT_NAME.search(t.name) and t.read_only is not True
+    pool = [t for t in toolset.tools if t.name != target and not LOGOUT_NAME.search(t.name)
+            and not UNDOING.match(t.name) and t.read_only is not True
             and (report.profiles[t.name].changed_state or not report.profiles[t.name].successes)]
     return sorted(pool, key=lambda t: (-len(want & words(f"{t.name} {t.description.split('.')[0]}")), t.name))
 
