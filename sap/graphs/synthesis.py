@@ -311,12 +311,18 @@ def prerequisite_values(fsm: FSM, tool: str, later: list[str], args_exec: dict[s
             return
 
 
-def _tags(fsm: FSM, transition: Transition, tool: str) -> dict[str, Tag]:
-    """The provenance tags of `tool`'s arguments: its transition's, or for a call a policy inserted into the turn,
-    those of the first transition that calls it."""
+def _tags(fsm: FSM, transition: Transition, tool: str, seen: Collection[str] = ()) -> dict[str, Tag]:
+    """The provenance tags of `tool`'s arguments: its transition's, or for a call a policy or a learned
+    precondition inserted into the turn, those of the first transition calling it whose earlier-result arguments
+    a tool already called (`seen`) can feed, else of the first transition calling it."""
     if tool in transition.action:
         return transition.provenance_tag.get(tool, {})
-    return next((t.provenance_tag[tool] for t in fsm.transitions if tool in t.provenance_tag), {})
+    options = [t.provenance_tag[tool] for t in fsm.transitions if tool in t.provenance_tag]
+
+    def fed(tags: dict[str, Tag]) -> bool:
+        return all(tag != Tag.prev_output or set(seen) & set(fsm.producers.get(tool, {}).get(arg, []))
+                   for arg, tag in tags.items())
+    return next((tags for tags in options if fed(tags)), options[0] if options else {})
 
 
 def policy_path(ctx: SynthesisContext, seed: int, path: list[int]) -> dict[str, Any]:
@@ -401,7 +407,7 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
     history = [HistoryCall(t.index, i, c) for t in turns for i, c in enumerate(t.calls)]
     stated = [s for t in turns for c in t.calls for name, p in c.args_prov.items()
               if (s := stated_value(t.index, name, c.args_exec[name], p)) is not None]
-    tags = _tags(fsm, transition, tool) if ctx.use_tags else {}
+    tags = _tags(fsm, transition, tool, {h.call.name for h in history}) if ctx.use_tags else {}
     req = PlanRequest(spec=specs[tool], tags=tags, free=not ctx.use_tags, turn=turn_pos,
                       index=call_pos, history=history, stated=stated, c0=ctx.c0(state),
                       rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
