@@ -2,7 +2,9 @@
 `sap audit` (ambiguous references, no-op and repeated calls, error results, placeholder values, leaks, dictated
 calls) and replayed by `sap validate`, and the user text's diversity (self-BLEU-4 and distinct-2 on a seeded sample
 of up to 400 user requests, bare confirmations left out) beside the same figures for BFCL's own user turns
-(BFCL_v4_multi_turn_base.json); one table per toolset, then one JSON line.
+(BFCL_v4_multi_turn_base.json); per toolset also the tools no record calls and, for BFCL classes, the share of
+records calling each of BFCL's five most-tested tools of the class beside BFCL's own share (its possible_answer
+file); one table per toolset, then one JSON line.
 
 Each table also gives the turn shape: calls per turn (over the user requests that make calls; a bare yes to a
 policy's recap counts with the request it confirms), the share of calls the user
@@ -17,6 +19,7 @@ Run: PYTHONPATH=. python bench/quality.py [-n 100] [--toolsets filesystem,bfcl/T
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import random
@@ -120,6 +123,50 @@ def bfcl_user_turns() -> list[str]:
             for turn in json.loads(line)["question"] for m in turn if m.get("role") == "user"]
 
 
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    """The entries of a JSON-lines file."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@functools.cache
+def bfcl_tool_shares() -> dict[str, dict[str, float]]:
+    """Per BFCL class, the share of BFCL's base entries involving it whose ground truth calls each of its tools
+    (BFCL_v4_multi_turn_base.json and its possible_answer file), or none without bfcl-eval."""
+    from sap.toolsets.bfcl import BFCL_CLASSES, BfclUnavailable, data_dir
+
+    try:
+        root = data_dir()
+    except BfclUnavailable:
+        return {}
+    name = "BFCL_v4_multi_turn_base.json"
+    truth = {e["id"]: e["ground_truth"] for e in _json_lines(root / "possible_answer" / name)}
+    questions = _json_lines(root / name)
+    out: dict[str, dict[str, float]] = {}
+    for cls in BFCL_CLASSES:
+        tools = {t.name for t in load_toolset(f"bfcl/{cls}").tools}
+        entries = [e for e in questions if cls in e["involved_classes"]]
+        called = Counter(t for e in entries for t in {c.split("(")[0] for turn in truth[e["id"]] for c in turn} & tools)
+        out[cls] = {t: round(called[t] / len(entries), 3) for t in sorted(tools)} if entries else {}
+    return out
+
+
+def tool_coverage(toolset: str, records: list[dict[str, Any]], bfcl: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """The toolset's tools no record calls, and per BFCL class in it, BFCL's five most-tested tools with the share
+    of BFCL's entries and of these records calling each (`ok`: at least half of BFCL's share)."""
+    ts = load_toolset(toolset)
+    called = Counter(t for r in records for t in {p["name"] for p in r["provenance"]})
+    out: dict[str, Any] = {"never_called": sorted(t.name for t in ts.tools if not called[t.name])}
+    if toolset.startswith("bfcl/"):
+        top = {}
+        for cls in toolset.removeprefix("bfcl/").split("+"):
+            shares = bfcl.get(cls, {})
+            for tool in sorted(shares, key=lambda t: (-shares[t], t))[:5]:
+                ours = round(called[tool] / max(1, len(records)), 3)
+                top[tool] = {"bfcl": shares[tool], "sap": ours, "ok": ours >= shares[tool] / 2}
+        out["bfcl_top_tools"] = top
+    return out
+
+
 def diversity(texts: Sequence[str]) -> dict[str, float]:
     """Self-BLEU-4 and distinct-2 of a sample."""
     return {"self_bleu4": round(self_bleu(texts), 3), "distinct2": round(distinct(texts), 3), "sample": len(texts)}
@@ -143,7 +190,8 @@ def quality_row(toolset: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     valid = sum(not validate_record(r, ts, i) for i, r in enumerate(records))
     return {"toolset": toolset, "records": len(records), "validate_pass": valid, **report.summary(),
             "turn_shape": turn_shape(records, report.summary()["checks"]["dictated_call"]["count"]),
-            "chains": dataset_stats(records)["chains"], "diversity": diversity(user_sample(records, 0))}
+            "chains": dataset_stats(records)["chains"], "diversity": diversity(user_sample(records, 0)),
+            "coverage": tool_coverage(toolset, records, bfcl_tool_shares())}
 
 
 def request_turns(record: dict[str, Any]) -> list[int]:
@@ -183,6 +231,11 @@ def print_table(row: dict[str, Any], reference: dict[str, float]) -> None:
     shape = row["turn_shape"]
     print(f"  turn shape: {shape['calls_per_turn']:.2f} calls per turn; calls dictated {shape['dictated_share']:.1%}, "
           f"with a request phrase of their own {shape['own_request_share']:.1%}")
+    cover = row["coverage"]
+    print(f"  tools never called: {', '.join(cover['never_called']) or 'none'}")
+    for tool, share in cover.get("bfcl_top_tools", {}).items():
+        print(f"  BFCL top tool {tool:<28} records calling it: sap {share['sap']:.0%}, BFCL {share['bfcl']:.0%}"
+              f"{'' if share['ok'] else '  (below half of BFCL)'}")
     div, leak = row["diversity"], row["checks"]["internals_leak"]
     print(f"  user text: self-BLEU-4 {div['self_bleu4']:.3f} (BFCL {reference.get('self_bleu4', float('nan')):.3f}), "
           f"distinct-2 {div['distinct2']:.3f} (BFCL {reference.get('distinct2', float('nan')):.3f}) on "

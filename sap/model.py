@@ -210,6 +210,16 @@ class Transition(BaseModel):
     provenance_tag: dict[str, dict[str, Tag]] = Field(default_factory=dict)
 
 
+class Precondition(BaseModel):
+    """A learned prerequisite: `tool` failed with `error` until `needs` ran first (with `args`: the argument values
+    that made it work and that the planner's own binding may not hit, such as a boolean, an enum or a bound)."""
+
+    tool: str
+    needs: str
+    error: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
 class FSM(BaseModel):
     """States, initial state, final states and provenance-tagged transitions."""
 
@@ -220,6 +230,7 @@ class FSM(BaseModel):
     producers: dict[str, dict[str, list[str]]] = Field(default_factory=dict)  # tool -> arg -> tools whose results feed it
     writes: list[str] = Field(default_factory=list)  # action tools: a call of one that leaves the state as it was is a no-op
     requires: dict[str, list[str]] = Field(default_factory=dict)  # tool -> tools that must run first when the state needs them
+    preconditions: list[Precondition] = Field(default_factory=list)  # how each requires entry was learned
 
     def out_edges(self, state: str) -> list[int]:
         """Indices of the transitions leaving `state`."""

@@ -23,7 +23,11 @@ N = 100
 # Since the natural-text, reply and hard-variant merges (stop 29) store at seed 0 has mean L 0.78 -> 0.71 (100
 # records; 0.67 at 200), the share of arguments with L >= 1 40.9% -> 39.3%, P_f 16.9% -> 21.9% and 30 -> 39 of 100 records truncated at a failing turn; the cause is
 # not isolated yet (neither the address coherence nor the probe's extra tries: measured without each). Open.
-FLOORS = {"store": {"mean_chain_length": 0.65, "fallback_rate": 0.23, "dependent_share": 0.38},
+# With learned prerequisites (issue 14) store at seed 0 reaches checkout in 27 records (2 before): its inserted
+# add_to_cart binds item_id from c0 (P_f) when no search came before (22 such arguments, 9 before), and fewer
+# records are truncated (39 -> 26), so more modify_user_address fallbacks: mean L 0.71 -> 0.63, dependent
+# share 39.3% -> 35.4%, P_f 21.9% -> 25.3%.
+FLOORS = {"store": {"mean_chain_length": 0.6, "fallback_rate": 0.27, "dependent_share": 0.34},
           "travel": {"fallback_rate": 0.2}}
 
 

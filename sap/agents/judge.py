@@ -21,6 +21,7 @@ from sap.provenance.fields import index_of
 from sap.provenance.goals import requested
 from sap.provenance.leaks import data_values, find_leaks, names_of
 from sap.provenance.jsonpath import PathError, resolve
+from sap.text import task_phrase
 
 
 Criterion = Literal["message_matches_calls", "config_consistency", "state_evolves", "reads_as_user",
@@ -222,7 +223,8 @@ class RuleJudge:
                        for c in t.calls]
             stated_here = [v for c in request for n, p in c.args_prov.items() if p.effective_tag() in _STATED
                            for v in _strings(c.args_exec.get(n))]
-            task_text = " ".join(specs[c.name].description for c in request if c.name in specs)
+            task_text = " ".join(f"{specs[c.name].description} {task_phrase(specs[c.name])}" for c in request
+                                 if c.name in specs)  # the doc's wording and the imperative a message uses
             # after a clarification turn with no calls, the task may have been named in that turn
             context = message
             if pos > 0 and not traj.turns[pos - 1].calls:

@@ -10,10 +10,10 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from sap.agents.llm_common import STATE_CHARS, LLMRole, compact
-from sap.fsm.build import RuleFSMBuilder, ToolRole, action_tools, classify, critical, role_tags, stated_params
-from sap.fsm.probe import probe
+from sap.fsm.build import (RuleFSMBuilder, ToolRole, action_tools, critical, probed_roles, requires_of, role_tags,
+                            stated_params)
 from sap.llm.schema import closed
-from sap.model import FSM, FSMState, StateType, Tag, Toolset, Transition
+from sap.model import FSM, FSMState, Precondition, StateType, Tag, Toolset, Transition
 from sap.prompts import prompt
 
 DraftTag = Literal["initial_state", "prev_output", "self_create", "prev_user_msg"]
@@ -157,7 +157,7 @@ class LLMFSMBuilder:
 
     def __init__(self, llm: LLMRole, rule: RuleFSMBuilder | None = None, fallback: Fallback = "rule") -> None:
         self.llm, self.rule, self.fallback = llm, rule or RuleFSMBuilder(), fallback
-        self._classified: dict[str, tuple[dict[str, ToolRole], frozenset[str], dict[str, Any]]] = {}
+        self._classified: dict[str, tuple[dict[str, ToolRole], frozenset[str], dict[str, Any], list[Precondition]]] = {}
         self._previous: dict[str, str] = {}  # toolset -> the last draft and its repairs, shown on a regenerate
 
     def cache_key(self) -> str:
@@ -166,17 +166,19 @@ class LLMFSMBuilder:
         return (f"llm:{m.model}:t{m.temperature}:{prompt('fsm_draft').sha}:fallback={self.fallback or 'none'}:"
                 f"{self.rule.cache_key()}")
 
-    def _classify(self, toolset: Toolset) -> tuple[dict[str, ToolRole], frozenset[str], dict[str, Any]]:
-        """The rule classification of the toolset's tools (probed once per builder) and a probed c0."""
+    def _classify(self, toolset: Toolset) -> tuple[dict[str, ToolRole], frozenset[str], dict[str, Any],
+                                                    list[Precondition]]:
+        """The rule classification of the toolset's tools (probed once per builder), a probed c0 and the learned
+        preconditions."""
         if toolset.name not in self._classified:
-            report = probe(toolset, seeds=self.rule.probe_seeds)
-            roles = classify(toolset, report)
-            self._classified[toolset.name] = (roles, stated_params(roles), report.configs[0] if report.configs else {})
+            roles, learned, report = probed_roles(toolset, self.rule.probe_seeds)
+            self._classified[toolset.name] = (roles, stated_params(roles), report.configs[0] if report.configs else {},
+                                              learned)
         return self._classified[toolset.name]
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """The model's draft, repaired by code; `feedback` (V_spec violations) goes back with the previous draft."""
-        roles, stated, c0 = self._classify(toolset)
+        roles, stated, c0, learned = self._classify(toolset)
         previous = self._previous.get(toolset.name) if feedback else None
         answer = self.llm.ask(
             "fsm_draft", FSMDraft, draft_schema(roles, stated), check=lambda d: _raise(draft_problems(d)),
@@ -186,6 +188,7 @@ class LLMFSMBuilder:
             feedback=(f"Your previous draft: {previous}\nIts V_spec violations:\n" + "\n".join(feedback)
                       if feedback and previous else "(first draft)"))
         fsm, notes = repaired_fsm(answer, roles, stated)
+        fsm.requires, fsm.preconditions = requires_of(learned), learned  # learned by trying, not drafted
         self._previous[toolset.name] = compact(answer.model_dump(mode="json", by_alias=True), 3000) + (
             "\nCode repaired: " + "; ".join(notes[:20]) if notes else "")
         return fsm

@@ -206,6 +206,14 @@ def reference_selector(req: PlanRequest, turn: int, index: int, path: str) -> Se
     return output_selector(src.result, path, resolve(src.result, path), turn == req.turn, earlier)
 
 
+def _error_names_id(req: PlanRequest, name: str) -> bool:
+    """Whether `name` is an optional id parameter whose thing the last error names ("Booking not found" names
+    `booking_id`): left out, the call cannot succeed, and an earlier result may hold it."""
+    head = name[:-3] if name.endswith("_id") and name not in req.spec.required else ""
+    error = (req.last_error or "").lower()
+    return bool(head) and re.search(rf"\b{re.escape(head.replace('_', ' '))}\b", error) is not None
+
+
 class RulePlanner:
     """Binds by code: P_o from earlier results, P_i from c0, P_u from stated values, P_c by generators."""
 
@@ -224,7 +232,7 @@ class RulePlanner:
             if req.free:
                 value, source = self._undeclared(name, schema, ctx)
             else:
-                declared = req.tags.get(name, Tag.self_create)
+                declared = req.tags.get(name, Tag.prev_output if _error_names_id(req, name) else Tag.self_create)
                 value, source = self._by_tag(declared, name, schema, ctx)
                 if source is None:
                     value, source = self._fallback(declared, name, schema, ctx)
@@ -245,6 +253,9 @@ class RulePlanner:
             if name in params:
                 continue
             if schema.get("type") == "boolean" and name.lower() in error:
+                params.append(name)
+            elif _error_names_id(req, name) and any(candidates(name, schema, h.call.result, req.spec.aliases(name))
+                                                    for h in req.history if h.call.ok):
                 params.append(name)
             elif ("enum" in schema or schema.get("type") == "boolean") and req.rng.random() < _OPTIONAL_RATE:
                 params.append(name)

@@ -5,8 +5,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sap.fsm.conditions import after, join, not_after
+from sap.fsm.prerequisites import learn_preconditions
 from sap.fsm.probe import LOGOUT_NAME, ProbeReport, is_auth_name, probe
-from sap.model import FSM, FSMState, StateType, Tag, Toolset, ToolSpec, Transition
+from sap.model import FSM, FSMState, Precondition, StateType, Tag, Toolset, ToolSpec, Transition
 from sap.provenance.fields import produces
 from sap.provenance.policy import Policy, policy_of
 
@@ -172,6 +173,22 @@ def stated_params(roles: dict[str, ToolRole]) -> frozenset[str]:
     return frozenset(name for r in roles.values() for name in r.spec.required if not r.producers[name])
 
 
+def probed_roles(toolset: Toolset, seeds: int) -> tuple[dict[str, ToolRole], list[Precondition], ProbeReport]:
+    """Probe the toolset, learn its tools' prerequisites (whose successes join the probe's profiles) and classify
+    its tools; the roles, the learned preconditions and the probe's report."""
+    report = probe(toolset, seeds=seeds)
+    learned = learn_preconditions(toolset, report)
+    return classify(toolset, report), learned, report
+
+
+def requires_of(learned: list[Precondition]) -> dict[str, list[str]]:
+    """FSM.requires from learned preconditions: per tool, its prerequisite tools in the order learned."""
+    out: dict[str, list[str]] = {}
+    for p in learned:
+        out.setdefault(p.tool, []).append(p.needs)
+    return out
+
+
 def _prune_dead(edges: list[Transition], producers: dict[str, dict[str, list[str]]]) -> list[Transition]:
     """Drop edges whose prev_output arguments no path can feed: no producer can have run before the edge."""
     while True:
@@ -208,12 +225,12 @@ class RuleFSMBuilder:
         self.probe_seeds = probe_seeds
 
     def cache_key(self) -> str:
-        """The builder kind and its probe size."""
-        return f"rule:{self.probe_seeds}"
+        """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
+        return f"rule:{self.probe_seeds}:pre"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
-        """Probe the toolset, classify its tools and lay out states and tagged transitions."""
-        roles = classify(toolset, probe(toolset, seeds=self.probe_seeds))
+        """Probe the toolset, learn preconditions, classify its tools and lay out states and tagged transitions."""
+        roles, learned, _ = probed_roles(toolset, self.probe_seeds)
         stated = stated_params(roles)
         states = [FSMState(id="start", type=StateType.INITIAL, description="before the first request")]
         edges: list[Transition] = []
@@ -279,7 +296,7 @@ class RuleFSMBuilder:
         finals = [s for s in ("done", "end") if s in used]
         self._normalize(edges)
         return FSM(states=states, initial="start", finals=finals, transitions=edges, producers=producers,
-                   writes=action_tools(roles))
+                   writes=action_tools(roles), requires=requires_of(learned), preconditions=learned)
 
     def _pair_edges(self, src: str, work: list[ToolRole], roles: dict[str, ToolRole],
                     stated: frozenset[str]) -> list[Transition]:
@@ -359,12 +376,12 @@ class FlatFSMBuilder(RuleFSMBuilder):
     """
 
     def cache_key(self) -> str:
-        """The builder kind and its probe size."""
-        return f"flat:{self.probe_seeds}"
+        """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
+        return f"flat:{self.probe_seeds}:pre"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """A start state, one working state looping on every tool, and a final state reached by any tool."""
-        roles = classify(toolset, probe(toolset, seeds=self.probe_seeds))
+        roles, learned, _ = probed_roles(toolset, self.probe_seeds)
         stated = stated_params(roles)
         states = [FSMState(id="start", type=StateType.INITIAL, description="before the first request"),
                   FSMState(id="work", type=StateType.NORMAL, description="any request"),
@@ -377,4 +394,5 @@ class FlatFSMBuilder(RuleFSMBuilder):
         producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
         self._normalize(edges)
         return FSM(states=states, initial="start", finals=["end"], transitions=edges,
-                   producers={t: ps for t, ps in producers.items() if ps}, writes=action_tools(roles))
+                   producers={t: ps for t, ps in producers.items() if ps}, writes=action_tools(roles),
+                   requires=requires_of(learned), preconditions=learned)

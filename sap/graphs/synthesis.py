@@ -44,6 +44,7 @@ from sap.fsm.build import FlatFSMBuilder, FSMBuilder, RuleFSMBuilder, named_read
 from sap.fsm.walk import NoPathError, emphasis_set
 from sap.fsm.walk import sample_path as walk
 from sap.fsm.policy_walk import policy_actions
+from sap.fsm.prerequisites import precondition_for
 from sap.graphs.coherence import INCOHERENT, execute_coherently, noop_writes
 from sap.graphs.confirm import confirm_writes
 from sap.graphs.fsm_graph import verified_fsm
@@ -279,27 +280,65 @@ def trajectory_from_state(state: SynthState, ctx: SynthesisContext) -> Trajector
     return traj              # built on it are reused
 
 
-def turn_action(state: SynthState, ctx: SynthesisContext) -> list[str]:
-    """The tools of the current turn: its FSM transition's action, or the policy's actions for it."""
+def turn_actions(state: SynthState, ctx: SynthesisContext) -> list[list[str]]:
+    """The tools of every planned turn: the policy's or prerequisites' actions when set, else the transitions'."""
     if state.get("actions") is not None:
-        return state["actions"][state["turn_pos"]]
+        return state["actions"]
     _, fsm = ctx.fsm()
-    return fsm.transitions[state["path"][state["turn_pos"]]].action
+    return [fsm.transitions[e].action for e in state["path"]]
 
 
-def _tags(fsm: FSM, transition: Transition, tool: str) -> dict[str, Tag]:
-    """The provenance tags of `tool`'s arguments: its transition's, or for a call a policy inserted into the turn,
-    those of the first transition that calls it."""
+def turn_action(state: SynthState, ctx: SynthesisContext) -> list[str]:
+    """The tools of the current turn: its FSM transition's action, or the policy's (and prerequisites') for it."""
+    return turn_actions(state, ctx)[state["turn_pos"]]
+
+
+def with_prerequisite(state: SynthState, ctx: SynthesisContext, fsm: FSM, call: ToolCall,
+                      error: str | None) -> list[list[str]] | None:
+    """The turns' actions with the learned prerequisite of the pending call that its state error `error` asks for
+    inserted just before it (the same mechanism as a policy's required calls: the turn's actions); None when no
+    learned prerequisite matches or it already stands before the call in this turn."""
+    actions = turn_actions(state, ctx)
+    action, pos = actions[state["turn_pos"]], state["call_pos"]
+    pre = precondition_for(fsm, call.name, error, done=action[:pos])
+    if pre is None:
+        return None
+    return [*actions[:state["turn_pos"]], [*action[:pos], pre.needs, *action[pos:]], *actions[state["turn_pos"] + 1:]]
+
+
+def prerequisite_values(fsm: FSM, tool: str, later: list[str], args_exec: dict[str, Any],
+                        args_prov: dict[str, ArgProvenance]) -> None:
+    """Set (in place) the arguments of `tool`, a learned prerequisite of a call later in its turn (`later`), to the
+    values that made it work when learned (a door list, a full brake), stated in its turn (self_create) even where
+    the planner's value was the same one restated."""
+    for pre in fsm.preconditions:
+        if pre.needs == tool and pre.tool in later:
+            for name, value in pre.args.items():
+                if name in args_exec:
+                    args_exec[name] = value
+                    args_prov[name] = ArgProvenance(tag=Tag.self_create)
+            return
+
+
+def _tags(fsm: FSM, transition: Transition, tool: str, seen: Collection[str] = ()) -> dict[str, Tag]:
+    """The provenance tags of `tool`'s arguments: its transition's, or for a call a policy or a learned
+    precondition inserted into the turn, those of the first transition calling it whose earlier-result arguments
+    a tool already called (`seen`) can feed, else of the first transition calling it."""
     if tool in transition.action:
         return transition.provenance_tag.get(tool, {})
-    return next((t.provenance_tag[tool] for t in fsm.transitions if tool in t.provenance_tag), {})
+    options = [t.provenance_tag[tool] for t in fsm.transitions if tool in t.provenance_tag]
+
+    def fed(tags: dict[str, Tag]) -> bool:
+        return all(tag != Tag.prev_output or set(seen) & set(fsm.producers.get(tool, {}).get(arg, []))
+                   for arg, tag in tags.items())
+    return next((tags for tags in options if fed(tags)), options[0] if options else {})
 
 
 def policy_path(ctx: SynthesisContext, seed: int, path: list[int]) -> dict[str, Any]:
     """The walked `path` as a state update; under a toolset policy, with each turn's actions (`policy_actions`)
     and the path cut to the turns they keep."""
     if ctx.policy is None:
-        return {"path": path}
+        return {"path": path, "actions": None}
     _, fsm = ctx.fsm()
     turns = policy_actions(ctx.policy, [fsm.transitions[e].action for e in path], random.Random(f"{seed}:policy"),
                            ctx.min_turns)
@@ -377,7 +416,7 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
     history = [HistoryCall(t.index, i, c) for t in turns for i, c in enumerate(t.calls)]
     stated = [s for t in turns for c in t.calls for name, p in c.args_prov.items()
               if (s := stated_value(t.index, name, c.args_exec[name], p)) is not None]
-    tags = _tags(fsm, transition, tool) if ctx.use_tags else {}
+    tags = _tags(fsm, transition, tool, {h.call.name for h in history}) if ctx.use_tags else {}
     req = PlanRequest(spec=specs[tool], tags=tags, free=not ctx.use_tags, turn=turn_pos,
                       index=call_pos, history=history, stated=stated, c0=ctx.c0(state),
                       rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
@@ -386,6 +425,7 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
                       virtual=[StatedValue(v["turn"], v["param"], v["value"]) for v in state.get("virtual_history", [])])
     binding = ctx.planner.bind(req)
     ruled_values(ctx, tool, history, req.rng, binding.args_exec, binding.args_prov)
+    prerequisite_values(fsm, tool, action[call_pos + 1:], binding.args_exec, binding.args_prov)
     place = len(turns[-1].calls) if turns and turns[-1].index == turn_pos else 0  # a skipped read leaves no gap
     call = ToolCall(call_id=f"call_{turn_pos}_{place}", name=tool, args_exec=binding.args_exec,
                     args_prov=binding.args_prov, attempts=attempts + 1)
@@ -454,6 +494,10 @@ def execute_call(state: SynthState, runtime: Ctx) -> Command[Literal["plan_call"
     attempts = state["attempts"] + 1
     log = state.get("attempt_log", []) + [{"turn": state["turn_pos"], "call": state["call_pos"], "tool": call.name,
                                            "attempt": attempts, "error": res.error}]
+    actions = with_prerequisite(state, ctx, fsm, call, res.error)
+    if actions is not None:  # the failed attempt changed nothing: plan the prerequisite, then the call afresh
+        return Command(goto="plan_call", update={"actions": actions, "attempt_log": log, "attempts": 0,
+                                                 "exec_error": None, "failed_args": [], "pending": None})
     update = {"attempts": attempts, "exec_error": res.error, "attempt_log": log}
     if attempts < ctx.max_attempts:
         return Command(goto="plan_call", update={

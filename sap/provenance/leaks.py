@@ -3,8 +3,9 @@ positions, which no user or assistant would write.
 
 Rules (each finding names its kind and the offending text):
 - tool name: an identifier-like name (with "_", a digit or camelCase: `get_user_details`, `lockDoors`) anywhere as
-  a whole token, and its words when they are three or more ("modify pending order address": two-word forms such
-  as "search flights" or "book hotel" are ordinary requests). A one-word lower-case name is an English word or a
+  a whole token, and its words when they are three or more, connectives such as "to" or "by" not counted ("modify
+  pending order address": two-word forms such as "search flights", "book hotel" or "gallon to liter" are ordinary
+  requests). A one-word lower-case name is an English word or a
   shell command: a name of at most two letters or without a vowel (`ls`, `cd`, `mv`, `wc`, `pwd`) is flagged as a
   lower-case whole word; any other (`find`, `sort`, `cat`, `mkdir`) only where it is used as a command: in
   backticks or quotes, before "(" or a command-line flag, or beside "command", "tool" or "function".
@@ -40,6 +41,7 @@ JSON_PATH = re.compile(r"\$[.\[]|\[\d+\]|\[[\"'][^\"'\]]+[\"']\]|"
 TAGS = re.compile(r"\b(?:self_create|prev_output|initial_state|prev_user_msg|fallback_from)\b|"
                   r"\[(?:NEW|FROM_HISTORY|FROM_CONFIG|FALLBACK)\b|\bFALLBACK\b|\bfallback from (?:prev_output|"
                   r"initial_state|self_create|prev_user_msg)\b|\bFROM_(?:HISTORY|CONFIG)\b")
+CONNECTIVES = {"to", "by", "of", "on", "in", "for", "from", "and", "with", "at"}  # not counted among a name's words
 POSITION = re.compile(r"\bturn\s+\d+,?\s+call\s+\d+\b|\bcall_\d+_\d+\b", re.I)
 QUOTED = re.compile(r'"([^"\n]+)"|“([^”\n]+)”')
 MIN_VALUE = 3  # shorter values are not masked: "ls" as a whole value is no evidence of data
@@ -115,7 +117,7 @@ def _tool_hit(text: str, tokens: set[str], name: str) -> str | None:
         if name in tokens and re.search(ALONE.format(n=re.escape(name)), text):
             return name
         words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|_+", " ", name).lower().split()
-        if len(words) >= 3 and (m := re.search(r"(?<![A-Za-z0-9])" + r"\s+".join(map(re.escape, words))
+        if len(set(words) - CONNECTIVES) >= 3 and (m := re.search(r"(?<![A-Za-z0-9])" + r"\s+".join(map(re.escape, words))
                                                + r"(?![A-Za-z0-9])", text, re.I)):
             return m.group(0)
         return None

@@ -51,7 +51,8 @@ BFCL_COMBINATIONS = [
 # its config tree's `contents` (those of the directory it starts in); the tools that act on an existing entry take
 # them, not those that create one (touch, mkdir, echo). VehicleControlAPI's results name what other tools take:
 # the nearest tire shop is a navigation destination, a city's zipcode an end of a distance estimate, a liter
-# conversion the fuel to add, the fuel level a gallon amount to convert. MathAPI answers every operation with a bare `result`,
+# conversion the fuel to add, the fuel level a gallon amount to convert. TravelAPI verifies only its own user, whose
+# names c0 holds as `user_first_name` and `user_last_name`. MathAPI answers every operation with a bare `result`,
 # which the next operation's operands take.
 ENTRY_NAMES = ["current_directory_content", "$.GorillaFileSystem.root.*.contents.*~"]
 OPERANDS = ("a", "b", "number", "value", "base", "part", "whole")
@@ -69,6 +70,7 @@ VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
         "fillFuelTank": {"fuelAmount": ["gallon"]},
         "gallon_to_liter": {"gallon": ["fuelLevel"]},
     },
+    "TravelAPI": {"verify_traveler_information": {"first_name": ["user_first_name"], "last_name": ["user_last_name"]}},
     "MathAPI": {tool: {p: ["result"] for p in OPERANDS}
                 for tool in ("absolute_value", "add", "divide", "imperial_si_conversion", "logarithm", "multiply",
                              "percentage", "power", "round_number", "si_unit_conversion", "square_root", "subtract")},
