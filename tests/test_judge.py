@@ -346,3 +346,17 @@ def test_verdict_is_json_serializable():
     assert set(CRITERIA) == set(Finding.model_fields["criterion"].annotation.__args__)
     with pytest.raises(ValidationError):
         Finding(criterion="politeness", turn=None, detail="x")
+
+
+@pytest.mark.parametrize(("message", "refers"), [("Remove old_notes.txt, please.", True),
+                                                  ("Get rid of old_notes.txt, delete it.", True),
+                                                  ("Frobnicate old_notes.txt, please.", False)])
+def test_a_request_worded_as_the_phrase_book_words_it_refers_to_the_task(message, refers):
+    """"remove" is no word of rm's description ("Delete a file"), but the phrase book's requests open with it."""
+    specs = {s.name: s for s in load_toolset("filesystem").tools}
+    rm = ToolCall(call_id="call_0_0", name="rm", args_exec={"file_name": "old_notes.txt"},
+                  args_prov={"file_name": ArgProvenance(tag=Tag.self_create)}, result={"ok": True})
+    traj = Trajectory(id="t", toolset="filesystem", seed=0, c0={}, turns=[
+        Turn(index=0, state="s", transition=0, calls=[rm], user_message=message, assistant_message="Done.")])
+    findings = [f.detail for f in RuleJudge().message_matches_calls(traj, specs) if "does not refer" in f.detail]
+    assert (findings == []) is refers, findings

@@ -20,6 +20,7 @@ from sap.provenance.checks import (answers_recap, mentions, normalize_text, requ
 from sap.provenance.fields import index_of
 from sap.provenance.goals import requested
 from sap.provenance.leaks import data_values, find_leaks, names_of
+from sap.provenance.phrasebook import PLACEHOLDER, conveyed, phrase_book
 from sap.provenance.jsonpath import PathError, resolve
 from sap.text import task_phrase
 
@@ -52,6 +53,7 @@ _STOPWORDS = frozenset("""
     there these they this those through under unless until upon very want were what when where whether which
     while will with within without would your yours given optionally the one its all not
 """.split())
+_COURTESY = frozenset({"please", "kindly", "could", "can", "would", "just", "also", "now", "then"})  # not a task word
 
 
 class Finding(BaseModel):
@@ -152,6 +154,19 @@ def content_words(spec: ToolSpec) -> set[str]:
     return {stem(w) for w in task_words(spec)}
 
 
+def phrase_verbs(specs: dict[str, ToolSpec]) -> dict[str, set[str]]:
+    """Per tool, the stems of the words its phrase-book requests open with ("remove {file_name}", "look for ..."):
+    how users of the toolset word the task, beside its description's words (none without a phrase book)."""
+    book = phrase_book(specs)
+    if book is None:
+        return {}
+    return {name: {stem(w) for text in (*t.requests, *(r for c in t.when for r in c.requests), *t.goals)
+                   if (w := next((w for w in _WORD.findall(PLACEHOLDER.sub(" ", text).lower())
+                                  if w not in _STOPWORDS and w not in _COURTESY), None))}
+            for name, t in book.tools.items()}
+
+
+
 def _message_stems(message: str) -> set[str]:
     """Stems of every word of a message."""
     return {stem(w) for w in _WORD.findall(message.lower())}
@@ -217,12 +232,14 @@ class RuleJudge:
         """Each user message states its new and config values, does not restate history values verbatim,
         and refers to the task of each call the user asks for (not to a goal turn's prerequisites)."""
         out: list[Finding] = []
+        verbs = phrase_verbs(specs)
         for pos, turn in enumerate(traj.turns):
             message = stating_text(traj, pos)  # a yes to a recap: the request it confirms, with its calls
             request = [c for t in traj.turns[request_start(traj, pos) if answers_recap(traj, pos) else pos:pos + 1]
                        for c in t.calls]
-            stated_here = [v for c in request for n, p in c.args_prov.items() if p.effective_tag() in _STATED
-                           for v in _strings(c.args_exec.get(n))]
+            stated_here = [v for c in request for n, p in c.args_prov.items()
+                           if p.effective_tag() in _STATED or (p.selector is not None and p.selector.named)
+                           for v in _strings(c.args_exec.get(n))]  # a value the user names on purpose counts too
             task_text = " ".join(f"{specs[c.name].description} {task_phrase(specs[c.name])}" for c in request
                                  if c.name in specs)  # the doc's wording and the imperative a message uses
             # after a clarification turn with no calls, the task may have been named in that turn
@@ -234,7 +251,8 @@ class RuleJudge:
                 where = f"call {index} ({call.name})"
                 out += self._values_stated(turn, message, call, where, stated_here, task_text)
                 spec = specs.get(call.name)
-                if spec is not None and index in requested(turn) and not (content_words(spec) & words):
+                if spec is not None and index in requested(turn) and \
+                        not ((content_words(spec) | verbs.get(call.name, set())) & words):
                     out.append(Finding(criterion="message_matches_calls", turn=turn.index,
                                        detail=f"{where}: the user message does not refer to the task "
                                               f"({spec.description[:60] or spec.name!r})"))
@@ -243,8 +261,9 @@ class RuleJudge:
     def _values_stated(self, turn: Turn, message: str, call: ToolCall, where: str, stated_here: list[str],
                        task_text: str) -> list[Finding]:
         """New and config values appear; history values are not restated (unless stated anew in this turn, part
-        of the task's own wording, such as `pending` in `cancel a pending order`, or named on purpose: an element
-        of a listing the user has not seen yet, which a selector names)."""
+        of the task's own wording, such as `pending` in `cancel a pending order` or a conditional phrase of the
+        tool that conveys it, "cancel it, it's no longer needed", or named on purpose: an element of a listing the
+        user has not seen yet, which a selector names)."""
         out: list[Finding] = []
         for name, prov in call.args_prov.items():
             value = call.args_exec.get(name)
@@ -257,7 +276,8 @@ class RuleJudge:
                 for s in _strings(value):
                     if len(s.strip()) < MIN_RESTATED_CHARS or not _occurs(message, s):
                         continue
-                    if any(_same(s, x) for x in stated_here) or _occurs(task_text, s):
+                    if any(_same(s, x) for x in stated_here) or _occurs(task_text, s) or \
+                            conveyed(message, call.name, name, value):  # a wording of the tool that says it
                         continue
                     out.append(Finding(criterion="message_matches_calls", turn=turn.index,
                                        detail=f"{where} arg {name}: {tag.value} value {s!r} is restated "
