@@ -198,39 +198,44 @@ def _write_sharegpt(records: list[dict[str, Any]], output: str, options: ExportO
     return f"{output} (sharegpt)"
 
 
+def _write_jsonl_splits(records: Iterable[dict[str, Any]], output: str, options: ExportOptions, fmt: str,
+                        to_row: Callable[[dict[str, Any]], dict[str, Any]], columns: str, load: str,
+                        features: dict[str, str] | None = None) -> str:
+    """A directory of NAME.jsonl files of `to_row` rows, one per split, with the dataset card (`load` names the
+    directory as {dir})."""
+    out = export_dir(output)
+    sizes, _ = stream_splits(records, options.split, lambda name: JsonlRows(out / f"{name}.jsonl", to_row))
+    _write_card(out, records, sizes, options, {name: f"{name}.jsonl" for name, size in sizes.items() if size},
+                columns, load.format(dir=out.name), features)
+    return _written(output, fmt, sizes)
+
+
 def _write_messages(records: Iterable[dict[str, Any]], output: str, options: ExportOptions) -> str:
     """A directory of NAME.jsonl files of {messages, tools} rows, one per split, with the dataset card."""
     from sap.export.messages import to_messages_row
 
-    out = export_dir(output)
-    sizes, _ = stream_splits(records, options.split, lambda name: JsonlRows(out / f"{name}.jsonl", to_messages_row))
-    _write_card(
-        out, records, sizes, options, {name: f"{name}.jsonl" for name, size in sizes.items() if size},
+    return _write_jsonl_splits(
+        records, output, options, "messages", to_messages_row,
         "`messages` (OpenAI chat messages; tool-call `arguments` are JSON strings), `tools` (OpenAI function "
         "schemas offered at the first turn) and, in MissFunc rows only, `tools_added` ([{turn, tools}]: the tools that "
         "come back at that turn, also handed over by a system message there)",
-        f'import datasets\nds = datasets.load_dataset("{out.name}")  # this directory, or its name on the Hub',
+        'import datasets\nds = datasets.load_dataset("{dir}")  # this directory, or its name on the Hub',
         # declared rather than inferred: every message and tool reads back as its own object, whatever keys others have
         {"messages": "list: json", "tools": "list: json", "tools_added": "list: json"})
-    return _written(output, "messages", sizes)
 
 
 def _write_trl(records: Iterable[dict[str, Any]], output: str, options: ExportOptions) -> str:
     """A directory of NAME.jsonl files of TRL environment rows (the reset arguments), one per split, with the card."""
     from sap.envs.trl import trl_row_maker
 
-    out = export_dir(output)
-    to_row = trl_row_maker()  # one for every split: a tool group keeps its name across them
-    sizes, _ = stream_splits(records, options.split, lambda name: JsonlRows(out / f"{name}.jsonl", to_row))
-    _write_card(
-        out, records, sizes, options, {name: f"{name}.jsonl" for name, size in sizes.items() if size},
+    return _write_jsonl_splits(
+        records, output, options, "trl", trl_row_maker(),  # one maker: a tool group keeps its name across splits
         "`prompt` (the system message and the first user message), `task_id`, `task` (the whole sap record as JSON "
         "text: what each environment's `reset(task=...)` plays, later user turns and ground truth included) and "
         "`environment` (the tool group: the key of `sap.envs.trl.trl_factory`'s classes)",
-        f'import datasets\nfrom sap.envs.trl import env_reward, trl_factory\n'
-        f'ds = datasets.load_dataset("{out.name}", split="train")\n'
+        'import datasets\nfrom sap.envs.trl import env_reward, trl_factory\n'
+        'ds = datasets.load_dataset("{dir}", split="train")\n'
         'GRPOTrainer(model, train_dataset=ds, environment_factory=trl_factory(ds), reward_funcs=[env_reward("progress")])')
-    return _written(output, "trl", sizes)
 
 
 def _write_parquet(records: Iterable[dict[str, Any]], output: str, options: ExportOptions) -> str:
