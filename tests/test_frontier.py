@@ -29,7 +29,7 @@ def seeds() -> list[dict]:
     from sap.api import synthesize
 
     # seeds whose variant pipeline keeps a variant in one go, so each boundary seed makes one per epoch end
-    return synthesize("store", len(POLICIES), seed=4, min_turns=2, max_turns=4).records
+    return list(synthesize("store", len(POLICIES), seed=4, min_turns=2, max_turns=4).records)
 
 
 class Oracle:

@@ -117,7 +117,7 @@ def test_each_phrase_names_no_tool_and_reads_after_an_opener(path):
 
 
 def test_a_varied_conditional_wording_still_states_its_value():
-    from sap.agents.paraphrase import vary
+    from sap.provenance.paraphrase import vary
     from sap.provenance.phrasebook import conveyed
 
     for seed in range(20):
@@ -214,7 +214,7 @@ def test_user_text_names_no_tool_and_no_raw_parameter(name):
 
 
 def test_word_variation_leaves_placeholders_alone():
-    from sap.agents.paraphrase import vary
+    from sap.provenance.paraphrase import vary
 
     for seed in range(30):
         varied = vary("open the {folder} folder and show me the details of {file}", random.Random(seed))

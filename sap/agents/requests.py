@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sap.agents.judge import content_words, stem
-from sap.agents.paraphrase import vary
+from sap.provenance.paraphrase import vary
 from sap.model import Selector, ToolCall, ToolSpec
 from sap.provenance.phrasebook import PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
 from sap.provenance.selectors import ordinal

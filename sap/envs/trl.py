@@ -171,22 +171,6 @@ def _classes(tasks: Iterable[EvalTask], catalog: TaskCatalog | None, reward: str
     return classes, names
 
 
-def trl_row_maker() -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The row `sap export --format trl` writes per record (prompt, task_id, `task`: the record as JSON text, what
-    reset reads, and `environment`: its tool group, named in order of first appearance as `trl_factory` names its
-    classes); one maker per export, so a group keeps its name across the splits."""
-    groups: dict[tuple[str, ...], str] = {}
-
-    def to_row(record: dict[str, Any]) -> dict[str, Any]:
-        task = before_comeback(tasks_from_records([(1, record)], f"record {record.get('id')!r}")[0])
-        key = tuple(sorted(tool_names(task.tools)))
-        if key not in groups:
-            groups[key] = _group_name(task, groups.values())
-        return {**prompt_row(task), "task": json.dumps(record, ensure_ascii=False), "environment": groups[key]}
-
-    return to_row
-
-
 def trl_factory(rows: Iterable[dict[str, Any]], reward: str = "graduated") -> (
         Callable[[], SapTrlEnv] | dict[str, Callable[[], SapTrlEnv]]):
     """The `environment_factory` for rows of `sap export --format trl` (a datasets table or dicts): one class per

@@ -226,7 +226,7 @@ def _write_messages(records: Iterable[dict[str, Any]], output: str, options: Exp
 
 def _write_trl(records: Iterable[dict[str, Any]], output: str, options: ExportOptions) -> str:
     """A directory of NAME.jsonl files of TRL environment rows (the reset arguments), one per split, with the card."""
-    from sap.envs.trl import trl_row_maker
+    from sap.export.trl import trl_row_maker
 
     return _write_jsonl_splits(
         records, output, options, "trl", trl_row_maker(),  # one maker: a tool group keeps its name across splits

@@ -12,7 +12,7 @@ from typing import Any
 
 from sap.errors import ToolsetError
 from sap.model import ToolSpec
-from sap.agents.paraphrase import synonym_spans, varied_pattern
+from sap.provenance.paraphrase import synonym_spans, varied_pattern
 from sap.text import loose_pattern
 
 PHRASE_DIR = Path(__file__).resolve().parent.parent / "toolsets" / "phrases"

@@ -11,10 +11,12 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from sap.errors import SapError
+
 MODEL_ALIAS = "smollm2"
 
 
-class LocalModelError(RuntimeError):
+class LocalModelError(SapError, RuntimeError):
     """The local model server could not be started or did not answer."""
 
 
