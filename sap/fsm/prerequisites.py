@@ -176,12 +176,21 @@ def _ranked(toolset: Toolset, report: ProbeReport, target: str, error: str) -> l
     return sorted(pool, key=lambda t: (-len(want & words(f"{t.name} {t.description.split('.')[0]}")), t.name))
 
 
-def _expand(steps: list[_Step], learned: dict[str, list[_Step]]) -> list[_Call]:
-    """The calls that run `steps`: each step's own learned prerequisites first."""
+def _expand(steps: list[_Step], learned: dict[str, list[_Step]], stack: frozenset[str] = frozenset()) -> list[_Call]:
+    """The calls that run `steps`: each step's own learned prerequisites first (a tool already being expanded is
+    not expanded again, so a cycle cannot recurse)."""
     out: list[_Call] = []
     for s in steps:
-        out += _expand(learned.get(s.call.spec.name, []), learned) + [s.call]
+        name = s.call.spec.name
+        if name not in stack:
+            out += _expand(learned.get(name, []), learned, stack | {name}) + [s.call]
     return out
+
+
+def _reaches(tool: str, target: str, learned: dict[str, list[_Step]], seen: frozenset[str] = frozenset()) -> bool:
+    """Whether `tool` is `target` or needs it first, through the prerequisites learned so far."""
+    return tool == target or any(_reaches(s.call.spec.name, target, learned, seen | {tool})
+                                 for s in learned.get(tool, []) if s.call.spec.name not in seen | {tool})
 
 
 def _split(trial: _Trial, c0: dict[str, Any], base: list[_Call], step: _Step, retry: _Call,
@@ -261,7 +270,8 @@ def learn_preconditions(toolset: Toolset, report: ProbeReport) -> list[Precondit
                         continue
                     steps, value, changed = found
                     kept = learned.setdefault(name, [])
-                    kept += [s for s in steps if s.call.spec.name not in {k.call.spec.name for k in kept}]
+                    kept += [s for s in steps if s.call.spec.name not in {k.call.spec.name for k in kept}
+                             and not _reaches(s.call.spec.name, name, learned)]  # no cycle: A before B before A
                     prof = report.profiles[name]
                     prof.successes += 1
                     prof.outputs.append(value)
