@@ -298,6 +298,8 @@ def with_prerequisite(state: SynthState, ctx: SynthesisContext, fsm: FSM, call: 
     """The turns' actions with the learned prerequisite of the pending call that its state error `error` asks for
     inserted just before it (the same mechanism as a policy's required calls: the turn's actions); None when no
     learned prerequisite matches or it already stands before the call in this turn."""
+    if not fsm.requires.get(call.name):  # nothing learned for this tool: the turns stay as planned
+        return None
     actions = turn_actions(state, ctx)
     action, pos = actions[state["turn_pos"]], state["call_pos"]
     pre = precondition_for(fsm, call.name, error, done=action[:pos])
