@@ -78,7 +78,7 @@ def test_changed_settings_are_refused_naming_the_change(tmp_path, capsys):
 
     store = RunStore(db)
     start_run(store, load_toolset("store"), run_config(4, 1, None, {"min_turns": 3, "max_turns": 8,
-                                                                    "emphasis_size": 3}))
+                                                                    "emphasis_size": 3, "user_style": "goal"}))
     code = main(["synthesize", "--toolset", "store", "-n", "5", "-o", out, "--seed", "1", "--db", db])
     err = capsys.readouterr().err
     assert code == 2
