@@ -133,8 +133,8 @@ def test_resume_brings_the_remembered_file_to_the_full_count_and_o_refuses_anoth
 
 def test_drop_truncated_leaves_truncated_records_out_and_says_how_many(tmp_path):
     out = tmp_path / "d.jsonl"
-    done = _cli("synthesize", "--toolset", "store", "-n", "10", "-o", str(out), "--db",
-                f"sqlite:///{tmp_path / 'd.db'}", "--drop-truncated")
+    done = _cli("synthesize", "--toolset", "store", "-n", "10", "--seed", "1", "-o", str(out), "--db",
+                f"sqlite:///{tmp_path / 'd.db'}", "--drop-truncated")  # seed 1: 3 of the 10 are truncated
     assert done.returncode == 0, done.stderr
     truncated = int(done.stdout.split("(")[1].split()[0])
     assert truncated > 0 and f"left out of {out} by --drop-truncated" in done.stdout
