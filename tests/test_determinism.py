@@ -28,7 +28,7 @@ from sap.store.checkpoint import checkpointer_for
 from sap.toolsets import load_toolset
 
 SEED = 11
-CONTEXT = {"min_turns": 3, "max_turns": 8, "emphasis_size": 3}  # what `sap synthesize` runs with by default
+CONTEXT = {"min_turns": 3, "max_turns": 8, "emphasis_size": 3, "user_style": "goal"}  # `sap synthesize`'s defaults
 TIMEOUT = 900
 
 
