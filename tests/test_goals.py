@@ -141,3 +141,16 @@ def test_the_user_style_is_part_of_the_run_fingerprint():
     prints = {style: fingerprint(fingerprint_parts(STORE, RunSettings(n=1, limits={"user_style": style}).run_config()))
               for style in ("goal", "explicit")}
     assert prints["goal"] != prints["explicit"]
+
+
+def test_a_turn_cut_before_a_confirmed_write_may_hold_only_prerequisites():
+    """Under a confirm-before rule the goal runs in the turn after the user's yes: the lookups before the recap
+    are all prerequisites of it, and the code check accepts their marks there, and only there."""
+    from sap.provenance.checks import CONFIRM_QUESTIONS
+    from sap.provenance.goals import mark_problems
+
+    turn = RuleMessenger().write([goal_turn()], SPECS, random.Random(0))[0]
+    lookups = turn.model_copy(update={"calls": turn.calls[:2], "prerequisites": [0, 1],
+                                      "assistant_message": "I'll place the order. " + CONFIRM_QUESTIONS[0]})
+    assert mark_problems(lookups, confirmed_next=True) == []
+    assert mark_problems(lookups) == ["turn 0: call 1 is marked a prerequisite but it is the turn's goal (its last call)"]

@@ -11,7 +11,7 @@ import pytest
 from sap.agents.judge import content_words, stem
 from sap.agents.messenger import Mention, RuleMessenger, reveal_message
 from sap.provenance.leaks import find_leaks, names_of
-from sap.provenance.phrasebook import PHRASE_DIR, PhraseBookError, load_phrase_file, phrase_file_names
+from sap.provenance.phrasebook import PHRASE_DIR, PhraseBookError, conveyed, load_phrase_file, phrase_file_names
 from sap.api import synthesize
 from sap.errors import ToolsetError
 from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec, Turn
@@ -227,3 +227,25 @@ def test_a_multi_line_value_is_quoted_on_one_line_and_still_stated():
     text = "Status plan pending.\nReport research plan.\n- [x] Clean up"
     said = said_value(text)
     assert "\n" not in said and said.startswith('"') and mentions(f"Please tweet {said}.", text)
+
+
+def test_a_conditional_wording_is_recognised_when_a_reference_took_the_determiner_and_the_noun():
+    """"cancel my pending order {order_id}, I ordered it by mistake" rendered with a reference in place of "my
+    pending order {order_id}" still conveys the reason; a wording of another reason does not."""
+    said = "and when you're done cancel the order you get from that, I ordered it by mistake so I know"
+    assert conveyed(said, "cancel_pending_order", "reason", "ordered by mistake")
+    assert not conveyed(said, "cancel_pending_order", "reason", "no longer needed")
+
+
+def test_a_value_the_assistant_finds_anew_is_referred_to_as_it_stands_now():
+    """A same-turn lookup whose value differs from what earlier lookups showed carries a `latest` selector; the
+    user's wording from their own side says so, and the code check takes that wording as the selector."""
+    from sap.agents.requests import found_reference
+    from sap.model import Selector
+    from sap.provenance.checks import states_selector
+
+    latest = Selector(noun="result", latest=True)
+    for seed in range(12):
+        words = found_reference("street address", latest, "5390 Lakeview Road", random.Random(seed))
+        assert states_selector(f"update the order to {words}", latest, "5390 Lakeview Road"), words
+    assert not states_selector("update the order to my street address", latest, "5390 Lakeview Road")

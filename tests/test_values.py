@@ -149,3 +149,28 @@ def test_new_file_names_and_texts_read_like_real_ones():
         assert not is_word_pair(name), name
         text = generate("content", {"type": "string"}, rng)
         assert "\n" not in text and 3 <= len(text.split()) <= 12, text
+
+
+def test_address_parts_read_from_an_earlier_result_bring_the_rest_of_that_address():
+    """A street read from an order's address takes that address's city, state and ZIP code too (from the same
+    result, as prev_output at their own paths), never a new city beside the old street."""
+    from sap.agents.planner import HistoryCall
+    from sap.model import ToolCall
+    from sap.provenance.jsonpath import resolve
+
+    order = {"order_id": "#W1", "address": {"address1": "181 Elm Street", "address2": "Suite 178",
+                                            "city": "Washington", "state": "DC", "country": "USA", "zip": "20030"}}
+    lookup = ToolCall(call_id="call_0_0", name="get_order_details", args_exec={"order_id": "#W1"}, args_prov={},
+                      result=order)
+    tags = {"user_id": Tag.initial_state, "address1": Tag.prev_output, "address2": Tag.prev_output,
+            "city": Tag.self_create, "state": Tag.self_create, "zip": Tag.self_create, "country": Tag.self_create}
+    for seed in range(10):
+        req = PlanRequest(spec=ADDRESS_SPEC, tags=tags, turn=1, index=0, history=[HistoryCall(0, 0, lookup)],
+                          stated=[], c0=ADDRESS_C0, rng=random.Random(seed))
+        binding = RulePlanner().bind(req)
+        parts = ("address1", "address2", "city", "state", "zip", "country")
+        assert {k: binding.args_exec[k] for k in parts} == order["address"], binding.args_exec
+        for k in parts:
+            prov = binding.args_prov[k]
+            assert prov.tag == Tag.prev_output and (prov.turn, prov.call) == (0, 0), (k, prov)
+            assert resolve(order, prov.path) == order["address"][k]

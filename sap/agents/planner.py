@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec
-from sap.provenance.fields import Candidate, candidates, index_of, iter_fields, match_score, type_ok
+from sap.provenance.fields import Candidate, candidates, child_path, index_of, iter_fields, match_score, type_ok
 from sap.provenance.generate import c0_values, generate, is_birth_param
-from sap.provenance.jsonpath import PathError, resolve
+from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, resolve
 from sap.provenance.places import address_part, us_address
 from sap.provenance.selectors import output_selector, stated_selector
 
@@ -402,7 +402,7 @@ class RulePlanner:
         if len(parts) < 2 or self._one_address(ctx, parts):
             return
         free = [p for p in parts if prov[p].tag in (Tag.self_create, Tag.fallback)]
-        if not free:
+        if not free or self._address_of_source(ctx, prov, parts):
             return
         ctx.address = None
         ctx.bound = {k: v for k, v in ctx.bound.items() if k not in free}
@@ -412,6 +412,32 @@ class RulePlanner:
             if prov[name].tag == Tag.fallback:  # a new value: no c0 path any more
                 prov[name] = ArgProvenance(tag=Tag.fallback, fallback_from=prov[name].fallback_from)
         ctx.bound = {name: ctx.bound[name] for name in ctx.params}
+
+    def _address_of_source(self, ctx: _CallContext, prov: dict[str, ArgProvenance], parts: list[str]) -> bool:
+        """Whether the parts could all be bound from the one address object a part read from c0 or an earlier
+        result sits in (a street from the order's address: its city, state and ZIP too), with that part's source
+        kind and their own paths; done if so."""
+        for anchor in parts:
+            src = prov[anchor]
+            if src.tag not in (Tag.prev_output, Tag.initial_state) or not src.path or src.path.endswith(KEY_OF):
+                continue
+            doc = ctx.req.c0 if src.tag == Tag.initial_state else next(
+                (h.call.result for h in ctx.req.history if (h.turn, h.index) == (src.turn, src.call)), None)
+            steps = list(PATH_TOKEN.finditer(src.path, 1))
+            try:
+                place = resolve(doc, src.path[:steps[-1].start()]) if steps else None
+            except PathError:
+                continue
+            keys = {p: _key_for(p, place) for p in parts} if isinstance(place, dict) else {}
+            if not keys or any(k is None or not isinstance(place[k], str) for k in keys.values()):
+                continue
+            for name in parts:
+                path = child_path(src.path[:steps[-1].start()], keys[name])
+                selector = reference_selector(ctx.req, src.turn, src.call, path) if src.tag == Tag.prev_output else None
+                ctx.bound[name] = place[keys[name]]
+                prov[name] = src.model_copy(update={"path": path, "selector": selector})
+            return True
+        return False
 
     def _one_address(self, ctx: _CallContext, parts: list[str]) -> bool:
         """Whether the values of `parts` are one address: all cut from the call's new address, or all in one object

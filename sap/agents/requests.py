@@ -13,12 +13,12 @@ from typing import Any
 from sap.agents.judge import content_words, stem
 from sap.provenance.paraphrase import vary
 from sap.model import Selector, ToolCall, ToolSpec
-from sap.provenance.phrasebook import PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
+from sap.provenance.phrasebook import DETERMINER, PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
 from sap.provenance.selectors import ordinal
 from sap.text import describe_value, first_sentence, task_phrase, words_of
 
+_STATUS = r"(?:pending|delivered|processed|cancelled|current|existing|active|upcoming)"  # a state word before a noun
 _PREPOSITION = r"(?:on|at|for|to|into|in|from|by|with|until|under|onto|as|of|about|called|named)"
-_DETERMINER = r"(?:the|my|our|a|an|this|that)"
 _SAME_TURN = ["that {n}", "the {n} that turns up", "the {n} you get from that", "the resulting {n}",
               "whatever {n} comes back", "the {n} it shows", "the {n} that comes out of it", "the {n} you end up with",
               "the {n} from that step", "whichever {n} it gives you"]
@@ -199,22 +199,26 @@ def history_reference(noun: str, sel: Selector | None, value: Any, source: tuple
 
 _MINE = ["my {n}", "my {n}", "my {n}", "the {n} on file"]
 _MINE_HERE = ["my {n}", "the {n} in here", "the {n} here"]  # for files and folders
+_MINE_NOW = ["my current {n}", "the {n} currently on file", "my {n} as it stands now"]  # selector words (latest)
 
 
 def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Random) -> str:
     """How the user refers to a value the assistant finds itself in the same turn, from the user's side ("my
     order", "my order whose status is pending"): never as something the assistant already showed them."""
+    if sel is not None and sel.latest and sel.field is None:  # earlier lookups showed another value: as it is now
+        return rng.choice(_MINE_NOW).format(n=noun)
     if sel is None or sel.field is None:
         here = re.search(r"\b(?:file|folder|directory|document)$", noun)
         return rng.choice(_MINE_HERE if here else _MINE).format(n=noun)
     thing = noun if sel.noun in ("entry", "result") else sel.noun
-    return f"my {thing} " + rng.choice(_WITH).format(f=words_of(sel.field), v=sel.value)
+    now = "current " if sel.latest else ""
+    return f"my {now}{thing} " + rng.choice(_WITH).format(f=words_of(sel.field), v=sel.value)
 
 
 def _droppable(text: str, param: str) -> bool:
     """Whether a withheld slot sits after a preposition (dropped with it) or right after the opening verb."""
     slot = re.escape("{" + param + "}")
-    return bool(re.search(rf"\b{_PREPOSITION}\s+(?:{_DETERMINER}\s+)?{slot}", text)
+    return bool(re.search(rf"\b{_PREPOSITION}\s+(?:{DETERMINER}\s+)?{slot}", text)
                 or re.match(rf"^\S+(?:\s+(?:me|up|out))?\s+{slot}", text))
 
 
@@ -222,11 +226,11 @@ def _leave_out(text: str, param: str, noun: str, rng: random.Random) -> str:
     """The phrase with a withheld slot left out: "book a flight on {date}" -> "book a flight", "move {file} to
     x" -> "move a file to x"."""
     slot = re.escape("{" + param + "}")
-    dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{_DETERMINER}\s+)?{slot}", "", text, count=1)
+    dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{DETERMINER}\s+)?{slot}", "", text, count=1)
     if dropped != text:
         return dropped
     vague = rng.choice([article(noun), f"one of the {plural(noun)}"])
-    return re.sub(rf"(?:\b{_DETERMINER}\s+)?{slot}", vague, text, count=1)
+    return re.sub(rf"(?:\b{DETERMINER}\s+)?{slot}", vague, text, count=1)
 
 
 @dataclass(frozen=True)
@@ -272,8 +276,9 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
             if args[name].found and any(re.search(m, text) for m in named[:2]):  # "cancel my pending order {x}":
                 text = re.sub(rf"\s*{slot}", "", text, count=1)  # the phrase's noun says it from the user's side
                 continue
-            if args[name].found and re.search(named[2], text):  # "need booking {x}": "need my booking"
-                text = re.sub(rf"\b({noun})\s+{slot}", r"my \1", text, count=1)
+            if args[name].found and re.search(named[2], text):  # "need booking {x}": "need my booking";
+                # "on pending order {x}": "on my pending order"
+                text = re.sub(rf"\b((?:{_STATUS}\s+)?{noun})\s+{slot}", r"my \1", text, count=1)
                 continue
             for merged in (*named, rf"\b(?:the|my)\s+[a-z-]+\s+{slot}", rf"\b(?:the|a|an|my)\s+{slot}"):
                 text, done = re.subn(merged, lambda _, keep="{" + name + "}": keep, text, count=1)

@@ -34,12 +34,14 @@ def requested(turn: Turn) -> list[int]:
     return [i for i in range(len(turn.calls)) if i not in turn.prerequisites]
 
 
-def mark_problems(turn: Turn) -> list[str]:
+def mark_problems(turn: Turn, confirmed_next: bool = False) -> list[str]:
     """What is wrong with a turn's prerequisite marks: one outside its calls, or on its last call (the goal,
-    which the user always asks for)."""
+    which the user always asks for), unless the goal runs in the next turn after the user confirms a recap
+    (`confirmed_next`: every call of this turn may then be a prerequisite of it)."""
+    last = len(turn.calls) if confirmed_next else len(turn.calls) - 1
     return [f"turn {turn.index}: call {i} is marked a prerequisite but "
             + ("the turn has no such call" if not 0 <= i < len(turn.calls) else "it is the turn's goal (its last call)")
-            for i in turn.prerequisites if not 0 <= i < len(turn.calls) - 1]
+            for i in turn.prerequisites if not 0 <= i < last]
 
 
 def prerequisite_map(fsm: FSM, first: Mapping[str, Collection[str]] = {}) -> dict[str, list[str]]:

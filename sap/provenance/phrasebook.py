@@ -17,6 +17,7 @@ from sap.text import loose_pattern
 
 PHRASE_DIR = Path(__file__).resolve().parent.parent / "toolsets" / "phrases"
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+DETERMINER = r"(?:the|my|our|a|an|this|that)"  # a word before a noun that a reference may absorb
 
 
 class PhraseBookError(ToolsetError, ValueError):
@@ -192,11 +193,15 @@ def _conditionals() -> dict[str, list[Conditional]]:
 
 
 def _merge_split(part: str, first: bool) -> tuple[str, str]:
-    """The words before a placeholder split into those always rendered and the last two, which a reference may
-    have absorbed ("the folder {x}" -> "that folder"); the phrase's opening verb always stays, and a span the word
-    variation may swap is not cut in two."""
-    starts = [m.start() for m in re.finditer(r"\S+", part)]
-    cut = starts[max(len(starts) - 2, 1 if first else 0)] if len(starts) > (1 if first else 0) else len(part)
+    """The words before a placeholder split into those always rendered and the last two (three with a determiner
+    before them), which a reference may have absorbed ("the folder {x}" -> "that folder", "my pending order {x}" ->
+    "the order you found"); the phrase's opening verb always stays, and a span the word variation may swap is not
+    cut in two."""
+    words = list(re.finditer(r"\S+", part))
+    starts = [m.start() for m in words]
+    floor = 1 if first else 0
+    back = 3 if len(words) >= 3 and re.fullmatch(DETERMINER, words[-3].group()) else 2  # "my pending order {x}"
+    cut = starts[max(len(starts) - back, floor)] if len(starts) > floor else len(part)
     for start, end, _ in synonym_spans(part):
         if start < cut < end:
             cut = start
