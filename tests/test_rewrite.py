@@ -23,16 +23,17 @@ from sap.provenance.withheld import announces, miss_param_problems, shown_before
 
 TOOLSETS = ("store", "filesystem", "travel")
 KINDS = ("miss_param", "miss_func")
-N_BASES = 20
+N_BASES = {"store": 20, "filesystem": 40, "travel": 20}  # filesystem: few bases have a value to withhold (below)
 # MissParam withholds, as BFCL does, only values the user introduced (self_create) for required parameters that the
 # dialogue has not shown before (earlier messages, results, c0); a base without one has nothing to withhold.
 # Measured on 20 bases per run seed 0/1: miss_param store 9/8, filesystem 6/5, travel 5/7 (it was 10/8, 14/10, 5/7
 # when optional flags and values shown earlier could be withheld); every passed-over base has no such value, which
 # test_keep_rate checks, so these floors are set by the base data. miss_func 20/20 everywhere.
-# filesystem MissParam: 0.25 -> 0.1 with goal-level turns and the realistic file names of this stop: fewer bases
-# state a new required value the dialogue has not shown (each pass-over is checked below to have nothing to
-# withhold); fewer MissParam variants is the cost, open
-MIN_KEEP = {("store", "miss_param"): 0.35, ("filesystem", "miss_param"): 0.1, ("travel", "miss_param"): 0.2,
+# filesystem MissParam: 0.25 -> 0.05 with goal-level turns: most filesystem arguments are now found by the
+# assistant (84 of 118 arguments of 20 seed-0 records are prev_output) and the user's own values are mostly yes/no
+# flags and modes, which are not withheld; few bases state a new required string (each pass-over is checked below
+# to have nothing to withhold), so the set is 40 bases. Fewer filesystem MissParam variants is the cost, open.
+MIN_KEEP = {("store", "miss_param"): 0.35, ("filesystem", "miss_param"): 0.05, ("travel", "miss_param"): 0.2,
             ("store", "miss_func"): 0.95, ("filesystem", "miss_func"): 0.95, ("travel", "miss_func"): 0.95}
 
 
@@ -41,8 +42,8 @@ def bases() -> dict[str, tuple[Toolset, list[Trajectory]]]:
     out = {}
     for name in TOOLSETS:
         ts = sap.load_toolset(name)
-        summary = sap.synthesize(ts, N_BASES, seed=0)
-        assert summary.accepted == N_BASES
+        summary = sap.synthesize(ts, N_BASES[name], seed=0)
+        assert summary.accepted == N_BASES[name]
         out[name] = (ts, [record_to_trajectory(r) for r in summary.records])
     return out
 
@@ -104,10 +105,7 @@ def test_keep_rate(bases, results, name, kind):
     rate = sum(isinstance(v, Trajectory) for _, v in outcomes) / len(outcomes)
     assert rate >= MIN_KEEP[(name, kind)], (rate, [v for _, v in outcomes if isinstance(v, RewriteRejected)])
     for base, v in outcomes:
-        if isinstance(v, RewriteRejected):  # only bases with nothing to withhold are passed over, or (open bug)
-            # a split goal turn whose "latest" selector went stale, which the code check catches
-            if v.reason.startswith("code check:") and "selector" in v.reason or "unresolvable reference" in v.reason:
-                continue
+        if isinstance(v, RewriteRejected):  # only bases with nothing to withhold are passed over
             assert kind == "miss_param" and v.reason.startswith("no turn states a value the user introduces"), v
             assert not any(rw._withholdable(base, t, specs, wording) for t in base.turns if t.calls)
 

@@ -14,6 +14,7 @@ from sap.agents.judge import content_words, stem
 from sap.provenance.paraphrase import vary
 from sap.model import Selector, ToolCall, ToolSpec
 from sap.provenance.phrasebook import DETERMINER, PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
+from sap.provenance.places import address_part
 from sap.provenance.selectors import ordinal
 from sap.text import describe_value, first_sentence, task_phrase, words_of
 
@@ -244,6 +245,7 @@ class Argument:
     withheld: bool
     value: Any
     found: bool = False  # a value the assistant finds itself in this turn: the phrase's own noun names it
+    joined: bool = False  # an address part whose words are the address reference of an earlier part
 
 
 _SAME_THING = {"folder": ("directory",), "directory": ("folder",), "file": ("document",)}  # a phrase's word for a
@@ -262,6 +264,9 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
     text = re.sub(r"\{(\w+)\}\s+(?=\{(\w+)\})", lambda m: m.group(0).rstrip() + (
         ", " if any(n in args and not args[n].verbatim for n in m.groups()) else " "), text)
     for name in placeholders(text):
+        if name in args and args[name].joined:  # said by the address reference before it
+            text = re.sub(rf"(?:\s*,\s*|\s+in\s+|\s+)?\{{{name}\}}", "", text, count=1)
+            continue
         if name not in args or args[name].withheld:
             text = _leave_out(text, name, args[name].noun if name in args else words_of(name), rng)
         elif not args[name].verbatim:  # "the pending order {x}" with a reference: "the order you just found"
@@ -325,10 +330,21 @@ def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Map
         varied = vary(text, rng)
         text = varied if refers_to_task(varied, spec) else text
     covered = set(placeholders(text)) | set(cond)
-    extras = [_extra(a, rng) for a in args.values() if a.param not in covered and not a.withheld and not a.found]
+    extras = [_extra(a, rng) for a in args.values()
+              if a.param not in covered and not a.withheld and not a.found and not a.joined]
     if extras:
         text += rng.choice(_EXTRA_LEADS).format(x=join_words(extras))
     return _fill(text, args, rng)
+
+
+def _whole_addresses(mention_list: list[Any]) -> dict[str, str]:
+    """Address parts referred to, not stated, that all come from one earlier result with one selector (two or more
+    parts, none withheld-able on its own): part -> the first such part, whose words name the whole address."""
+    groups: dict[str, list[Any]] = {}
+    for m in mention_list:
+        if address_part(m.param) and not m.verbatim and m.source is not None and not (m.selector and m.selector.named):
+            groups.setdefault(json.dumps([m.source, m.marker, m.selector and m.selector.model_dump()]), []).append(m)
+    return {m.param: group[0].param for group in groups.values() if len(group) >= 2 for m in group}
 
 
 def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wording,
@@ -338,8 +354,17 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
     out = {}
     sources: set[tuple[int, int] | None] = set()
     heads = [wording.noun(call.name, m.param).split()[-1] for m in mention_list]
+    whole = _whole_addresses(mention_list)
     for m in mention_list:
         noun = wording.noun(call.name, m.param)
+        if m.param in whole:  # "the street address, the city, the state..." of one found address: "that address"
+            first = whole[m.param] == m.param
+            words = "" if not first else found_reference("address", m.selector, m.value, rng) \
+                if m.marker == "FOUND_BY_ASSISTANT" else history_reference("address", m.selector, m.value, m.source,
+                                                                           turn, rng)
+            out[m.param] = Argument(m.param, noun, words, False, m.param in withheld, m.value,
+                                    m.marker == "FOUND_BY_ASSISTANT" and m.selector is None, joined=not first)
+            continue
         named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
         if m.verbatim or named:
             words = said_value(m.value)

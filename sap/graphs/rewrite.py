@@ -42,7 +42,7 @@ from sap.errors import SapError
 from sap.executors.base import replay_fresh
 from sap.llm import LLMRoleError
 from sap.model import ArgProvenance, Tag, ToolCall, Toolset, ToolSpec, Trajectory, Turn
-from sap.provenance.checks import mentions, states_value
+from sap.provenance.checks import code_check, mentions, states_value
 from sap.provenance.policy import policy_check, policy_of
 from sap.provenance.withheld import announces, miss_param_problems, shown_before
 from sap.text import describe_value, imperative, names_tool
@@ -331,6 +331,9 @@ def withheld_texts_problem(base: Trajectory, k: int, values: list[Any], user_k: 
     return None
 
 
+_REFERENCE_PROBLEM = re.compile(r"selector|ambiguous reference|unresolvable reference")
+
+
 def _plan_miss_param(base: Trajectory, specs: dict[str, ToolSpec], rng: random.Random) -> dict[str, Any] | str:
     """Choose k* and the values to withhold, and write the rule texts; a reason string if nothing fits."""
     wording = Wording(specs, phrase_book(specs))
@@ -347,9 +350,11 @@ def _plan_miss_param(base: Trajectory, specs: dict[str, ToolSpec], rng: random.R
             request = withheld_request(base, k, chosen, specs, rng)
             user_k, user_next = request.template
             last = withheld_texts_problem(base, k, [g.value for g in chosen], user_k, user_next, specs) or ""
+            plan = {"turn": k, "missing": [{"params": g.names, "value": g.value, "noun": g.noun} for g in chosen],
+                    "user_k": user_k, "assistant_k": _ask_text(chosen, rng), "user_next": user_next}
+            last = last or _reference_problem(base, plan)
             if not last:
-                return {"turn": k, "missing": [{"params": g.names, "value": g.value, "noun": g.noun} for g in chosen],
-                        "user_k": user_k, "assistant_k": _ask_text(chosen, rng), "user_next": user_next}
+                return plan
     return f"no choice of withheld values gives working texts ({last})"
 
 
@@ -368,14 +373,30 @@ def _plan_miss_func(base: Trajectory, specs: dict[str, ToolSpec], rng: random.Ra
         seen.update(c.name for c in turn.calls)
     if not options:
         return "the base has no calls"
-    k, tool = rng.choice(options)
-    tools = list(specs)
-    task = _task_words(specs[tool]) if tool in specs else ""
-    text = rng.choice(_CANNOT).format(task=task) if task else ""
-    if not task or names_tool(text, tools):
-        text = rng.choice(_CANNOT_PLAIN)
-    return {"turn": k, "tool": tool, "user_k": base.turns[k].user_message, "assistant_k": text,
-            "user_next": rng.choice(_HANDOFF)}
+    rng.shuffle(options)
+    last = ""
+    for k, tool in options:
+        task = _task_words(specs[tool]) if tool in specs else ""
+        text = rng.choice(_CANNOT).format(task=task) if task else ""
+        if not task or names_tool(text, list(specs)):
+            text = rng.choice(_CANNOT_PLAIN)
+        plan = {"turn": k, "tool": tool, "user_k": base.turns[k].user_message, "assistant_k": text,
+                "user_next": rng.choice(_HANDOFF)}
+        last = _reference_problem(base, plan)
+        if not last:
+            return plan
+    return f"no turn can hide its tool without changing what a later reference means ({last})"
+
+
+def _reference_problem(base: Trajectory, plan: dict[str, Any]) -> str:
+    """Why the split `plan` describes would leave a reference that its words no longer resolve (the reveal turn
+    now states a value after one a later "the last X I told you" meant), or "" when every reference holds."""
+    try:
+        variant = split_turn(base, plan["turn"], user_k=plan["user_k"], assistant_k=plan["assistant_k"],
+                             user_next=plan["user_next"], revealed={_key(m["value"]) for m in plan.get("missing", [])})
+    except RewriteError as exc:
+        return str(exc)
+    return next((p for p in code_check(variant, leaks=False) if _REFERENCE_PROBLEM.search(p)), "")
 
 
 # ---------------------------------------------------------------------------------------------------------
