@@ -94,31 +94,37 @@ def test_self_create_generates_names_and_strings():
 
 
 def test_prev_user_msg_reuses_an_earlier_statement_or_registers_a_virtual_one():
-    stated = [StatedValue(1, "city", "Lisbon"), StatedValue(3, "city", "Osaka"), StatedValue(1, "count", 4)]
-    tool = spec("book_trip", "Book a trip.", {"city": STR})
+    stated = [StatedValue(1, "venue", "Lisbon Arena"), StatedValue(3, "venue", "Osaka Hall"), StatedValue(1, "count", 4)]
+    tool = spec("book_venue", "Book a venue.", {"venue": STR})
     modes = set()
     for seed in range(30):
-        b = bind(request(tool, {"city": Tag.prev_user_msg}, turn=3, stated=stated, seed=seed))
-        prov = b.args_prov["city"]
+        b = bind(request(tool, {"venue": Tag.prev_user_msg}, turn=3, stated=stated, seed=seed))
+        prov = b.args_prov["venue"]
         assert prov.tag == Tag.prev_user_msg and prov.path is None and prov.call is None
-        if b.args_exec == {"city": "Lisbon"} and not b.virtual:
+        if b.args_exec == {"venue": "Lisbon Arena"} and not b.virtual:
             modes.add("stated")
             assert prov.turn == 1  # turn 3's value is not "earlier"
         else:
             modes.add("virtual")
-            # remap-bind-restore: a fresh value registered at an earlier anchor that holds no other city
-            assert [(v.turn, v.param, v.value) for v in b.virtual] == [(prov.turn, "city", b.args_exec["city"])]
+            # remap-bind-restore: a fresh value registered at an earlier anchor that holds no other venue
+            assert [(v.turn, v.param, v.value) for v in b.virtual] == [(prov.turn, "venue", b.args_exec["venue"])]
             assert prov.turn in (0, 2)
     assert modes == {"stated", "virtual"}
 
 
-def test_prev_user_msg_type_mismatch_is_not_used():
-    stated = [StatedValue(0, "count", "four")]
-    tool = spec("set_count", "Set count.", {"count": {"type": "integer", "minimum": 1, "maximum": 9}})
-    b = bind(request(tool, {"count": Tag.prev_user_msg}, turn=2, stated=stated))
-    assert isinstance(b.args_exec["count"], int) and 1 <= b.args_exec["count"] <= 9
-    assert b.args_prov["count"].tag == Tag.prev_user_msg
-    assert [(v.turn, v.value) for v in b.virtual] == [(b.args_prov["count"].turn, b.args_exec["count"])]
+@pytest.mark.parametrize("name, schema", [("count", {"type": "integer", "minimum": 1, "maximum": 9}),
+                                          ("unlock", {"type": "boolean"}), ("city", STR),
+                                          ("mode", {"type": "string", "enum": ["eco", "sport"]})])
+def test_a_flag_number_choice_or_address_part_is_never_announced_ahead(name, schema):
+    """Nothing stated before (or only a value of another type): a flag, a number, an enum's pick or an address
+    part is not said turns before its use ("the lock setting I'll want later is true"), so the declared
+    prev_user_msg has no usable source and the value is a recorded fallback, announced nowhere."""
+    stated = [StatedValue(0, name, object())]  # a statement of a value no schema takes
+    tool = spec("set_it", "Set it.", {name: schema})
+    for seed in range(10):
+        b = bind(request(tool, {name: Tag.prev_user_msg}, turn=2, stated=stated, seed=seed))
+        assert b.args_prov[name].tag == Tag.fallback and b.args_prov[name].fallback_from == Tag.prev_user_msg
+        assert b.virtual == []
 
 
 def test_prev_user_msg_at_the_first_turn_falls_back():

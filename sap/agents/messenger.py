@@ -12,6 +12,7 @@ from sap.agents.requests import (
     Wording,
     conveyed_arguments,
     found_reference,
+    found_words,
     history_reference,
     join_words,
     request_phrase,
@@ -19,7 +20,7 @@ from sap.agents.requests import (
 )
 from sap.agents.replies import assistant_reply
 from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn
-from sap.provenance.phrasebook import phrase_book
+from sap.provenance.phrasebook import PLACEHOLDER, phrase_book, placeholders
 from sap.provenance.selectors import ordinal
 from sap.text import describe_value, humanize, result_noun, words_of
 
@@ -32,6 +33,7 @@ _NAMED = ["I'm {v}", "I'm {v}", "my name is {v}", "this is {v}", "the name's {v}
 _OWN = ["my {n} is {v}", "my {n} is {v}", "{v} is my {n}", "the {n} on my account is {v}"]
 _GIVEN = ["the {n} is {v}", "the {n} should be {v}"]
 _WHICH = ["the one I mean is {r}", "I'm talking about {r}", "it's {r}"]
+_FIRST = ["you may need to {p} first", "go ahead and {p} first", "feel free to {p} first", "{p} first if needed"]
 _REVEAL_MANY = ["Sorry - {x}.", "Oh, right: {x}.", "Of course: {x}.", "Sure, {x}.", "Good catch - {x}.",
                 "My mistake: {x}.", "Ah yes, {x}.", "Here you go: {x}.", "Right, so {x}."]
 
@@ -150,19 +152,28 @@ class RuleMessenger:
             if not turn.calls:  # a clarification or hand-off turn keeps the messages its writer gave it
                 out.append(turn)
                 continue
-            requests, facts, found = [], [], found_here(turn)
+            requests, facts, preparations, found = [], [], [], found_here(turn)
+            named = found_words(turn.calls, turn.prerequisites, turn.index, wording)
             for i, call in enumerate(turn.calls):
                 left_out = withheld.get((turn.index, i), frozenset())
                 mentions = must_mention(call, found)
                 if i in turn.prerequisites:  # the assistant works it out: the user only says what it needs of them
-                    facts += user_facts(call, [m for m in mentions if m.param not in left_out], wording, turn.index,
-                                        rng)
+                    said = set(placeholders(wording.phrases(call.name).found or "")) if (turn.index, i) in named \
+                        else set()  # named with what it finds: "the zip code of Rivermist" says the city
+                    said_facts, prepared = user_facts(call, [m for m in mentions if m.param not in left_out | said],
+                                                      wording, turn.index, rng)
+                    facts += said_facts
+                    preparations += [prepared] if prepared else []
                     continue
-                args = conveyed_arguments(call, left_out, wording, mentions, turn.index, rng)
+                args = conveyed_arguments(call, left_out, wording, mentions, turn.index, rng, named)
                 phrases = wording.phrases(call.name)
-                if turn.prerequisites and i == len(turn.calls) - 1 and phrases.goals:
+                names_find = any(m.source in named for m in mentions if m.marker == "FOUND_BY_ASSISTANT")
+                if turn.prerequisites and i == len(turn.calls) - 1 and phrases.goals and not names_find and \
+                        not phrases.matching(call.args_exec):  # a goal would lose what a conditional wording says
                     phrases = replace(phrases, requests=phrases.goals, when=())
                 requests.append(request_phrase(phrases, specs[call.name], call, args, rng))
+            if preparations:
+                facts.append(rng.choice(_FIRST).format(p=join_words(preparations)))
             ahead = [(wording_noun(wording, turn, v["param"]), said_value(v["value"]))
                      for v in virtual if v["turn"] == turn.index]
             first = not any(t.user_message for t in out)  # greetings and intros open the dialogue only
@@ -179,15 +190,19 @@ def found_here(turn: Turn) -> frozenset[tuple[int, int]]:
 
 
 def user_facts(call: ToolCall, mentions: Sequence[Mention], wording: Wording, turn: int,
-               rng: random.Random) -> list[str]:
+               rng: random.Random) -> tuple[list[str], str | None]:
     """What the user says for a prerequisite the assistant works out (never a request for it): their own facts
-    and new values ("I'm Yusuf Rossi", "my zip code is 19122"), and which one they mean where a reference is one
-    among several ("the one I mean is my order whose status is pending")."""
+    and new values ("I'm Yusuf Rossi", "my zip code is 19122"), which one they mean where a reference is one
+    among several ("the one I mean is my order whose status is pending"), and apart, new values a conditional
+    wording conveys as a preparation ("lock all the doors"), which the message gathers into one "... first"."""
     said = {m.param: m for m in mentions if m.verbatim or (m.selector is not None and m.selector.named)}
     out = []
     if {"first_name", "last_name"} <= said.keys():
         name = f"{said_value(said.pop('first_name').value)} {said_value(said.pop('last_name').value)}"
         out.append(rng.choice(_NAMED).format(v=name))
+    prepared = preparation(call, said, wording, rng)
+    if prepared:
+        said = {k: m for k, m in said.items() if k not in prepared[1]}
     for m in said.values():
         own = m.marker == "FROM_CONFIG"  # the user's own facts: "my email address is ..."
         out.append(rng.choice(_OWN if own else _GIVEN).format(n=wording.noun(call.name, m.param),
@@ -198,7 +213,23 @@ def user_facts(call: ToolCall, mentions: Sequence[Mention], wording: Wording, tu
             ref = found_reference(noun, m.selector, m.value, rng) if m.marker == "FOUND_BY_ASSISTANT" else \
                 history_reference(noun, m.selector, m.value, m.source, turn, rng)
             out.append(rng.choice(_WHICH).format(r=ref))
-    return out
+    return out, prepared[0] if prepared else None
+
+
+def preparation(call: ToolCall, said: Mapping[str, Mention], wording: Wording,
+                rng: random.Random) -> tuple[str, set[str]] | None:
+    """A prerequisite's new values as the user conveys them in passing, by the most specific conditional wording
+    of its tool that its arguments meet ("lock all the doors", "press the brake pedal all the way down"), with
+    the parameters it covers; None when no such wording covers a new value."""
+    new = {k for k, m in said.items() if m.marker != "FROM_CONFIG"}
+    entries = [c for c in wording.phrases(call.name).matching(call.args_exec) if set(c.cond) & new]
+    top = max((len(c.cond) for c in entries), default=0)
+    options = [(text, set(c.cond) | set(placeholders(text))) for c in entries if len(c.cond) == top
+               for text in c.requests if set(placeholders(text)) <= said.keys()]
+    if not options:
+        return None
+    text, covered = rng.choice(options)
+    return PLACEHOLDER.sub(lambda m: said_value(call.args_exec[m.group(1)]), text), covered
 
 
 def wording_noun(wording: Wording, turn: Turn, param: str) -> str:

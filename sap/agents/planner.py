@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec
 from sap.provenance.fields import Candidate, candidates, child_path, index_of, iter_fields, match_score, type_ok
-from sap.provenance.generate import c0_values, generate, is_birth_param
+from sap.provenance.generate import announceable, c0_values, generate, is_birth_param
 from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, resolve
 from sap.provenance.places import address_part, us_address
 from sap.provenance.selectors import output_selector, stated_selector
@@ -348,7 +348,10 @@ class RulePlanner:
 
         Remap-bind-restore binds a fresh value as if self_create, picks an earlier anchor turn that does not
         already anchor a different value for this parameter, and registers (param, value) there in the
-        virtual history, so the messenger states it in that turn and the closure check can verify it.
+        virtual history, so the messenger states it in that turn and the closure check can verify it. Only a
+        name-like value is announced ahead (a file, a contact, a symbol): a flag, a number, an enum's pick or one
+        part of an address said turns before its use ("the lock setting I'll want later is true") is no way
+        people talk, so such a parameter with nothing stated before has no usable source (a fallback).
         """
         req = ctx.req
         earlier = [s for s in [*req.stated, *req.virtual, *ctx.virtual] if s.turn < req.turn]
@@ -360,7 +363,7 @@ class RulePlanner:
             s = req.rng.choice(found)
             return s.value, ArgProvenance(tag=Tag.prev_user_msg, turn=s.turn,
                                           selector=stated_selector(name, s.value, said))
-        if req.turn < 1:
+        if req.turn < 1 or not announceable(name, schema):
             return None, None
         value = self._create(name, schema, ctx)
         busy = {s.turn for s in earlier if s.param == name and s.value != value}

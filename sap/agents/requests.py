@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -347,10 +347,25 @@ def _whole_addresses(mention_list: list[Any]) -> dict[str, str]:
     return {m.param: group[0].param for group in groups.values() if len(group) >= 2 for m in group}
 
 
+def found_words(turn_calls: Sequence[ToolCall], prerequisites: Collection[int], turn: int,
+                wording: Wording) -> dict[tuple[int, int], str]:
+    """(turn, call) -> how the user names what a prerequisite finds, from its tool's `found` phrase with its own
+    arguments said ("the nearest tire shop", "the zip code of Rivermist"); prerequisites without one are absent."""
+    out = {}
+    for i in prerequisites:
+        call = turn_calls[i]
+        phrase = wording.phrases(call.name).found
+        if phrase and all(p in call.args_exec for p in placeholders(phrase)):
+            out[(turn, i)] = PLACEHOLDER.sub(lambda m: said_value(call.args_exec[m.group(1)]), phrase)
+    return out
+
+
 def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wording,
-                       mention_list: list[Any], turn: int, rng: random.Random) -> dict[str, Argument]:
+                       mention_list: list[Any], turn: int, rng: random.Random,
+                       named_finds: Mapping[tuple[int, int], str] = {}) -> dict[str, Argument]:
     """Each must-mention entry of a call as the user conveys it; after the first reference to a source, further
-    plain references to the same source are just "the city" ("the street address you found earlier, the city")."""
+    plain references to the same source are just "the city" ("the street address you found earlier, the city");
+    a value a prerequisite finds is named by what it finds where its tool says (`named_finds`, see found_words)."""
     out = {}
     sources: set[tuple[int, int] | None] = set()
     heads = [wording.noun(call.name, m.param).split()[-1] for m in mention_list]
@@ -368,6 +383,8 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
         named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
         if m.verbatim or named:
             words = said_value(m.value)
+        elif m.marker == "FOUND_BY_ASSISTANT" and m.selector is None and m.source in named_finds:
+            words = named_finds[m.source]  # "take me to the nearest tire shop"
         elif m.marker == "FOUND_BY_ASSISTANT":  # after "my street address", the same record's "the city"
             words = f"the {noun}" if m.selector is None and m.source in sources else \
                 found_reference(noun, m.selector, m.value, rng)

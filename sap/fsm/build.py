@@ -9,6 +9,8 @@ from sap.fsm.prerequisites import learn_preconditions
 from sap.fsm.probe import LOGOUT_NAME, ProbeReport, is_auth_name, probe
 from sap.model import FSM, FSMState, Precondition, StateType, Tag, Toolset, ToolSpec, Transition
 from sap.provenance.fields import produces
+from sap.provenance.generate import announceable
+from sap.provenance.places import address_part
 from sap.provenance.policy import Policy, policy_of
 
 READ_VERBS = ("get", "list", "search", "find", "show", "view", "check", "lookup", "describe", "query", "fetch",
@@ -150,6 +152,8 @@ def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(
         has_upstream = bool(role.producers[name])
         if role.kind == "auth" and name in role.from_config:  # credentials live in the configuration
             tags[name] = Tag.initial_state
+        elif role.kind == "action" and address_part(name):  # a new address is the user's to give: the one read
+            tags[name] = Tag.self_create  # back from the account is what the write replaces (a no-op)
         elif not initial and has_upstream:
             tags[name] = Tag.prev_output
         elif not initial and restate and name in stated:
@@ -169,8 +173,10 @@ def action_tools(roles: dict[str, ToolRole]) -> list[str]:
 
 
 def stated_params(roles: dict[str, ToolRole]) -> frozenset[str]:
-    """Parameters that some tool takes straight from the user (no tool result feeds them)."""
-    return frozenset(name for r in roles.values() for name in r.spec.required if not r.producers[name])
+    """Parameters that some tool takes straight from the user (no tool result feeds them) and that a user would
+    refer back to by name (`announceable`: a file or a contact, not a flag or a number)."""
+    return frozenset(name for r in roles.values() for name in r.spec.required
+                     if not r.producers[name] and announceable(name, r.spec.properties.get(name, {})))
 
 
 def probed_roles(toolset: Toolset, seeds: int) -> tuple[dict[str, ToolRole], list[Precondition], ProbeReport]:
@@ -226,7 +232,7 @@ class RuleFSMBuilder:
 
     def cache_key(self) -> str:
         """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
-        return f"rule:{self.probe_seeds}:pre"
+        return f"rule:{self.probe_seeds}:pre:named:places"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """Probe the toolset, learn preconditions, classify its tools and lay out states and tagged transitions."""
@@ -377,7 +383,7 @@ class FlatFSMBuilder(RuleFSMBuilder):
 
     def cache_key(self) -> str:
         """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
-        return f"flat:{self.probe_seeds}:pre"
+        return f"flat:{self.probe_seeds}:pre:named:places"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """A start state, one working state looping on every tool, and a final state reached by any tool."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from faker import Faker
 
-from sap.provenance.places import US_PLACES, us_address
+from sap.provenance.places import US_PLACES, address_part, us_address
 
 _FIRST = ["Mia", "Noah", "Ava", "Liam", "Sofia", "Ethan", "Yara", "Omar", "Lena", "Kenji", "Priya", "Mateo"]
 _LAST = ["Garcia", "Chen", "Okafor", "Novak", "Silva", "Kim", "Haddad", "Larsen", "Rossi", "Patel"]
@@ -44,6 +44,7 @@ _EXAMPLES = re.compile(r"\b(?:e\.g\.|for example|such as|like)\s*[:,]?\s*((?:['\
                        re.I)
 _WORD_PAIR = re.compile("(?:" + "|".join(_WORDS) + ")_(?:" + "|".join(_WORDS) + ")")
 _TICKERS = ["AAPL", "MSFT", "GOOG", "AMZN", "NVDA", "TSLA", "META", "NFLX", "AMD", "INTC", "ORCL", "IBM"]
+_SEARCH = re.compile(r"query|keyword|search|term", re.I)  # a search's words: found in c0's names first
 _NEW_NAMES = re.compile(r"name|file|dir|folder|path|source|destination|password|title|content|text|message|id$",
                         re.I)
 REFERENCE_DATE = dt.date(2025, 1, 15)  # "today" for generated dates when c0 holds none
@@ -82,6 +83,18 @@ def described_examples(schema: dict[str, Any]) -> list[str]:
         return [e for e in schema["examples"] if isinstance(e, str)]
     m = _EXAMPLES.search(schema.get("description", ""))
     return re.findall(r"['\"]([^'\"]+)['\"]", m.group(1)) if m else []
+
+
+def search_terms(c0: Any) -> list[str]:
+    """Words a search over c0 finds something with: the last word of each name, title or category c0 holds
+    ("Office Chair" -> "chair"), in order of appearance."""
+    terms: list[str] = []
+    for key in ("name", "title", "category", "product_name"):
+        for value in c0_values(key, c0):
+            word = value.split()[-1].lower() if value.split() else ""
+            if len(word) > 2 and word.isalpha() and word not in terms:
+                terms.append(word)
+    return terms
 
 
 def c0_values(name: str, c0: Any) -> list[str]:
@@ -302,7 +315,10 @@ def _number(schema: dict[str, Any], integer: bool, rng: random.Random) -> int | 
     hi = max(lo, hi)
     if integer:
         return rng.randint(math.ceil(lo), max(math.ceil(lo), math.floor(hi)))
-    return min(hi, max(lo, round(rng.uniform(float(lo), float(hi)), 2)))
+    width = hi - lo  # as people give a quantity: 65 over a wide range, 7.5 over a narrow one, 0.3 within one
+    grain = 1 if width >= 20 else 0.5 if width >= 2 else 0.1 if width >= 0.5 else 0.01
+    value = round(round(rng.uniform(float(lo), float(hi)) / grain) * grain, 2)
+    return value if lo <= value <= hi else min(hi, max(lo, round(rng.uniform(float(lo), float(hi)), 2)))
 
 
 def _typical_range(name: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -314,6 +330,10 @@ def _typical_range(name: str, schema: dict[str, Any]) -> dict[str, Any]:
         return {**schema, "minimum": 100, "maximum": 999}
     if "temperature" in name.lower():
         return {**schema, "minimum": 16, "maximum": 28}
+    if "speed" in name.lower():  # miles per hour on a road
+        return {**schema, "minimum": 25, "maximum": 75}
+    if "distance" in name.lower():
+        return {**schema, "minimum": 10, "maximum": 300}
     return schema
 
 
@@ -341,8 +361,8 @@ def generate(name: str, schema: dict[str, Any], rng: random.Random, c0: Any = No
     if choices:
         return rng.choice(choices)
     kind = schema.get("type", "string")
-    if kind == "string" and reuse_existing and c0 is not None and not _NEW_NAMES.search(name):
-        known = c0_values(name, c0)
+    if kind == "string" and c0 is not None and not _NEW_NAMES.search(name):  # a search finds something
+        known = (c0_values(name, c0) if reuse_existing else []) or (search_terms(c0) if _SEARCH.search(name) else [])
         if known:
             return rng.choice(known)
     if isinstance(kind, list):
@@ -367,3 +387,10 @@ def generate(name: str, schema: dict[str, Any], rng: random.Random, c0: Any = No
         return formatted
     examples = described_examples(schema)
     return rng.choice(examples) if examples else _word_pair(rng)
+
+
+def announceable(name: str, schema: dict[str, Any]) -> bool:
+    """Whether a value of `name` reads naturally when the user says it turns before its use, or refers back to it
+    ("the file I mentioned"): a free string that is not an address part; never a flag, a number or an enum's pick
+    ("the lock setting I'll want later is true" is no way people talk)."""
+    return schema.get("type", "string") == "string" and "enum" not in schema and address_part(name) is None

@@ -44,7 +44,8 @@ class Conditional:
 
 @dataclass(frozen=True)
 class ToolPhrases:
-    """How users ask for one tool: plain requests, conditional ones, goals and a noun per parameter."""
+    """How users ask for one tool: plain requests, conditional ones, goals, a noun per parameter, and how a user
+    names what the tool finds when the assistant runs it on its own (`found`: "the nearest tire shop")."""
 
     tool: str
     requests: tuple[str, ...]
@@ -52,6 +53,7 @@ class ToolPhrases:
     goals: tuple[str, ...]
     nouns: Mapping[str, str]
     written: bool = True  # written for the tool (a phrase book), not derived from its docstring
+    found: str | None = None
 
     def matching(self, args: Mapping[str, Any]) -> list[Conditional]:
         """The conditional entries whose condition the arguments meet."""
@@ -93,15 +95,19 @@ def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases
     """One tool's table, checked against its spec."""
     if not isinstance(raw, dict):
         raise PhraseBookError("must be a table", file=file, tool=name)
-    unknown = set(raw) - {"requests", "when", "goals", "nouns"}
+    unknown = set(raw) - {"requests", "when", "goals", "nouns", "found"}
     if unknown:
-        raise PhraseBookError(f"unknown keys {sorted(unknown)} (allowed: requests, when, goals, nouns)",
+        raise PhraseBookError(f"unknown keys {sorted(unknown)} (allowed: requests, when, goals, nouns, found)",
                               file=file, tool=name)
     params = spec.properties
     requests = _strings(raw.get("requests", []), file, name, "requests")
     goals = _strings(raw.get("goals", []), file, name, "goals")
     _check_placeholders(requests, params, file, name, "requests")
     _check_placeholders(goals, params, file, name, "goals")
+    found = raw.get("found")
+    if found is not None:
+        found = _strings([found], file, name, "found")[0]
+        _check_placeholders((found,), params, file, name, "found")
     when = []
     for i, entry in enumerate(raw.get("when", [])):
         field = f"when[{i}]"
@@ -125,7 +131,7 @@ def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases
             raise PhraseBookError(f"noun for {key!r}, which is not a parameter", file=file, tool=name, field="nouns")
         if not isinstance(noun, str) or not noun.strip():
             raise PhraseBookError("must be a non-empty string", file=file, tool=name, field=f"nouns.{key}")
-    return ToolPhrases(name, requests, tuple(when), goals, {k: v.strip() for k, v in nouns.items()})
+    return ToolPhrases(name, requests, tuple(when), goals, {k: v.strip() for k, v in nouns.items()}, found=found)
 
 
 def load_phrase_file(path: Path, specs: Mapping[str, ToolSpec]) -> PhraseBook:
