@@ -169,7 +169,7 @@ def test_miss_param_shape(bases, results, name):
             for n, p in c.args_prov.items():
                 if p.effective_tag() == Tag.self_create:
                     assert n in specs[c.name].required
-                    assert shown_before(variant, k, c.args_exec[n]) is None
+                    assert shown_before(variant, k, c.args_exec[n], n) is None
         # values of k* that were not withheld stay in user message k* and are read from there
         for c in reveal.calls:
             for n, p in c.args_prov.items():

@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from sap.fsm.build import READ_VERBS, named_update
+from sap.fsm.build import READ_VERBS, named_read
 from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn
 from sap.provenance.checks import (answers_recap, mentions, normalize_text, request_start, states_value,
                                    stating_text)
@@ -286,8 +286,8 @@ class RuleJudge:
 
     # 2 -----------------------------------------------------------------------------------------------
     def config_consistency(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> list[Finding]:
-        """Config-bound values equal c0 at their path; new values do not contradict a key c0 fixes, unless they are
-        what an update sets (a new baggage count differs from the current one on purpose)."""
+        """Config-bound values equal c0 at their path; a read's new values do not contradict a key c0 fixes (a
+        write's may: what it sets differs from the current value on purpose, a new baggage count, a flow rate)."""
         out: list[Finding] = []
         for turn_no, index, call in traj.calls():
             where = f"call {index} ({call.name})"
@@ -305,7 +305,7 @@ class RuleJudge:
                         out.append(Finding(criterion="config_consistency", turn=turn_no,
                                            detail=f"{where} arg {name}: initial_state value {value!r} differs "
                                                   f"from c0 {found!r} at {prov.path}"))
-                elif tag == Tag.self_create and not (call.name in specs and named_update(specs[call.name])):
+                elif tag == Tag.self_create and not (call.name in specs and not named_read(specs[call.name])):
                     fixed = _single_value(traj.c0, name)
                     if fixed is not _NO_VALUE and not _same(fixed, value):
                         out.append(Finding(criterion="config_consistency", turn=turn_no,

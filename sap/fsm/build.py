@@ -152,8 +152,9 @@ def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(
         has_upstream = bool(role.producers[name])
         if role.kind == "auth" and name in role.from_config:  # credentials live in the configuration
             tags[name] = Tag.initial_state
-        elif role.kind == "action" and address_part(name):  # a new address is the user's to give: the one read
-            tags[name] = Tag.self_create  # back from the account is what the write replaces (a no-op)
+        elif role.kind == "action" and (address_part(name) or _a_setting(role.spec, name)):
+            tags[name] = Tag.self_create  # the user's new value: the current one (read back, or c0's) is what the
+            # write replaces, and setting it again is a no-op (an address, a flow rate, a switch position)
         elif not initial and has_upstream:
             tags[name] = Tag.prev_output
         elif not initial and restate and name in stated:
@@ -165,6 +166,11 @@ def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(
         else:
             tags[name] = Tag.self_create
     return tags
+
+
+def _a_setting(spec: ToolSpec, name: str) -> bool:
+    """Whether a parameter is a setting the user chooses (a number or a flag), not a thing it names."""
+    return spec.properties.get(name, {}).get("type") in ("number", "integer", "boolean")
 
 
 def action_tools(roles: dict[str, ToolRole]) -> list[str]:
@@ -232,7 +238,7 @@ class RuleFSMBuilder:
 
     def cache_key(self) -> str:
         """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
-        return f"rule:{self.probe_seeds}:pre:named:places"
+        return f"rule:{self.probe_seeds}:named-restated:pre"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """Probe the toolset, learn preconditions, classify its tools and lay out states and tagged transitions."""
@@ -383,7 +389,7 @@ class FlatFSMBuilder(RuleFSMBuilder):
 
     def cache_key(self) -> str:
         """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
-        return f"flat:{self.probe_seeds}:pre:named:places"
+        return f"flat:{self.probe_seeds}:named-restated:pre"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """A start state, one working state looping on every tool, and a final state reached by any tool."""

@@ -277,7 +277,8 @@ def _withholdable(base: Trajectory, turn: Turn, specs: dict[str, ToolSpec], word
     virtual_here = {_key(v.get("value")) for v in base.virtual_history if v.get("turn") == turn.index}
     return [g for g in _stated_groups(turn, specs, wording)
             if g.created and g.required and _askable(g.value) and g.key not in virtual_here
-            and mentions(turn.user_message, g.value) and shown_before(base, turn.index, g.value) is None]
+            and mentions(turn.user_message, g.value)
+            and all(shown_before(base, turn.index, g.value, name) is None for name in g.names)]
 
 
 def _reveal(chosen: list[_Group], rng: random.Random) -> str:

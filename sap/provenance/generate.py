@@ -85,6 +85,11 @@ def described_examples(schema: dict[str, Any]) -> list[str]:
     return re.findall(r"['\"]([^'\"]+)['\"]", m.group(1)) if m else []
 
 
+def is_search_param(name: str) -> bool:
+    """Whether a parameter takes a search's words (query, keyword, search term)."""
+    return bool(_SEARCH.search(name))
+
+
 def search_terms(c0: Any) -> list[str]:
     """Words a search over c0 finds something with: the last word of each name, title or category c0 holds
     ("Office Chair" -> "chair"), in order of appearance."""
@@ -362,7 +367,7 @@ def generate(name: str, schema: dict[str, Any], rng: random.Random, c0: Any = No
         return rng.choice(choices)
     kind = schema.get("type", "string")
     if kind == "string" and c0 is not None and not _NEW_NAMES.search(name):  # a search finds something
-        known = (c0_values(name, c0) if reuse_existing else []) or (search_terms(c0) if _SEARCH.search(name) else [])
+        known = (c0_values(name, c0) if reuse_existing else []) or (search_terms(c0) if is_search_param(name) else [])
         if known:
             return rng.choice(known)
     if isinstance(kind, list):
@@ -391,6 +396,7 @@ def generate(name: str, schema: dict[str, Any], rng: random.Random, c0: Any = No
 
 def announceable(name: str, schema: dict[str, Any]) -> bool:
     """Whether a value of `name` reads naturally when the user says it turns before its use, or refers back to it
-    ("the file I mentioned"): a free string that is not an address part; never a flag, a number or an enum's pick
-    ("the lock setting I'll want later is true" is no way people talk)."""
-    return schema.get("type", "string") == "string" and "enum" not in schema and address_part(name) is None
+    ("the file I mentioned"): a free string that is not an address part or a search's words; never a flag, a
+    number or an enum's pick ("the lock setting I'll want later is true" is no way people talk)."""
+    return schema.get("type", "string") == "string" and "enum" not in schema and address_part(name) is None \
+        and not is_search_param(name)

@@ -8,6 +8,7 @@ from typing import Any
 
 from sap.model import Tag, ToolSpec, Trajectory
 from sap.provenance.checks import mentions
+from sap.provenance.generate import is_search_param
 from sap.text import describe_value
 
 # a user message that promises the missing value instead of leaving it out ("the username I'll tell you in a moment")
@@ -36,9 +37,10 @@ def holds(data: Any, value: Any) -> bool:
     return isinstance(data, str) and isinstance(value, str) and bool(value.strip()) and mentions(data, value)
 
 
-def shown_before(traj: Trajectory, k: int, value: Any) -> str | None:
+def shown_before(traj: Trajectory, k: int, value: Any, param: str = "") -> str | None:
     """Where the dialogue shows `value` before turn k (None if nowhere): a user or assistant message, a tool result,
-    or the initial configuration the assistant can read."""
+    or the initial configuration the assistant can read, except for a search's words (`param` a search parameter):
+    a word c0's names hold is still the user's own choice of what to look for."""
     for turn in traj.turns[:k]:
         if mentions(turn.user_message, value):
             return f"user message {turn.index}"
@@ -47,7 +49,7 @@ def shown_before(traj: Trajectory, k: int, value: Any) -> str | None:
         for i, call in enumerate(turn.calls):
             if holds(call.result, value):
                 return f"the result of turn {turn.index} call {i}"
-    return "the initial configuration" if holds(traj.c0, value) else None
+    return "the initial configuration" if not is_search_param(param) and holds(traj.c0, value) else None
 
 
 def withheld_turn(traj: Trajectory) -> int | None:
@@ -87,7 +89,7 @@ def miss_param_problems(traj: Trajectory, specs: dict[str, ToolSpec]) -> list[st
             problems.append(f"miss_param: withheld parameter {param} of {tool} ({said}) is optional")
         if mentions(ask.user_message, value):
             problems.append(f"miss_param: withheld {param} {said} is stated in user message {k}")
-        if where := shown_before(traj, k, value):
+        if where := shown_before(traj, k, value, param):
             problems.append(f"miss_param: withheld {param} {said} is shown before turn {k}, in {where}")
         if not mentions(reveal.user_message, value):
             problems.append(f"miss_param: withheld {param} {said} is not given in user message {k + 1}")
