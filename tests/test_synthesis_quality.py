@@ -33,10 +33,11 @@ N = 100
 # Stop 30: the FSM declares a write's address parts self_create (the address read back from the account is what
 # the write replaces: bound from it the write was a no-op, refused, and re-planned as five fallbacks), and a flag,
 # a number, an enum's pick or an address part is no longer announced turns ahead of its use (remap-bind-restore is
-# kept for name-like values). Store at seed 0: P_f 27.2% -> 3.8%, mean L 0.52 -> 0.38, dependent share 31.0% ->
-# 21.3% (the lost depth was the no-op address links and the announced numbers); travel mean L 0.95 (was just
+# kept for name-like values), nor are an action's numbers and flags read from c0 (its current value). Store at
+# seed 0: P_f 27.2% -> 3.8%, mean L 0.52 -> 0.32, dependent share 31.0% -> 21% (the lost depth was the no-op
+# address links and the announced numbers); travel mean L 0.95 (was just
 # above 1.0 with announced numbers and dates). The floors follow; output-derived depth is issue 13's measure.
-FLOORS = {"store": {"mean_chain_length": 0.33, "fallback_rate": 0.06, "dependent_share": 0.19},
+FLOORS = {"store": {"mean_chain_length": 0.3, "fallback_rate": 0.06, "dependent_share": 0.19},
           "travel": {"mean_chain_length": 0.9, "fallback_rate": 0.2}}
 
 
@@ -81,7 +82,9 @@ def test_parallel_groups_and_closed_virtual_history(domain_run):
     parallel = sum(any(len(m.get("tool_calls") or []) > 1 for m in r["messages"]) for r in summary.records)
     assert parallel / len(summary.records) >= 0.2
     anchored = [r for r in summary.records if r["meta"]["virtual_history"]]
-    assert anchored, "remap-bind-restore never registered a value"
+    # store's restated parameters are all flags, numbers, addresses or search words, which are never announced
+    # ahead (planner._from_stated): nothing there for remap-bind-restore; the other domains restate names
+    assert anchored or summary.records[0]["meta"]["toolset"] == "store", "remap-bind-restore never registered a value"
     assert all(closure_check(record_to_trajectory(r)) == [] for r in anchored)
 
 

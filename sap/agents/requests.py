@@ -129,6 +129,16 @@ _WHERE_LATEST = ["in the latest list", "in the newest results", "from the most r
                  "in the last list you gave me", "in your latest results", "from the last lookup", "in the most recent list"]
 _WITH = ["whose {f} is {v}", "with {f} {v}", "that has {f} {v}", "where the {f} is {v}", "with the {f} {v}",
          "showing {f} {v}", "listed with {f} {v}", "that shows {v} as its {f}", "marked {f} {v}", "with {v} as the {f}"]
+_CALLED = ["called {v}", "named {v}", "called {v}"]  # a name field: "the item called Coffee Maker"
+_NAME_FIELDS = {"name", "title", "product name", "item name", "full name"}
+
+
+def criterion(sel: Selector, rng: random.Random) -> str:
+    """A field selector in words: "whose status is pending", "called Coffee Maker" (never "marked name ...")."""
+    field = words_of(sel.field)
+    return rng.choice(_CALLED if field.lower() in _NAME_FIELDS else _WITH).format(f=field, v=sel.value)
+
+
 _LATEST = ["from the most recent results", "you found last", "from the latest lookup", "that came up most recently",
            "from your latest answer", "in the last results", "from your most recent answer", "you looked up last"]
 
@@ -161,7 +171,7 @@ def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -
                       ["the {n} of the {t}", "the {n} from the {t}", "the {n} for the {t}"])
     head = head.format(n=noun, t="{t}")
     if sel.field is not None:
-        core = head.format(t=thing) + " " + rng.choice(_WITH).format(f=words_of(sel.field), v=sel.value)
+        core = head.format(t=thing) + " " + criterion(sel, rng)
         return core + (" " + rng.choice(_WHERE_LATEST) if sel.latest else "")
     if sel.position is not None:
         nth = ordinal(sel.position)
@@ -213,7 +223,7 @@ def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Ran
         return rng.choice(_MINE_HERE if here else _MINE).format(n=noun)
     thing = noun if sel.noun in ("entry", "result") else sel.noun
     now = "current " if sel.latest else ""
-    return f"my {now}{thing} " + rng.choice(_WITH).format(f=words_of(sel.field), v=sel.value)
+    return f"my {now}{thing} " + criterion(sel, rng)
 
 
 def _droppable(text: str, param: str) -> bool:
