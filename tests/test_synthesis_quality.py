@@ -38,7 +38,7 @@ N = 100
 # address links and the announced numbers; each address write now adds five new values, which the per-argument
 # shares weigh as five independent arguments); travel mean L 0.95 (was just
 # above 1.0 with announced numbers and dates). The floors follow; output-derived depth is issue 13's measure.
-FLOORS = {"store": {"mean_chain_length": 0.28, "fallback_rate": 0.06, "dependent_share": 0.16},
+FLOORS = {"store": {"mean_chain_length": 0.28, "fallback_rate": 0.06, "dependent_share": 0.16, "prev_user_msg": 0.0},
           "travel": {"mean_chain_length": 0.9, "fallback_rate": 0.2}}
 
 
@@ -72,7 +72,9 @@ def test_dependency_figures_meet_the_spine_targets(domain_run):
     # check-in dates and the user restated them); with dates inside it, travel takes them from earlier results
     # (prev_output 55% -> 71%) and its user-derived share is about 4%. Output-derived depth is the one that
     # teaches dependency (issue 13); announced-ahead values are reported apart by `sap stats`.
-    assert stats["tag_distribution"]["prev_user_msg"] >= 0.03
+    # store restates nothing a user would refer back to by name (its stated parameters are flags, numbers,
+    # addresses and search words, never announced ahead), so it has no floor.
+    assert stats["tag_distribution"]["prev_user_msg"] >= floors.get("prev_user_msg", 0.03)
 
 
 def test_parallel_groups_and_closed_virtual_history(domain_run):
