@@ -141,11 +141,12 @@ def stated_facts(facts: Sequence[str], rng: random.Random) -> str:
 
 
 def compose_message(requests: Sequence[str], ahead: Sequence[tuple[str, str]], first: bool,
-                    intros: Sequence[str], rng: random.Random, facts: Sequence[str] = ()) -> str:
+                    intros: Sequence[str], rng: random.Random, facts: Sequence[str] = (),
+                    after: Sequence[str] = ()) -> str:
     """A turn's user message: an optional greeting and context on the first turn, a lead-in on later ones, the
-    user's facts a goal turn needs, the requests (in one sentence or more), values stated ahead of use and an
-    occasional thanks."""
-    body = _sentences(requests, rng)
+    user's facts a goal turn needs, the requests (in one sentence or more) followed by the sentences that say
+    which thing they mean and what to prepare (`after`), values stated ahead of use and an occasional thanks."""
+    body = " ".join([_sentences(requests, rng), *after]) if requests else " ".join(after)
     if facts:
         said = stated_facts(facts, rng)
         body = said + " " + body if rng.random() < 0.7 else body + " " + said

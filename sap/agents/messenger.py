@@ -32,8 +32,8 @@ _REVEAL_ONE = ["Oh, it's {v}.", "Sorry - it's {v}.", "The {n} is {v}.", "Right, 
 _NAMED = ["I'm {v}", "I'm {v}", "my name is {v}", "this is {v}", "the name's {v}"]
 _OWN = ["my {n} is {v}", "my {n} is {v}", "{v} is my {n}", "the {n} on my account is {v}"]
 _GIVEN = ["the {n} is {v}", "the {n} should be {v}"]
-_WHICH = ["the one I mean is {r}", "I'm talking about {r}", "it's {r}"]
-_FIRST = ["you may need to {p} first", "go ahead and {p} first", "feel free to {p} first", "{p} first if needed"]
+_WHICH = ["The one I mean is {r}.", "I'm talking about {r}.", "That's {r}.", "I mean {r}."]
+_FIRST = ["You may need to {p} first.", "Go ahead and {p} first.", "Feel free to {p} first.", "{P} first if needed."]
 _REVEAL_MANY = ["Sorry - {x}.", "Oh, right: {x}.", "Of course: {x}.", "Sure, {x}.", "Good catch - {x}.",
                 "My mistake: {x}.", "Ah yes, {x}.", "Here you go: {x}.", "Right, so {x}."]
 
@@ -152,7 +152,7 @@ class RuleMessenger:
             if not turn.calls:  # a clarification or hand-off turn keeps the messages its writer gave it
                 out.append(turn)
                 continue
-            requests, facts, preparations, found = [], [], [], found_here(turn)
+            requests, facts, which, preparations, found = [], [], [], [], found_here(turn)
             named = found_words(turn.calls, turn.prerequisites, turn.index, wording)
             for i, call in enumerate(turn.calls):
                 left_out = withheld.get((turn.index, i), frozenset())
@@ -160,10 +160,11 @@ class RuleMessenger:
                 if i in turn.prerequisites:  # the assistant works it out: the user only says what it needs of them
                     said = set(placeholders(wording.phrases(call.name).found or "")) if (turn.index, i) in named \
                         else set()  # named with what it finds: "the zip code of Rivermist" says the city
-                    said_facts, prepared = user_facts(call, [m for m in mentions if m.param not in left_out | said],
-                                                      wording, turn.index, rng)
-                    facts += said_facts
-                    preparations += [prepared] if prepared else []
+                    words = user_facts(call, [m for m in mentions if m.param not in left_out | said], wording,
+                                       turn.index, rng)
+                    facts += words.facts
+                    which += words.which
+                    preparations += [words.preparation] if words.preparation else []
                     continue
                 args = conveyed_arguments(call, left_out, wording, mentions, turn.index, rng, named)
                 phrases = wording.phrases(call.name)
@@ -172,13 +173,15 @@ class RuleMessenger:
                         not phrases.matching(call.args_exec):  # a goal would lose what a conditional wording says
                     phrases = replace(phrases, requests=phrases.goals, when=())
                 requests.append(request_phrase(phrases, specs[call.name], call, args, rng))
+            after = [rng.choice(_WHICH).format(r=join_words(which))] if which else []
             if preparations:
-                facts.append(rng.choice(_FIRST).format(p=join_words(preparations)))
+                steps = join_words(preparations)
+                after.append(rng.choice(_FIRST).format(p=steps, P=steps[:1].upper() + steps[1:]))
             ahead = [(wording_noun(wording, turn, v["param"]), said_value(v["value"]))
                      for v in virtual if v["turn"] == turn.index]
             first = not any(t.user_message for t in out)  # greetings and intros open the dialogue only
             message = compose_message(requests, ahead, first, wording.book.intros if wording.book else (), rng,
-                                      facts)
+                                      facts, after)
             reply = assistant_reply(turn.calls, specs, rng)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out
@@ -189,12 +192,22 @@ def found_here(turn: Turn) -> frozenset[tuple[int, int]]:
     return frozenset((turn.index, i) for i in turn.prerequisites)
 
 
+@dataclass(frozen=True)
+class PrerequisiteWords:
+    """What the user says for one prerequisite: own facts and new values, which thing it is about (references),
+    and new values a conditional wording conveys as a preparation ("lock all the doors")."""
+
+    facts: list[str]
+    which: list[str]
+    preparation: str | None
+
+
 def user_facts(call: ToolCall, mentions: Sequence[Mention], wording: Wording, turn: int,
-               rng: random.Random) -> tuple[list[str], str | None]:
+               rng: random.Random) -> PrerequisiteWords:
     """What the user says for a prerequisite the assistant works out (never a request for it): their own facts
     and new values ("I'm Yusuf Rossi", "my zip code is 19122"), which one they mean where a reference is one
-    among several ("the one I mean is my order whose status is pending"), and apart, new values a conditional
-    wording conveys as a preparation ("lock all the doors"), which the message gathers into one "... first"."""
+    among several or a thing from an earlier turn ("my order whose status is pending", "the file you listed
+    before"), and a preparation; the message says the references and preparations after the request."""
     said = {m.param: m for m in mentions if m.verbatim or (m.selector is not None and m.selector.named)}
     out = []
     if {"first_name", "last_name"} <= said.keys():
@@ -207,13 +220,13 @@ def user_facts(call: ToolCall, mentions: Sequence[Mention], wording: Wording, tu
         own = m.marker == "FROM_CONFIG"  # the user's own facts: "my email address is ..."
         out.append(rng.choice(_OWN if own else _GIVEN).format(n=wording.noun(call.name, m.param),
                                                                v=said_value(m.value)))
-    for m in mentions:
-        if m.param not in said and m.selector is not None and not m.verbatim:
+    which = []
+    for m in mentions:  # which one they mean: one among several, or a thing from an earlier turn the step reads
+        if m.param not in said and not m.verbatim and (m.selector is not None or m.marker == "FROM_HISTORY"):
             noun = wording.noun(call.name, m.param)
-            ref = found_reference(noun, m.selector, m.value, rng) if m.marker == "FOUND_BY_ASSISTANT" else \
-                history_reference(noun, m.selector, m.value, m.source, turn, rng)
-            out.append(rng.choice(_WHICH).format(r=ref))
-    return out, prepared[0] if prepared else None
+            which.append(found_reference(noun, m.selector, m.value, rng) if m.marker == "FOUND_BY_ASSISTANT" else
+                         history_reference(noun, m.selector, m.value, m.source, turn, rng))
+    return PrerequisiteWords(out, which, prepared[0] if prepared else None)
 
 
 def preparation(call: ToolCall, said: Mapping[str, Mention], wording: Wording,
