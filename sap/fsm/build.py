@@ -12,6 +12,7 @@ from sap.provenance.fields import produces
 from sap.provenance.generate import announceable
 from sap.provenance.places import address_part
 from sap.provenance.policy import Policy, policy_of
+from sap.text import words_of
 
 READ_VERBS = ("get", "list", "search", "find", "show", "view", "check", "lookup", "describe", "query", "fetch",
               "read", "ls", "pwd", "cat", "grep", "head", "tail", "wc", "du", "diff", "count", "calculate",
@@ -30,14 +31,14 @@ def named_update(spec: ToolSpec) -> bool:
     such a call that leaves the state as it was did nothing (a pure function, such as MathAPI's, never does)."""
     if spec.read_only is not None:
         return not spec.read_only
-    return spec.name.lower().split("_")[0] in UPDATE_VERBS
+    return words_of(spec.name).lower().split()[0] in UPDATE_VERBS  # `setCruiseControl` opens with "set" too
 
 
 def named_read(spec: ToolSpec) -> bool:
     """Read-only by the doc's flag, else when a word of its name is a read verb (`posting_get_login_status`)."""
     if spec.read_only is not None:
         return spec.read_only
-    return any(w in READ_VERBS for w in spec.name.lower().split("_"))
+    return any(w in READ_VERBS for w in words_of(spec.name).lower().split())
 
 
 class FSMBuilder(Protocol):
