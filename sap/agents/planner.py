@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from sap.agents.replies import SHOWN
 from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec
 from sap.provenance.fields import Candidate, candidates, child_path, index_of, iter_fields, match_score, type_ok
 from sap.provenance.generate import announceable, c0_values, generate, is_birth_param
@@ -15,6 +16,7 @@ from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, resolve
 from sap.provenance.places import address_part, us_address
 from sap.provenance.selectors import output_selector, stated_selector
 
+_INDEX = re.compile(r"\[(\d+)\]")  # a list index in a path
 _OPTIONAL_RATE = 0.25
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _WORD = re.compile(r"[a-z]{4,}")
@@ -160,12 +162,15 @@ class _CallContext:
             allowed = fits if allowed is None else allowed & fits
         return allowed
 
-    def rank(self, cand: Candidate, doc: tuple[int, int] | None, bad: frozenset[str]) -> tuple[int, int, int]:
-        """Preference: match score; sibling values the tool or the last error asks for (pending, hotel) and not
-        those that came with failed values (delivered, cancelled); nearness to the other picks of this call."""
+    def rank(self, cand: Candidate, doc: tuple[int, int] | None, bad: frozenset[str]) -> tuple[int, int, int, int]:
+        """Preference: match score; an element the user has seen (an earlier turn's reply names only the first
+        few of a listing: "the ninth file there" would point at one it never showed); sibling values the tool or
+        the last error asks for (pending, hotel) and not those that came with failed values (delivered,
+        cancelled); nearness to the other picks of this call."""
+        seen = doc is None or doc[0] == self.req.turn or all(int(i) < SHOWN for i in _INDEX.findall(cand.path))
         hint = len(cand.siblings & self.words) + len(cand.siblings & (self.error_words - bad)) - 2 * len(cand.siblings & bad)
         near = max((_common_prefix(cand.path, p) for d, p in self.sources if d == doc), default=0)
-        return cand.score, hint, near
+        return cand.score, int(seen), hint, near
 
 
 def _key_for(param: str, entity: dict[str, Any]) -> str | None:

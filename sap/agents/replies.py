@@ -12,6 +12,8 @@ from sap.executors.failures import MESSAGE_FIELDS, error_text
 from sap.model import ToolCall, ToolSpec
 from sap.text import field_words, task_phrase
 
+SHOWN = 3  # elements a reply names from a listing ("a.txt, b.txt, c.md and twelve more")
+
 NUMBER_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
 MONEY = re.compile(r"price|amount|(?:^|_)total$|balance|cost|fare|refund|paid|fee|charge|budget|spent", re.I)
 NAME_KEYS = ("name", "title", "hotel_name", "full_name", "city")  # what names an object (in this order)
@@ -358,7 +360,7 @@ def _list_phrase(items: list[Any], noun: str, total: int | None = None) -> str:
     if not items:
         return f"the {noun} is empty" if entries else f"there are no {_plural(item_noun)}"
     labels = list(dict.fromkeys(_label(i, item_noun) for i in items))
-    shown = labels[:3]
+    shown = labels[:SHOWN]
     rest = size - len(shown)
     listed = _join(shown + ([f"{_count(rest)} more"] if rest else []))
     head = f"{_count(size)} {item_noun if size == 1 else _plural(item_noun)}"

@@ -39,7 +39,8 @@ from sap.executors.tau2_env import TAU2_FAILURE_SHAPES
 from sap.provenance.leaks import data_values, find_leaks
 
 KNOWN_SHAPES = BFCL_FAILURE_SHAPES + TAU2_FAILURE_SHAPES
-ORDINALS = re.compile(r"\b(first|second|third|fourth|fifth|last|latest|earliest|newest|oldest|most recent|"
+ORDINALS = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th)|"
+                      r"last|latest|earliest|newest|oldest|most recent|"
                       r"previous|top|bottom|only)\b", re.I)
 PLACEHOLDER = re.compile(r"[a-z]+(?:_[a-z]+)+")
 NAME_PARAMS = re.compile(r"file|dir|folder|path|key|source|destination", re.I)

@@ -16,7 +16,7 @@ from sap.text import words_of
 
 READ_VERBS = ("get", "list", "search", "find", "show", "view", "check", "lookup", "describe", "query", "fetch",
               "read", "ls", "pwd", "cat", "grep", "head", "tail", "wc", "du", "diff", "count", "calculate",
-              "convert", "estimate", "sort")
+              "convert", "estimate", "sort", "retrieve", "compute", "display")
 
 
 UPDATE_VERBS = ("modify", "update", "change", "set", "edit", "rename")
@@ -71,7 +71,7 @@ def _is_read_only(spec: ToolSpec, report: ProbeReport) -> bool:
     prof = report.profiles[spec.name]
     if prof.successes:
         return not prof.changed_state
-    return spec.name.lower().split("_")[0] in READ_VERBS
+    return words_of(spec.name).split()[0] in READ_VERBS
 
 
 def classify(toolset: Toolset, report: ProbeReport) -> dict[str, ToolRole]:
