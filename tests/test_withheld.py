@@ -99,3 +99,22 @@ def test_shown_before_names_where(variant):
     k, _, _, value = _withheld(traj)
     assert shown_before(traj, k, value) is None
     assert shown_before(traj, len(traj.turns), value) is not None  # the follow-up states it
+
+
+def test_an_exported_variant_is_checked_at_its_question_not_at_a_recap_before_it(variant):
+    """An exported record keeps no rewrite turn: the check finds the question turn as the first call-less turn that
+    is not the recap of a write to confirm (tau2's policy puts one before each write), so a MissParam variant with
+    a recap earlier in the dialogue still validates (tau2/retail seed 0, record 69 failed here)."""
+    from sap.model import Turn
+    from sap.provenance.checks import CONFIRM_QUESTIONS
+    from sap.provenance.withheld import withheld_turn
+
+    ts, traj = variant
+    k = withheld_turn(traj)
+    recap = Turn(index=0, state=traj.turns[0].state, transition=-1, calls=[], user_message="Please do it.",
+                 assistant_message="I'll make that change. " + CONFIRM_QUESTIONS[0])
+    shifted = traj.model_copy(update={"checks": {}, "turns": [recap] + [
+        t.model_copy(update={"index": t.index + 1}) for t in traj.turns]})
+    assert withheld_turn(shifted) == k + 1
+    bare = traj.model_copy(update={"checks": {}})
+    assert withheld_turn(bare) == k

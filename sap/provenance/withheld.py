@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from sap.model import Tag, ToolSpec, Trajectory
-from sap.provenance.checks import mentions
+from sap.provenance.checks import asks_confirmation, mentions
 from sap.provenance.generate import is_search_param
 from sap.text import describe_value
 
@@ -53,11 +53,12 @@ def shown_before(traj: Trajectory, k: int, value: Any, param: str = "") -> str |
 
 
 def withheld_turn(traj: Trajectory) -> int | None:
-    """The turn a MissParam variant asks at: the recorded rewrite turn, else its first turn without calls."""
+    """The turn a MissParam variant asks at: the recorded rewrite turn, else its first turn without calls that is
+    not the recap of a write to confirm (an exported record keeps no rewrite turn)."""
     recorded = (traj.checks.get("rewrite") or {}).get("turn")
     if isinstance(recorded, int):
         return recorded
-    return next((t.index for t in traj.turns if not t.calls), None)
+    return next((t.index for t in traj.turns if not t.calls and not asks_confirmation(t.assistant_message)), None)
 
 
 def withheld_arguments(traj: Trajectory, k: int) -> list[tuple[str, str, Any]]:
