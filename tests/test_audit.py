@@ -44,6 +44,24 @@ def test_ambiguous_reference_needs_the_value_or_a_distinguishing_word():
 
 
 
+def test_a_reference_is_ambiguous_only_where_what_it_could_mean_differs():
+    """Several results of the source's tool that agree at the value's place (the same user ID in each order), the
+    whole list as the value ("the items of my order"), and an ordinal past the fifth are no ambiguity; several
+    results that disagree there are."""
+    order = lambda oid, user: AuditCall(0, "get_order", {}, {"order_id": oid, "user_id": user}, {})  # noqa: E731
+    update = AuditCall(1, "update_user", {"user_id": "u1"}, {}, {"user_id": po(0, 1, "$.user_id")})
+    text = {0: "show both orders", 1: "update my account"}
+    assert flawed("ambiguous_reference", dialogue(text, [order("#1", "u1"), order("#2", "u1"), update])) == 0
+    other = AuditCall(1, "update_user", {"user_id": "u1"}, {}, {"user_id": po(0, 0, "$.user_id")})
+    assert flawed("ambiguous_reference", dialogue(text, [order("#1", "u1"), order("#2", "u2"), other])) == 1
+    items = AuditCall(0, "get_order", {}, {"item_ids": ["i1", "i2"]}, {})
+    ret = AuditCall(1, "return_items", {"item_ids": ["i1", "i2"]}, {}, {"item_ids": po(0, 0, "$.item_ids")})
+    assert flawed("ambiguous_reference", dialogue({0: "show it", 1: "return the items"}, [items, ret])) == 0
+    many = AuditCall(0, "ls", {}, {"current_directory_content": [f"{c}.txt" for c in "abcdefghij"]}, {})
+    ninth = AuditCall(1, "mv", {"source": "i.txt", "destination": "x"}, {}, {"source": po()})
+    assert flawed("ambiguous_reference", dialogue({0: "list", 1: "move the ninth file to x"}, [many, ninth])) == 0
+
+
 def test_a_one_character_value_counts_as_said_only_as_a_token_of_its_own():
     listing = AuditCall(0, "ls", {}, {"current_directory_content": ["a", "b"]}, {})
     mv = AuditCall(1, "mv", {"source": "a", "destination": "x"}, {}, {"source": po()})

@@ -99,6 +99,14 @@ def _at(value: Any, path: tuple) -> Any:
     return value
 
 
+def _leaf(value: Any, path: tuple) -> Any:
+    """The part of a JSON value at a leaf path, or None where the value has no such path."""
+    try:
+        return _at(value, path)
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
 def _element_resolved(result: Any, path: tuple, text: str) -> bool | None:
     """For a value at `path` in `result`: None when no array of 2+ elements lies on the path, else whether the
     text names the value's element (a field no sibling shares) or an ordinal."""
@@ -155,9 +163,12 @@ def ambiguous_reference(d: AuditDialogue) -> CheckResult:
             source, path = _source_result(d, call, param)
             if source is None or path is None:
                 continue
+            if isinstance(value, list) and path and _leaf(d.calls[source].result, path[:-1]) == value:
+                path = path[:-1]  # the whole list is the value ("the items of my order"), not one of its elements
             resolved = _element_resolved(d.calls[source].result, path, text)
-            if resolved is None:
-                same = {json.dumps(c.result, sort_keys=True) for c in d.calls[:n] if c.name == d.calls[source].name}
+            if resolved is None:  # several results of the source's tool: ambiguous only if they disagree here
+                same = {json.dumps(_leaf(c.result, path), sort_keys=True) for c in d.calls[:n]
+                        if c.name == d.calls[source].name}
                 resolved = len(same) < 2 or bool(ORDINALS.search(text))
             if not resolved:
                 found.append(Finding(f"{d.id} turn {call.turn} {call.name}.{param}",
