@@ -133,12 +133,14 @@ def test_variant_pipeline_with_every_role_on_a_scripted_llm(store_seeds):
                                   message_mode="global")
         client = LLMClient()
         ctx = VariantContext.from_agents(toolset, build_agents(cfg, client), bind_tries=4)
-        outcomes = make_variants(ctx, store_seeds[1], 2)
+        # seed record 0: record 1 (since stop 30) binds each order id by the scripted model's first option,
+        # which is never a pending order of the user (a data fact of that record, not a pipeline fault)
+        outcomes = make_variants(ctx, store_seeds[0], 2)
     kept = [o.records[0] for o in outcomes if o.records]
     assert kept, [o.reason for o in outcomes]
     for record in kept:
         assert validate_record(record, toolset) == []
-        assert topology_difference(record_to_trajectory(store_seeds[1]), record_to_trajectory(record)) is None
+        assert topology_difference(record_to_trajectory(store_seeds[0]), record_to_trajectory(record)) is None
         assert record["meta"]["agents"]["message_mode"] == "global"
     roles = client.ledger.snapshot()["roles"]
     assert roles["messenger"]["calls"] >= len(kept)  # one global call per written variant
