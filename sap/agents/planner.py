@@ -10,8 +10,8 @@ from typing import Any, Protocol
 
 from sap.agents.replies import SHOWN
 from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec
-from sap.provenance.fields import Candidate, candidates, child_path, index_of, iter_fields, match_score, type_ok
-from sap.provenance.generate import announceable, c0_values, generate, is_birth_param
+from sap.provenance.fields import Candidate, candidates, child_path, index_of, match_score, type_ok
+from sap.provenance.generate import REFERENCE_DATE, announceable, c0_values, calendar, generate, is_birth_param
 from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, resolve
 from sap.provenance.places import address_part, us_address
 from sap.provenance.selectors import output_selector, stated_selector
@@ -479,10 +479,11 @@ class RulePlanner:
         return (start + dt.timedelta(days=ctx.req.rng.randint(0, span))).isoformat()
 
     def _date_span(self, c0: dict[str, Any]) -> tuple[str, str] | None:
-        """Earliest and latest ISO dates found in c0 (cached for the last c0 seen)."""
+        """The scenario's calendar (`calendar`: c0's earliest and latest dates, dates of birth aside), or None when
+        c0 holds no date (cached for the last c0 seen)."""
         cached_c0, span = self._date_cache  # one read: slot threads share the planner
         if cached_c0 is not c0:
-            dates = sorted(f.value for f in iter_fields(c0) if isinstance(f.value, str) and _ISO_DATE.match(f.value))
-            span = (dates[0], dates[-1]) if dates else None
+            first, last = calendar(c0)
+            span = None if first == last == REFERENCE_DATE else (first.isoformat(), last.isoformat())
             self._date_cache = (c0, span)
         return span

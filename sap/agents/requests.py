@@ -223,7 +223,8 @@ def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Ran
         return rng.choice(_MINE_HERE if here else _MINE).format(n=noun)
     thing = noun if sel.noun in ("entry", "result") else sel.noun
     now = "current " if sel.latest else ""
-    return f"my {now}{thing} " + criterion(sel, rng)
+    whose = "" if thing in noun or noun in thing else f"the {noun} of "  # "the origin airport of my flight ..."
+    return f"{whose}my {now}{thing} " + criterion(sel, rng)
 
 
 def _droppable(text: str, param: str) -> bool:

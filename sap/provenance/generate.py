@@ -126,13 +126,15 @@ def reference_date(c0: Any) -> dt.date:
 
 
 def calendar(c0: Any) -> tuple[dt.date, dt.date]:
-    """The earliest and the latest ISO date in c0 (both REFERENCE_DATE when it holds none)."""
+    """The earliest and the latest ISO date in c0 (both REFERENCE_DATE when it holds none); dates of birth are
+    no part of the scenario's calendar (a flight searched for 2009 because a passenger was born then)."""
     dates = []
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
-            for v in node.values():
-                walk(v)
+            for k, v in node.items():
+                if not is_birth_param(str(k)):
+                    walk(v)
         elif isinstance(node, list):
             for v in node:
                 walk(v)
