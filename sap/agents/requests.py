@@ -12,7 +12,7 @@ from typing import Any
 
 from sap.agents.judge import content_words, stem
 from sap.provenance.paraphrase import vary
-from sap.model import Selector, ToolCall, ToolSpec
+from sap.model import Selector, Tag, ToolCall, ToolSpec
 from sap.provenance.phrasebook import DETERMINER, PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
 from sap.provenance.places import address_part
 from sap.provenance.selectors import ordinal
@@ -210,6 +210,7 @@ def history_reference(noun: str, sel: Selector | None, value: Any, source: tuple
 
 _MINE = ["my {n}", "my {n}", "my {n}", "the {n} on file"]
 _MINE_HERE = ["my {n}", "the {n} in here", "the {n} here"]  # for files and folders
+_SOMEWHERE = ["{b}", "{b}", "{b}, wherever it is", "{b} (it's somewhere in here)"]  # a found path's name
 _MINE_NOW = ["my current {n}", "the {n} currently on file", "my {n} as it stands now"]  # selector words (latest)
 
 
@@ -220,7 +221,9 @@ def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Ran
         return rng.choice(_MINE_NOW).format(n=noun)
     if sel is None or sel.field is None:
         here = re.search(r"\b(?:file|folder|directory|document)$", noun)
-        return rng.choice(_MINE_HERE if here else _MINE).format(n=noun)
+        if here and sel is None and isinstance(value, str) and "/" in value.strip("/"):  # "delete README.md": the
+            return rng.choice(_SOMEWHERE).format(n=noun, b=value.rstrip("/").rsplit("/", 1)[1])  # user knows the
+        return rng.choice(_MINE_HERE if here else _MINE).format(n=noun)  # name, the assistant finds where it is
     thing = noun if sel.noun in ("entry", "result") else sel.noun
     now = "current " if sel.latest else ""
     whose = "" if thing in noun or noun in thing else f"the {noun} of "  # "the origin airport of my flight ..."
@@ -289,10 +292,12 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
                 text = re.sub(rf"({slot})\s+(?:{own})\b", r"\1", text, count=1)
             named = (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}",
                      rf"\b(?:the|a|an|my)\s+{slot}\s+(?:folder|directory|file|{noun})\b", rf"\b{noun}\s+{slot}")
-            if args[name].found and any(re.search(m, text) for m in named[:2]):  # "cancel my pending order {x}":
+            described = re.match(r"(?:my|the|that)\b", args[name].words)  # a description, not a name (README.md)
+            if args[name].found and described and any(re.search(m, text) for m in named[:2]):  # "cancel my
+                # pending order {x}": "cancel my pending order"
                 text = re.sub(rf"\s*{slot}", "", text, count=1)  # the phrase's noun says it from the user's side
                 continue
-            if args[name].found and re.search(named[2], text):  # "need booking {x}": "need my booking";
+            if args[name].found and described and re.search(named[2], text):  # "need booking {x}": "need my booking";
                 # "on pending order {x}": "on my pending order"
                 text = re.sub(rf"\b((?:{_STATUS}\s+)?{noun})\s+{slot}", r"my \1", text, count=1)
                 continue
@@ -366,7 +371,8 @@ def found_words(turn_calls: Sequence[ToolCall], prerequisites: Collection[int], 
     for i in prerequisites:
         call = turn_calls[i]
         phrase = wording.phrases(call.name).found
-        if phrase and all(p in call.args_exec for p in placeholders(phrase)):
+        stated = {n for n, p in call.args_prov.items() if p.effective_tag() in (Tag.self_create, Tag.initial_state)}
+        if phrase and set(placeholders(phrase)) <= stated & call.args_exec.keys():  # said verbatim, never restated
             out[(turn, i)] = PLACEHOLDER.sub(lambda m: said_value(call.args_exec[m.group(1)]), phrase)
     return out
 
