@@ -56,3 +56,30 @@ def test_object_values_are_described_in_words_not_raw_json():
     text = describe_value(value)
     assert text == 'first name "Noah", last name "Kim", dob "1990-04-05"'
     assert "{" not in text and mentions(f"Add the passenger {text} please.", value)
+
+
+def test_a_value_stated_ahead_is_said_as_the_plan_it_belongs_to():
+    """A virtual-history value is announced with the using call's own phrase, its other slots left vague ("Later
+    on I'll also want you to move a file to archive.txt."), never "the destination should be x further on" where
+    the tool has such a phrase; the value is said verbatim, as the closure check needs; secrets, flags and numbers
+    are never announced (`announceable`)."""
+    import re
+
+    from sap.provenance.generate import announceable
+    from sap.toolsets import load_toolset
+
+    specs = {t.name: t for t in load_toolset("filesystem").tools}
+    ls = ToolCall(call_id="call_0_0", name="ls", args_exec={}, args_prov={}, result={"current_directory_content": []})
+    mv = ToolCall(call_id="call_1_0", name="mv", args_exec={"source": "a.txt", "destination": "archive.txt"},
+                  args_prov={"source": ArgProvenance(tag=Tag.self_create),
+                             "destination": ArgProvenance(tag=Tag.prev_user_msg, turn=0)})
+    turns = [Turn(index=0, state="s", transition=0, calls=[ls]), Turn(index=1, state="s", transition=1, calls=[mv])]
+    virtual = [{"turn": 0, "param": "destination", "value": "archive.txt", "used_at": 1}]
+    for seed in range(12):
+        first = RuleMessenger().write(turns, specs, random.Random(seed), virtual)[0].user_message
+        assert mentions(first, "archive.txt"), first
+        assert not re.search(r"further on|for later|will end up being|in mind as", first), first
+        assert "a.txt" not in first and "{" not in first, first
+    assert not announceable("password", {"type": "string"})
+    assert not announceable("unlock", {"type": "boolean"}) and not announceable("speed", {"type": "number"})
+    assert announceable("destination", {"type": "string"})

@@ -140,12 +140,18 @@ def stated_facts(facts: Sequence[str], rng: random.Random) -> str:
     return capitalized(rng.choice(_FACT_FRAMES).format(x=text))
 
 
-def compose_message(requests: Sequence[str], ahead: Sequence[tuple[str, str]], first: bool,
+def ahead_note(noun: str, value: str, rng: random.Random) -> str:
+    """A value stated ahead of its use as a note ("Side note: the destination should be x further on.")."""
+    return rng.choice(_AHEAD).format(n=noun, v=value)
+
+
+def compose_message(requests: Sequence[str], ahead: Sequence[str], first: bool,
                     intros: Sequence[str], rng: random.Random, facts: Sequence[str] = (),
                     after: Sequence[str] = ()) -> str:
     """A turn's user message: an optional greeting and context on the first turn, a lead-in on later ones, the
     user's facts a goal turn needs, the requests (in one sentence or more) followed by the sentences that say
-    which thing they mean and what to prepare (`after`), values stated ahead of use and an occasional thanks."""
+    which thing they mean and what to prepare (`after`), the sentences stating values ahead of use (`ahead`) and
+    an occasional thanks."""
     body = " ".join([_sentences(requests, rng), *after]) if requests else " ".join(after)
     if facts:
         said = stated_facts(facts, rng)
@@ -162,8 +168,8 @@ def compose_message(requests: Sequence[str], ahead: Sequence[tuple[str, str]], f
         lead = rng.choice(_LEAD_CLAUSES) + " "
         body = body if body.startswith(("I ", "I'")) else body[:1].lower() + body[1:]
     message = lead + body
-    for noun, value in ahead:
-        message += " " + rng.choice(_AHEAD).format(n=noun, v=value)
+    for sentence in ahead:
+        message += " " + sentence
     if rng.random() < 0.15:
         message = message.rstrip() + rng.choice(_CLOSERS)
     return message

@@ -7,12 +7,13 @@ from dataclasses import replace
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from sap.agents.composer import compose_message
+from sap.agents.composer import ahead_note, compose_message
 from sap.agents.requests import (
     Wording,
     conveyed_arguments,
     found_reference,
     found_words,
+    plan_phrase,
     history_reference,
     join_words,
     request_phrase,
@@ -33,6 +34,9 @@ _NAMED = ["I'm {v}", "I'm {v}", "my name is {v}", "this is {v}", "the name's {v}
 _OWN = ["my {n} is {v}", "my {n} is {v}", "{v} is my {n}", "the {n} on my account is {v}"]
 _GIVEN = ["the {n} is {v}", "the {n} should be {v}"]
 _WHICH = ["The one I mean is {r}.", "I'm talking about {r}.", "That's {r}.", "I mean {r}."]
+_LATER = ["Later on I'll also want you to {p}.", "After that, I'll need you to {p}.", "At some point I'll ask you to {p}.",
+          "Heads up: later I'll want you to {p}.", "Further on, I'm planning to have you {p}.",
+          "Down the line I'll want to {p}.", "I'll also want to {p} at some point."]
 _FIRST = ["You may need to {p} first.", "Go ahead and {p} first.", "Feel free to {p} first.", "{P} first if needed."]
 _REVEAL_MANY = ["Sorry - {x}.", "Oh, right: {x}.", "Of course: {x}.", "Sure, {x}.", "Good catch - {x}.",
                 "My mistake: {x}.", "Ah yes, {x}.", "Here you go: {x}.", "Right, so {x}."]
@@ -177,8 +181,7 @@ class RuleMessenger:
             if preparations:
                 steps = join_words(preparations)
                 after.append(rng.choice(_FIRST).format(p=steps, P=steps[:1].upper() + steps[1:]))
-            ahead = [(wording_noun(wording, turn, v["param"]), said_value(v["value"]))
-                     for v in virtual if v["turn"] == turn.index]
+            ahead = [announcement(v, turns, wording, turn, rng) for v in virtual if v["turn"] == turn.index]
             first = not any(t.user_message for t in out)  # greetings and intros open the dialogue only
             message = compose_message(requests, ahead, first, wording.book.intros if wording.book else (), rng,
                                       facts, after)
@@ -243,6 +246,21 @@ def preparation(call: ToolCall, said: Mapping[str, Mention], wording: Wording,
         return None
     text, covered = rng.choice(options)
     return PLACEHOLDER.sub(lambda m: said_value(call.args_exec[m.group(1)]), text), covered
+
+
+def announcement(v: Mapping[str, Any], turns: Sequence[Turn], wording: Wording, turn: Turn,
+                 rng: random.Random) -> str:
+    """A value stated ahead of its use, as the plan it is part of ("Later on I'll also want you to move a file to
+    schedule-q2.csv."), from the using call's own phrase; else as a note ("the destination will end up being
+    schedule-q2.csv")."""
+    used = next((t for t in turns if t.index == v.get("used_at")), None)
+    call = next((c for c in used.calls if c.args_exec.get(v["param"]) == v["value"]), None) if used else None
+    if call is not None:
+        phrase = plan_phrase(wording.phrases(call.name), call, v["param"],
+                             lambda p: wording.noun(call.name, p), rng)
+        if phrase:
+            return rng.choice(_LATER).format(p=phrase)
+    return ahead_note(wording_noun(wording, turn, v["param"]), said_value(v["value"]), rng)
 
 
 def wording_noun(wording: Wording, turn: Turn, param: str) -> str:

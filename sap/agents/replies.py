@@ -10,6 +10,7 @@ from typing import Any
 from sap.executors.bfcl import BFCL_FAILURE_SHAPES
 from sap.executors.failures import MESSAGE_FIELDS, error_text
 from sap.model import ToolCall, ToolSpec
+from sap.provenance.generate import is_secret_param
 from sap.text import field_words, task_phrase
 
 SHOWN = 3  # elements a reply names from a listing ("a.txt, b.txt, c.md and twelve more")
@@ -35,7 +36,6 @@ IRREGULAR = {"send": "sent", "set": "set", "make": "made", "get": "got", "find":
              "cut": "cut", "shut": "shut", "begin": "began", "go": "went", "do": "did", "turn": "turned"}
 SHORT_STRING = 160  # longest string value quoted whole; longer ones end at a word boundary with "…"
 MOST_FACTS = 4  # fields of one object stated at most
-SECRET = re.compile(r"password|token|secret|pin\b|cvv|ssn", re.I)  # arguments a reply never repeats
 WRITE_LEADS = ["Done. ", "All set. ", "Okay, that's done. ", "That's taken care of. ", "Finished. ", ""]
 COMMON_OPENERS = {"The", "There", "Here's", "That's", "That", "It", "Done:", "All", "Order", "Booking", "Reservation"}
 
@@ -443,7 +443,7 @@ def _collection_items(obj: dict[str, Any]) -> list[Any]:
 def _arg_facts(args: dict[str, Any], spec: ToolSpec | None) -> str:
     """A write's key values from its arguments, in words ("folder name reports")."""
     shown = [(k, v) for k, v in args.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)
-             and not SECRET.search(k)][:3]
+             and not is_secret_param(k)][:3]
     return ", ".join(f"{field_words(k)} {_say(v, k)}" for k, v in shown)
 
 

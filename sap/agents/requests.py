@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,6 +246,37 @@ def _leave_out(text: str, param: str, noun: str, rng: random.Random) -> str:
         return dropped
     vague = rng.choice([article(noun), f"one of the {plural(noun)}"])
     return re.sub(rf"(?:\b{DETERMINER}\s+)?{slot}", vague, text, count=1)
+
+
+def plan_phrase(entry: ToolPhrases, call: ToolCall, param: str, wording_noun: Callable[[str], str],
+                rng: random.Random) -> str | None:
+    """A later call as the user announces it ahead with one value ("move a file to schedule-q2.csv"): a plain
+    request of its tool with `param`'s slot said verbatim and each other slot dropped with its preposition or
+    said as "a file"; None if no request has that slot, or another slot names no thing ("the password is one of
+    the passwords" is no plan anyone states)."""
+    pool = [r for r in entry.requests if "{" + param + "}" in r and re.match(r"[a-z]", r)
+            and not re.match(r"(?:please|i|let|can|could)\b", r)]
+    if not pool or param not in call.args_exec:
+        return None
+    text = rng.choice(pool)
+    for other in placeholders(text):
+        if other == param:
+            continue
+        slot = re.escape("{" + other + "}")
+        dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{DETERMINER}\s+)?{slot}", "", text, count=1)
+        if dropped != text:
+            text = dropped
+            continue
+        noun = wording_noun(other)
+        head = noun.split()[-1]
+        if head not in _THINGS:
+            return None
+        text = re.sub(rf"(?:\b{DETERMINER}\s+(?:[a-z-]+\s+)?)?{slot}", article(noun), text, count=1)
+    return text.replace("{" + param + "}", said_value(call.args_exec[param]))
+
+
+_THINGS = {"file", "folder", "directory", "document", "item", "product", "order", "message", "ticket", "booking",
+           "reservation", "flight", "hotel", "stock", "tweet", "post", "contact", "card"}  # a slot said as "a file"
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ _EXAMPLES = re.compile(r"\b(?:e\.g\.|for example|such as|like)\s*[:,]?\s*((?:['\
                        re.I)
 _WORD_PAIR = re.compile("(?:" + "|".join(_WORDS) + ")_(?:" + "|".join(_WORDS) + ")")
 _TICKERS = ["AAPL", "MSFT", "GOOG", "AMZN", "NVDA", "TSLA", "META", "NFLX", "AMD", "INTC", "ORCL", "IBM"]
+_SECRET = re.compile(r"password|passcode|token|secret|pin\b|cvv|ssn", re.I)
 _SEARCH = re.compile(r"query|keyword|search|term", re.I)  # a search's words: found in c0's names first
 _NEW_NAMES = re.compile(r"name|file|dir|folder|path|source|destination|password|title|content|text|message|id$",
                         re.I)
@@ -83,6 +84,12 @@ def described_examples(schema: dict[str, Any]) -> list[str]:
         return [e for e in schema["examples"] if isinstance(e, str)]
     m = _EXAMPLES.search(schema.get("description", ""))
     return re.findall(r"['\"]([^'\"]+)['\"]", m.group(1)) if m else []
+
+
+def is_secret_param(name: str) -> bool:
+    """Whether a parameter or field holds a secret (a password, token, PIN): never repeated in a reply, never
+    announced turns ahead."""
+    return bool(_SECRET.search(name))
 
 
 def is_search_param(name: str) -> bool:
@@ -398,7 +405,7 @@ def generate(name: str, schema: dict[str, Any], rng: random.Random, c0: Any = No
 
 def announceable(name: str, schema: dict[str, Any]) -> bool:
     """Whether a value of `name` reads naturally when the user says it turns before its use, or refers back to it
-    ("the file I mentioned"): a free string that is not an address part or a search's words; never a flag, a
-    number or an enum's pick ("the lock setting I'll want later is true" is no way people talk)."""
+    ("the file I mentioned"): a free string that is not an address part, a search's words or a secret; never a
+    flag, a number or an enum's pick ("the lock setting I'll want later is true" is no way people talk)."""
     return schema.get("type", "string") == "string" and "enum" not in schema and address_part(name) is None \
-        and not is_search_param(name)
+        and not is_search_param(name) and not is_secret_param(name)
