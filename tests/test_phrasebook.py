@@ -127,6 +127,15 @@ def test_a_varied_conditional_wording_still_states_its_value():
     assert not conveyed("Please unlock the driver doors.", "lockDoors", "unlock", False)  # "lock" is not in "unlock"
 
 
+def test_a_swapped_word_takes_the_article_it_needs_and_is_still_recognised():
+    """"create an empty file" varied to "make a blank file", never "an blank file"; the varied pattern reads both."""
+    from sap.provenance.paraphrase import varied_pattern, vary
+
+    said = {vary("create an empty file", random.Random(seed)) for seed in range(30)}
+    assert not any(re.search(r"\ban b|\ba e", s) for s in said) and any(" a blank " in s for s in said), said
+    assert all(re.search(varied_pattern("create an empty file"), s) for s in said)
+
+
 DIFF = ToolCall(call_id="c", name="diff", args_exec={"file_name1": "q3_report.csv", "file_name2": "budget_2024.csv"},
                 args_prov={"file_name1": ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.matches[2]",
                                                        selector=Selector(noun="match", position=3)),

@@ -88,7 +88,10 @@ def vary(text: str, rng: random.Random) -> str:
     words (a swapped-in word is not swapped again; placeholders untouched)."""
     out, pos = [], 0
     for start, end, alts in synonym_spans(text):
-        out += [text[pos:start], rng.choice(alts)]
+        word = rng.choice(alts)
+        before = re.sub(r"\b(an?)(\s+)$", lambda m: ("an" if word[:1] in "aeio" else "a") + m.group(2),
+                        text[pos:start]) if word != text[start:end] else text[pos:start]  # "an empty" -> "a blank"
+        out += [before, word]
         pos = end
     return re.sub(r"\s{2,}", " ", "".join(out + [text[pos:]])).strip()
 
@@ -104,6 +107,9 @@ def varied_pattern(text: str) -> str:
     out, pos = [], 0
     for start, end, alts in synonym_spans(text):
         words = sorted({a for a in alts if a}, key=len, reverse=True)
-        out += [_loose(text[pos:start]), "(?:" + "|".join(_loose(a) for a in words) + ("|" if "" in alts else "") + ")"]
+        literal = text[pos:start]
+        article = re.search(r"\ban?\s+$", literal)  # `vary` fits "a"/"an" to the word swapped in
+        lead = _loose(literal[:article.start()]) + r"an?\s*" if article else _loose(literal)
+        out += [lead, "(?:" + "|".join(_loose(a) for a in words) + ("|" if "" in alts else "") + ")"]
         pos = end
     return "".join(out + [_loose(text[pos:])])
