@@ -83,11 +83,20 @@ def _collect(doc: Any, path: str, key: str | None, parent: str | None, siblings:
         # entries of a map keyed by id ({"tweets": {"3": {"id": 3}}}) take the map's key as their parent
         inner = parent if key is not None and key.isdigit() else key
         keyed = key is not None and bool(doc) and all(isinstance(v, dict) for v in doc.values())
+        lookup = key is not None and key.endswith("_map") and bool(doc) and all(
+            isinstance(v, (str, int)) for v in doc.values())  # {"user_map": {"Quinn": "USR001"}}: its keys are users
+        status = any(isinstance(v, bool) and (str(k).endswith("status") or k == "success") for k, v in doc.items())
         for k, v in doc.items():
             k = str(k)
+            if status and k == "message" and isinstance(v, str):
+                continue  # {"sent_status": true, "message": "Message sent ..."}: a status text, never content
             if keyed:
                 own = frozenset(x.lower() for x in v.values() if isinstance(x, str) and len(x) < 40)
                 out.append(Field(key_path(child_path(path, k)), (key_name(key),), k, own))
+            elif lookup:  # its keys are users, its values their ids
+                out.append(Field(key_path(child_path(path, k)), (key[:-len("_map")],), k, near))
+                out.append(Field(child_path(path, k), (f"{key[:-len('_map')]}_id",), v, near))
+                continue
             _collect(v, child_path(path, k), k, inner, near, out)
     elif isinstance(doc, list):
         if key is not None and doc and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in doc):

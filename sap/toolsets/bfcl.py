@@ -52,8 +52,9 @@ BFCL_COMBINATIONS = [
 # them, not those that create one (touch, mkdir, echo). VehicleControlAPI's results name what other tools take:
 # the nearest tire shop is a navigation destination, a city's zipcode an end of a distance estimate, a liter
 # conversion the fuel to add, the fuel level a gallon amount to convert. TravelAPI verifies only its own user, whose
-# names c0 holds as `user_first_name` and `user_last_name`. MathAPI answers every operation with a bare `result`,
-# which the next operation's operands take.
+# names c0 holds as `user_first_name` and `user_last_name`. MessageAPI's get_user_id answers with a `user_id`, the
+# receiver a message goes to. MathAPI answers every operation with a bare `result`, which the next operation's
+# operands take.
 ENTRY_NAMES = ["current_directory_content", "$.GorillaFileSystem.root.*.contents.*~"]
 OPERANDS = ("a", "b", "number", "value", "base", "part", "whole")
 VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
@@ -71,6 +72,7 @@ VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
         "gallon_to_liter": {"gallon": ["fuelLevel"]},
     },
     "TravelAPI": {"verify_traveler_information": {"first_name": ["user_first_name"], "last_name": ["user_last_name"]}},
+    "MessageAPI": {tool: {"receiver_id": ["user_id"]} for tool in ("send_message", "delete_message")},
     "MathAPI": {tool: {p: ["result"] for p in OPERANDS}
                 for tool in ("absolute_value", "add", "divide", "imperial_si_conversion", "logarithm", "multiply",
                              "percentage", "power", "round_number", "si_unit_conversion", "square_root", "subtract")},
