@@ -320,3 +320,17 @@ def test_mentions_is_case_and_whitespace_insensitive_and_handles_lists():
     assert not mentions("ids H1", ["H1", "H2"])
     assert mentions("quantity 3", 3)
     assert not mentions("quantity three", 3)
+
+
+def test_a_lookup_table_names_its_keys_and_values_and_a_status_text_is_no_field():
+    """{"user_map": {"Quinn": "USR001"}} gives users (its keys) and user ids (its values); a "message" beside a
+    status flag is what the tool said about the call, never a message to send on."""
+    c0 = {"MessageAPI": {"user_map": {"Quinn": "USR001", "Eva": "USR002"}}}
+    assert [(c.path, c.value) for c in candidates("user", {"type": "string"}, c0)] == [
+        ('$.MessageAPI.user_map.Quinn~', "Quinn"), ('$.MessageAPI.user_map.Eva~', "Eva")]
+    assert [c.value for c in candidates("user_id", {"type": "string"}, c0)] == ["USR001", "USR002"]
+    for path, value in (('$.MessageAPI.user_map.Quinn~', "Quinn"), ('$.MessageAPI.user_map.Eva', "USR002")):
+        assert resolve(c0, path) == value
+    sent = {"sent_status": True, "message_id": 7, "message": "Message sent to 'USR002' successfully."}
+    assert candidates("message", {"type": "string"}, sent) == []
+    assert [c.value for c in candidates("message", {"type": "string"}, {"message": "hi there"})] == ["hi there"]

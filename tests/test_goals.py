@@ -154,3 +154,31 @@ def test_a_turn_cut_before_a_confirmed_write_may_hold_only_prerequisites():
                                       "assistant_message": "I'll place the order. " + CONFIRM_QUESTIONS[0]})
     assert mark_problems(lookups, confirmed_next=True) == []
     assert mark_problems(lookups) == ["turn 0: call 1 is marked a prerequisite but it is the turn's goal (its last call)"]
+
+
+@pytest.fixture(scope="module")
+def vehicle_records():
+    """40 goal-style VehicleControlAPI records (skipped without bfcl-eval)."""
+    pytest.importorskip("bfcl_eval")
+    return [record_to_trajectory(r) for r in synthesize("bfcl/VehicleControlAPI", 40, seed=11).records]
+
+
+def test_a_goal_turn_names_what_a_prerequisite_finds_and_says_preparations_in_the_tools_words(vehicle_records):
+    """set_navigation's destination found by find_nearest_tire_shop is "the nearest tire shop" (the phrase
+    book's `found`), never "my destination"; a prerequisite's learned values are said as one preparation ("lock
+    all the doors ... first"), never "the pedal position is 1"; an action's numbers and flags are the user's
+    new values, so no flag or number is announced turns ahead."""
+    navigated = prepared = 0
+    for traj in vehicle_records:
+        for turn in traj.turns:
+            names = [c.name for c in turn.calls]
+            if turn.prerequisites and "find_nearest_tire_shop" in names and "set_navigation" in names:
+                navigated += 1
+                assert "nearest tire shop" in turn.user_message.lower(), turn.user_message
+            if "startEngine" in names and turn.prerequisites:
+                prepared += 1
+                assert not re.search(r"pedal position is|lock setting is|the doors is", turn.user_message), \
+                    turn.user_message
+                assert re.search(r"first\b", turn.user_message), turn.user_message
+        assert not traj.virtual_history or all(isinstance(v["value"], str) for v in traj.virtual_history)
+    assert navigated and prepared, (navigated, prepared)

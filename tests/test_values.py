@@ -174,3 +174,17 @@ def test_address_parts_read_from_an_earlier_result_bring_the_rest_of_that_addres
             prov = binding.args_prov[k]
             assert prov.tag == Tag.prev_output and (prov.turn, prov.call) == (0, 0), (k, prov)
             assert resolve(order, prov.path) == order["address"][k]
+
+
+def test_searches_use_words_the_catalog_holds_and_dates_of_birth_are_not_the_calendar():
+    """A search's words come from c0's names, so it finds something; a passenger born in 1951 does not put
+    flight searches in 1951; a number comes at the grain people give it."""
+    from sap.provenance.generate import calendar
+
+    c0 = {"products": [{"name": "Office Chair"}, {"name": "Water Bottle"}], "users": [{"dob": "1951-04-02"}],
+          "flights": [{"date": "2024-05-16"}, {"date": "2024-05-28"}]}
+    words = {generate("query", {"type": "string"}, random.Random(s), c0, reuse_existing=False) for s in range(20)}
+    assert words == {"chair", "bottle"}
+    assert calendar(c0) == (dt.date(2024, 5, 16), dt.date(2024, 5, 28))
+    speeds = [generate("speed", {"type": "number"}, random.Random(s)) for s in range(20)]
+    assert all(25 <= v <= 75 and v == int(v) for v in speeds), speeds

@@ -291,6 +291,7 @@ class Argument:
     value: Any
     found: bool = False  # a value the assistant finds itself in this turn: the phrase's own noun names it
     joined: bool = False  # an address part whose words are the address reference of an earlier part
+    named: bool = False  # a found value named by what found it ("the nearest tire shop"): its words stay
 
 
 _SAME_THING = {"folder": ("directory",), "directory": ("folder",), "file": ("document",)}  # a phrase's word for a
@@ -323,7 +324,7 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
                 text = re.sub(rf"({slot})\s+(?:{own})\b", r"\1", text, count=1)
             named = (rf"\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?{noun}\s+{slot}",
                      rf"\b(?:the|a|an|my)\s+{slot}\s+(?:folder|directory|file|{noun})\b", rf"\b{noun}\s+{slot}")
-            described = re.match(r"(?:my|the|that)\b", args[name].words)  # a description, not a name (README.md)
+            described = not args[name].named and re.match(r"(?:my|the|that)\b", args[name].words)  # not a name
             if args[name].found and described and any(re.search(m, text) for m in named[:2]):  # "cancel my
                 # pending order {x}": "cancel my pending order"
                 text = re.sub(rf"\s*{slot}", "", text, count=1)  # the phrase's noun says it from the user's side
@@ -378,7 +379,7 @@ def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Map
         text = varied if refers_to_task(varied, spec) else text
     covered = set(placeholders(text)) | set(cond)
     extras = [_extra(a, rng) for a in args.values()
-              if a.param not in covered and not a.withheld and not a.found and not a.joined]
+              if a.param not in covered and not a.withheld and (a.named or not a.found) and not a.joined]
     if extras:
         text += rng.choice(_EXTRA_LEADS).format(x=join_words(extras))
     return _fill(text, args, rng)
@@ -432,7 +433,9 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
         if m.verbatim or named:
             words = said_value(m.value)
         elif m.marker == "FOUND_BY_ASSISTANT" and m.selector is None and m.source in named_finds:
-            words = named_finds[m.source]  # "take me to the nearest tire shop"
+            out[m.param] = Argument(m.param, noun, named_finds[m.source], False, m.param in withheld, m.value,
+                                    found=True, named=True)  # "take me to the nearest tire shop"
+            continue
         elif m.marker == "FOUND_BY_ASSISTANT":  # after "my street address", the same record's "the city"
             words = f"the {noun}" if m.selector is None and m.source in sources else \
                 found_reference(noun, m.selector, m.value, rng)
