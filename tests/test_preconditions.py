@@ -11,7 +11,7 @@ from sap.fsm.build import RuleFSMBuilder
 from sap.fsm.prerequisites import error_matches, precondition_for
 from sap.graphs.fsm_graph import fsm_dump
 from sap.graphs.synthesis import SynthesisContext
-from sap.model import FSM
+from sap.model import FSM, Tag
 from sap.toolsets.modules import module_from_path, toolset_from_module
 from sap.validate import validate_record
 
@@ -63,3 +63,17 @@ def test_records_switch_the_power_on_in_the_pump_turn_before_starting_it(pump):
     assert pump_turns, "no record starts the pump"
     inserted = [before[-1] for before in pump_turns if before and before[-1].name == "switch_power"]
     assert inserted and all(call.args_exec == {"on": True} for call in inserted)
+
+
+def test_an_actions_numbers_and_flags_are_the_users_new_values_and_camel_case_verbs_count(pump):
+    """The pump's rate is declared self_create on every edge (c0's rate is the current one: 0, out of range), and
+    so is the power switch; a camelCase tool opens with its verb (setCruiseControl updates, getSpeed reads)."""
+    from sap.fsm.build import named_read, named_update
+    from sap.model import ToolSpec
+
+    fsm = RuleFSMBuilder().build(pump)
+    tags = [t.provenance_tag[tool] for t in fsm.transitions for tool in t.action if tool in ("start_pump", "switch_power")]
+    assert tags and all(v == Tag.self_create for tag in tags for v in tag.values()), tags
+    spec = lambda name: ToolSpec(name=name, description="", parameters={"type": "object", "properties": {}})  # noqa: E731
+    assert named_update(spec("setCruiseControl")) and not named_update(spec("getSpeed"))
+    assert named_read(spec("getSpeed")) and not named_read(spec("setCruiseControl"))
