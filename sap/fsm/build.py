@@ -16,7 +16,7 @@ from sap.text import words_of
 
 READ_VERBS = ("get", "list", "search", "find", "show", "view", "check", "lookup", "describe", "query", "fetch",
               "read", "ls", "pwd", "cat", "grep", "head", "tail", "wc", "du", "diff", "count", "calculate",
-              "convert", "estimate", "sort", "retrieve", "compute", "display")
+              "convert", "estimate", "sort", "retrieve", "compute", "display", "contact")
 
 
 UPDATE_VERBS = ("modify", "update", "change", "set", "edit", "rename")
