@@ -73,7 +73,9 @@ def test_no_tags_binds_only_configuration_and_new_values(tmp_path):
     assert stats["source_columns"]["P_o"] == 0 and stats["tag_distribution"]["prev_user_msg"] == 0
     assert stats["mean_chain_length"] == 0 and stats["fallback_rate"] == 0
     full = dataset_stats(sap.synthesize("store", N, seed=0).records)
-    assert full["source_columns"]["P_o"] > 0.2 and full["mean_chain_length"] > 0.3
+    # store's full run has chains (mean L 0.25 here since a write's address parts are the user's new values: the
+    # no-op address links are gone), no_tags none
+    assert full["source_columns"]["P_o"] > 0.2 and full["mean_chain_length"] > 0.15
     run = RunStore(f"sqlite:///{tmp_path / 'runs.db'}").runs()[0]
     assert run.config["context"]["use_tags"] is False
 

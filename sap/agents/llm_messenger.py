@@ -15,6 +15,7 @@ from sap.agents.llm_common import RESULT_CHARS, LLMRole, compact
 from sap.agents.judge import MAX_MESSAGE_CHARS, MIN_MESSAGE_CHARS, task_words
 from sap.agents.messenger import ClarifyRequest, Mention, found_here, must_mention, output_choice, stated_phrase
 from sap.agents.replies import short_task
+from sap.agents.requests import found_reference
 from sap.agents.withheld import WithheldRequest
 from sap.llm.schema import closed, containing
 from sap.model import ToolCall, ToolSpec, Turn
@@ -72,8 +73,10 @@ def _mention_line(m: Mention, steps: dict[tuple[int, int], str]) -> str:
     one among several, and the value itself (to recognise, not to restate); never a tool name or call position."""
     if m.verbatim:
         return f"{m.label()} {field_words(m.param)}: {describe_value(m.value)}"
-    if m.marker == "FOUND_BY_ASSISTANT":
-        where = f"what it is to you, from your side (\"my {field_words(m.param)}\"): the assistant finds it itself " \
+    if m.marker == "FOUND_BY_ASSISTANT":  # its words from the user's side, the selector's too ("my current ...")
+        words = found_reference(field_words(m.param), m.selector, m.value, random.Random(0)) \
+            if m.selector is not None else f"my {field_words(m.param)}"
+        where = f"what it is to you, from your side (\"{words}\"): the assistant finds it itself " \
                 "in this turn, you have not seen it"
     else:
         where = history_phrase(m, steps) if m.source else stated_phrase(replace(m, param=field_words(m.param)))
