@@ -292,7 +292,7 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("messages", "a directory of SPLIT.jsonl files of {messages, tools} rows for OpenAI fine-tuning, "
                  "TRL or datasets.load_dataset(DIR), with a dataset card", True, _write_messages, carded=True),
     ExportFormat("sharegpt", "LLaMA-Factory ShareGPT JSONL", False, _write_sharegpt),
-    ExportFormat("hf", "a Hugging Face datasets directory (save_to_disk; a DatasetDict with --split) with a dataset "
+    ExportFormat("hf", "a Hugging Face datasets directory (load_from_disk; a DatasetDict with --split) with a dataset "
                  "card (extra hf)", True, _write_hf, carded=True),
     ExportFormat("parquet", "a directory of SPLIT.parquet files of the hf rows with a dataset card (extra hf)", True,
                  _write_parquet, carded=True),
