@@ -176,7 +176,7 @@ def main_bench() -> None:
             for name in names:
                 run[name] = run_case(name, MODES[name], args.timeout, Path(tmp))
                 row = run[name]
-                print(f"run     {name:<18} {row['seconds']:>6.2f} s  exit {row['exit']}  {row['status']:<9} "
+                print(f"run     {name:<18} {row['seconds']:>6.2f} s  ({row['seconds_after_fault']} s after the fault)  exit {row['exit']}  {row['status']:<9} "
                       f"resume exit {row['resume_exit']} -> {row['records_after_resume']} records  "
                       f"{'ok ' if row['within_bound'] else 'OUT'}  {row['last_line']}", flush=True)
     print(json.dumps({"timeout_s": args.timeout, "client": client, "run": run,
