@@ -174,6 +174,7 @@ def test_hf_export_with_a_split_is_a_dataset_dict_of_the_splits(run, tmp_path, c
                  "--split", "a=0.5,b=0.4999999,c=0.0000001"]) == 0
     loaded = datasets.load_from_disk(str(out))
     assert set(loaded) == {"a", "b"}  # c, with no records, is left out: an empty saved split would not load
+    assert [str(loaded[name].split) for name in ("a", "b")] == ["a", "b"]
     for name in ("a", "b"):
         _loaded_rows_equal_records(loaded[name].to_list(),
                                    [r for r in records if split_of(r["id"], {"a": 0.5, "b": 0.5}) == name])

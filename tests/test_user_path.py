@@ -201,3 +201,43 @@ def test_progress_shows_counts_rate_eta_and_spend_and_logs_without_a_terminal():
     quiet = io.StringIO()
     Progress(10, verbosity=0, stream=quiet, clock=lambda: now[0]).slot(0, "accepted")
     assert quiet.getvalue() == ""
+
+
+def _stop_at(command: list[str], db: str, accepted: int, sig: signal.Signals) -> str:
+    """Start `sap COMMAND`, send `sig` once the run has `accepted` records, and return its stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "sap.cli", *command], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    store, deadline = RunStore(db), time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None:
+        runs = store.runs()
+        if runs and store.counts(runs[0].id).get("accepted", 0) >= accepted:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, f"the run ended before {accepted} records: {proc.communicate()}"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -9}[sig], err
+    return err
+
+
+def test_ctrl_c_sigterm_and_kill_9_then_the_printed_hint_alone_give_the_bytes_of_an_uninterrupted_run(tmp_path):
+    """A 200-record run stopped by Ctrl-C, its printed hint stopped by SIGTERM, that hint killed -9 (the hint is then
+    `sap runs`' resume command), each at a random count: the last hint alone brings -o to the uninterrupted bytes."""
+    import random
+
+    n, db, out = 200, f"sqlite:///{tmp_path / 'r.db'}", tmp_path / "data.jsonl"
+    first, second, third = sorted(random.Random().sample(range(5, n - 20), 3))
+    err = _stop_at(["synthesize", "--toolset", "store", "-n", str(n), "--seed", "9", "-o", str(out), "--db", db],
+                   db, first, signal.SIGINT)
+    hint = shlex.split(err.strip().splitlines()[-1].split("Continue with: ")[1].split(" (")[0])
+    err = _stop_at(hint[1:], db, second, signal.SIGTERM)
+    hint = shlex.split(err.strip().splitlines()[-1].split("Continue with: ")[1].split(" (")[0])
+    _stop_at(hint[1:], db, third, signal.SIGKILL)
+    (row,) = sap.list_runs(db)
+    assert row["status"] == "interrupted", (row, first, second, third)
+    done = _cli(*shlex.split(row["resume"])[1:], timeout=600)
+    assert done.returncode == 0, (done.stderr, first, second, third)
+    reference = tmp_path / "ref.jsonl"
+    assert _cli("synthesize", "--toolset", "store", "-n", str(n), "--seed", "9", "-o", str(reference), "--db",
+                f"sqlite:///{tmp_path / 'ref.db'}", timeout=600).returncode == 0
+    assert len(out.read_text().splitlines()) == n and out.read_bytes() == reference.read_bytes(), (first, second, third)

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,22 +250,20 @@ def _write_parquet(records: Iterable[dict[str, Any]], output: str, options: Expo
 
 
 def _write_hf(records: Iterable[dict[str, Any]], output: str, options: ExportOptions) -> str:
-    """A Hugging Face datasets directory (a Dataset, or a DatasetDict of the splits) with its dataset card: each
-    split streamed to an Arrow file, then saved from that file (memory-mapped)."""
-    from sap.export.hf import ROW_COLUMNS, ArrowRows, require_datasets
+    """A Hugging Face datasets directory in `save_to_disk`'s layout (a Dataset, or a DatasetDict of the splits) with
+    its dataset card, each split streamed straight into its Arrow shard."""
+    from sap.export.hf import ROW_COLUMNS, SavedDataset, require_datasets
 
-    datasets = require_datasets()  # HFUnavailable (a SapError) names the missing extra
+    require_datasets()  # HFUnavailable (a SapError) names the missing extra, before the directory is made
     out = export_dir(output)
-    with tempfile.TemporaryDirectory(prefix=".sap-arrow-", dir=out) as tmp:
-        sizes, splits = stream_splits(records, options.split, lambda name: ArrowRows(Path(tmp, f"{name}.arrow")))
-        if options.split == NO_SPLIT:
-            if not splits:  # no records: an empty Dataset, every column still there
-                splits["train"] = ArrowRows(Path(tmp, "train.arrow"))
-                splits["train"].close()
-            splits["train"].dataset().save_to_disk(str(out))
-        else:
-            # a split with no records is left out, as in the other formats (an empty saved split does not load)
-            datasets.DatasetDict({name: rows.dataset() for name, rows in splits.items()}).save_to_disk(str(out))
+    if options.split == NO_SPLIT:
+        sizes, splits = stream_splits(records, options.split, lambda name: SavedDataset(out, None))
+        if not splits:  # no records: an empty Dataset, every column still there
+            SavedDataset(out, None).close()
+    else:
+        # a split with no records is left out, as in the other formats (an empty saved split does not load)
+        sizes, splits = stream_splits(records, options.split, lambda name: SavedDataset(out / name, name))
+        (out / "dataset_dict.json").write_text(json.dumps({"splits": list(splits)}), encoding="utf-8")
     _write_card(out, records, sizes, options, None, ROW_COLUMNS,
                 f'import datasets\nds = datasets.load_from_disk("{out.name}")')
     return _written(output, "hf", sizes)
@@ -295,7 +292,7 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("messages", "a directory of SPLIT.jsonl files of {messages, tools} rows for OpenAI fine-tuning, "
                  "TRL or datasets.load_dataset(DIR), with a dataset card", True, _write_messages, carded=True),
     ExportFormat("sharegpt", "LLaMA-Factory ShareGPT JSONL", False, _write_sharegpt),
-    ExportFormat("hf", "a Hugging Face datasets directory (save_to_disk; a DatasetDict with --split) with a dataset "
+    ExportFormat("hf", "a Hugging Face datasets directory (load_from_disk; a DatasetDict with --split) with a dataset "
                  "card (extra hf)", True, _write_hf, carded=True),
     ExportFormat("parquet", "a directory of SPLIT.parquet files of the hf rows with a dataset card (extra hf)", True,
                  _write_parquet, carded=True),

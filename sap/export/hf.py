@@ -1,11 +1,12 @@
-"""Hugging Face `datasets` rows (extra `hf`): one row per record with a fixed schema, saved with `save_to_disk` (format
-hf) or as Parquet files (format parquet). `tools` is a list of JSON objects (the `datasets.Json` type: each tool
+"""Hugging Face `datasets` rows (extra `hf`): one row per record with a fixed schema, written in `save_to_disk`'s
+layout (format hf) or as Parquet files (format parquet). `tools` is a list of JSON objects (the `datasets.Json` type: each tool
 decodes to its own schema, with no keys of other tools added), so `apply_chat_template(row["messages"],
 tools=row["tools"])` takes a row as it is; `initial_config`, `provenance` and `meta` are JSON strings, exact to the
 last digit (a `Json` column reads its floats back a last digit off); tool-call arguments inside `messages` are JSON
 strings, as in the OpenAI format."""
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from sap.errors import MissingExtra
 
 INSTALL_HINT = "pip install 'sap-synth[hf]' (the Hugging Face datasets package)"
 ARROW_BATCH = 50  # rows an ArrowWriter holds before it writes them (a store row is about 50 KB)
+SHARD = "data-00000-of-00001.arrow"  # the name save_to_disk gives a Dataset's one Arrow shard
+STATE = "state.json"  # what load_from_disk reads besides the shards and DatasetInfo's dataset_info.json
 
 
 class HFUnavailable(MissingExtra):
@@ -79,7 +82,7 @@ def require_datasets() -> Any:
 class ArrowRows:
     """`to_hf_row` rows written one record at a time to an Arrow file at `path` (datasets' ArrowWriter, ARROW_BATCH
     rows per write; with `parquet`, its ParquetWriter, which also records the features `datasets` restores), a
-    split of any size in flat memory; an Arrow file is read back memory-mapped as a `datasets.Dataset`."""
+    split of any size in flat memory."""
 
     def __init__(self, path: Path, parquet: bool = False) -> None:
         from datasets.arrow_writer import ArrowWriter, ParquetWriter
@@ -102,6 +105,37 @@ class ArrowRows:
         self.writer.close()
         self.path.unlink(missing_ok=True)
 
-    def dataset(self) -> Any:
-        """The rows written, as a Dataset mapped from the file."""
-        return self.datasets.Dataset.from_file(str(self.path))
+
+
+class SavedDataset(ArrowRows):
+    """A Dataset directory in `save_to_disk`'s layout, written as the rows stream in: one Arrow shard in `directory`,
+    then at close the state.json and dataset_info.json `datasets.load_from_disk` reads (no copy of the rows through a
+    memory map, so the memory an export takes does not grow with the records). `split` is the split name the
+    loaded Dataset carries (None for a lone Dataset)."""
+
+    def __init__(self, directory: Path, split: str | None) -> None:
+        directory.mkdir(exist_ok=True)
+        super().__init__(directory / SHARD)
+        self.directory, self.split = directory, split
+
+    def close(self) -> None:
+        """Finish the shard, then write its state (a fingerprint from the shard's bytes) and the DatasetInfo."""
+        super().close()
+        digest = hashlib.sha256()
+        with open(self.path, "rb") as shard:
+            for block in iter(lambda: shard.read(1 << 20), b""):
+                digest.update(block)
+        state = {"_data_files": [{"filename": SHARD}], "_fingerprint": digest.hexdigest()[:16],
+                 "_format_columns": None, "_format_kwargs": {}, "_format_type": None, "_output_all_columns": False,
+                 "_split": self.split}
+        (self.directory / STATE).write_text(json.dumps(state, indent=2, sort_keys=True), encoding="utf-8")
+        self.datasets.DatasetInfo(features=_features(self.datasets)).write_to_directory(str(self.directory),
+                                                                                       pretty_print=True)
+
+    def discard(self) -> None:
+        """Give the shard up, and the split's directory with it when nothing else is in it."""
+        super().discard()
+        try:
+            self.directory.rmdir()
+        except OSError:
+            pass

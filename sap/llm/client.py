@@ -39,6 +39,7 @@ FailureKind = Literal["config", "rejected", "transient", "invalid"]
 _PLACEHOLDER_KEY = "sk-none"
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 HANG_TIMEOUTS = 2  # a request that timed out this many times is given up: a hanging server costs 2 timeouts, not 6
+HANG_MARGIN = 0.1  # of a request timeout: kept from a hang's budget of HANG_TIMEOUTS timeouts for its own handling
 _CHARS_PER_TOKEN = 4
 # `structured = "auto"` asks once whether a server takes json_schema: a request this small, refused with one of these
 PROBE_SCHEMA = ResponseSchema("probe", {"type": "object", "properties": {"ok": {"type": "boolean"}},
@@ -216,9 +217,9 @@ class LLMClient:
         """Send one request, retrying transient errors; record its usage and return the answer's message."""
         litellm = load_litellm()
         estimated_tokens = _estimated_tokens(request["messages"], cfg.max_tokens) if cfg.tpm else 0
+        policy = _TransientPolicy(cfg)
         retrying = AsyncRetrying(
-            retry=retry_if_exception(is_transient), stop=_transient_stop(cfg),
-            wait=_transient_wait(cfg), reraise=True,
+            retry=retry_if_exception(is_transient), stop=policy.stop, wait=policy.wait, reraise=True,
             before_sleep=lambda state: self.ledger.record_transient_retry(role, state.upcoming_sleep))
         try:
             async for attempt in retrying:
@@ -226,7 +227,7 @@ class LLMClient:
                     async with limiter.slot(estimated_tokens) as grant:
                         if self.budget is not None:
                             self.budget.check(self.ledger)
-                        response = await litellm.acompletion(**request)
+                        response = await litellm.acompletion(**{**request, "timeout": policy.begin()})
                         usage = getattr(response, "usage", None)
                         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
                         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -354,32 +355,52 @@ def _api_key(role: str, cfg: ModelConfig) -> str | None:
     return key
 
 
-def _transient_stop(cfg: ModelConfig) -> Callable[[RetryCallState], bool]:
-    """Tenacity stop: after max_retries retries, or once the request has timed out HANG_TIMEOUTS times (each
-    timeout waits a whole `timeout`, so retrying a hang max_retries times multiplied the wait by 6)."""
-    attempts = stop_after_attempt(cfg.max_retries + 1)
-    timeout_class = load_litellm().Timeout
-    timeouts = 0
+class _TransientPolicy:
+    """Tenacity's stop and wait for one request's transient errors, and each attempt's timeout. Stop: after
+    max_retries retries, or once the request has timed out HANG_TIMEOUTS times (each timeout waits a whole `timeout`,
+    so retrying a hang max_retries times multiplied the wait by 6), or when its hang budget is spent. Wait: the
+    server's Retry-After if it sent one, else exponential backoff with jitter, at most backoff_max; none after a
+    timeout. The hang budget, from the start of the first attempt that timed out, is HANG_TIMEOUTS timeouts less
+    HANG_MARGIN of one; a retry after a timeout gets what is left of it (a timeout fires a little late, most of all on
+    a busy machine), so that a hanging server fails within HANG_TIMEOUTS request timeouts, its handling included."""
 
-    def stop(state: RetryCallState) -> bool:
-        nonlocal timeouts
-        exc = state.outcome.exception() if state.outcome is not None else None
-        timeouts += isinstance(exc, timeout_class)
-        return attempts(state) or timeouts >= HANG_TIMEOUTS
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.cfg, self.timeouts = cfg, 0
+        self.started = 0.0  # when the latest attempt began (time.monotonic)
+        self.hang_end: float | None = None  # when the hang budget runs out, once an attempt has timed out
+        self.attempts = stop_after_attempt(cfg.max_retries + 1)
+        self.backoff = wait_exponential_jitter(multiplier=cfg.backoff_base, max=cfg.backoff_max,
+                                               jitter=cfg.backoff_base)
+        self.timeout_class = load_litellm().Timeout
 
-    return stop
+    def begin(self) -> float:
+        """The timeout of the attempt starting now: the request timeout, within what is left of the hang budget (at
+        least HANG_MARGIN of a timeout: a backoff after another error may have spent the rest)."""
+        self.started = time.monotonic()
+        if self.hang_end is None:
+            return self.cfg.timeout
+        return max(HANG_MARGIN * self.cfg.timeout, min(self.cfg.timeout, self.hang_end - self.started))
 
+    def _timed_out(self, state: RetryCallState) -> bool:
+        """Whether the attempt that just ended timed out."""
+        return state.outcome is not None and isinstance(state.outcome.exception(), self.timeout_class)
 
-def _transient_wait(cfg: ModelConfig) -> Callable[[RetryCallState], float]:
-    """Tenacity wait: the server's Retry-After if it sent one, else exponential backoff with jitter; <= backoff_max."""
-    backoff = wait_exponential_jitter(multiplier=cfg.backoff_base, max=cfg.backoff_max, jitter=cfg.backoff_base)
+    def stop(self, state: RetryCallState) -> bool:
+        """Whether to give up after the attempt that just ended (tenacity calls this once per failed attempt)."""
+        if self._timed_out(state):
+            self.timeouts += 1
+            if self.hang_end is None:
+                self.hang_end = self.started + (HANG_TIMEOUTS - HANG_MARGIN) * self.cfg.timeout
+        hang_spent = self.hang_end is not None and self.hang_end - time.monotonic() <= HANG_MARGIN * self.cfg.timeout
+        return self.attempts(state) or self.timeouts >= HANG_TIMEOUTS or hang_spent
 
-    def wait(state: RetryCallState) -> float:
+    def wait(self, state: RetryCallState) -> float:
+        """Seconds before the next attempt."""
+        if self._timed_out(state):
+            return 0.0  # the request already waited a whole timeout
         exc = state.outcome.exception() if state.outcome is not None else None
         requested = retry_after_seconds(exc) if exc is not None else None
-        return min(requested, cfg.backoff_max) if requested is not None else backoff(state)
-
-    return wait
+        return min(requested, self.cfg.backoff_max) if requested is not None else self.backoff(state)
 
 
 @functools.lru_cache(maxsize=256)

@@ -142,6 +142,7 @@ class ScriptedLLMServer:
         self._closing = threading.Event()
         self._requests: list[dict[str, Any]] = []
         self._headers: list[dict[str, str]] = []
+        self._arrivals: list[float] = []
         self._in_flight = 0
         self._max_in_flight = 0
         # a prefix of its own, so that a later server on a reused port is a new endpoint to the process-wide limiters
@@ -168,6 +169,12 @@ class ScriptedLLMServer:
         """The headers of each recorded request (lower-cased names), parallel to `requests`."""
         with self._lock:
             return [dict(h) for h in self._headers]
+
+    @property
+    def request_times(self) -> list[float]:
+        """When each recorded request arrived (time.monotonic), parallel to `requests`."""
+        with self._lock:
+            return list(self._arrivals)
 
     @property
     def max_in_flight(self) -> int:
@@ -205,6 +212,7 @@ class ScriptedLLMServer:
         with self._lock:
             self._requests.append(body)
             self._headers.append(headers)
+            self._arrivals.append(time.monotonic())
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
             if self._refuse_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
