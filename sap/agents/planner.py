@@ -6,6 +6,7 @@ import json
 import random
 import re
 from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from sap.agents.replies import SHOWN
@@ -73,6 +74,8 @@ class PlanRequest:
     upcoming: list[ToolSpec] = field(default_factory=list)  # the calls that follow in this turn
     virtual: list[StatedValue] = field(default_factory=list)  # values registered in earlier user turns (P_u)
     free: bool = False  # "no tags" ablation: no declared sources, the planner picks each argument's own
+    samplers: Mapping[str, Callable[[random.Random, dict[str, Any]], Any]] = field(default_factory=dict)  # a
+    # domain module's SAMPLERS: parameter -> how users pick a new value of it
 
 
 @dataclass
@@ -391,6 +394,12 @@ class RulePlanner:
             options = [o for o in schema["enum"] if o not in failed]
         if options:
             return ctx.req.rng.choice(options)
+        if name in ctx.req.samplers:  # the domain's own way (a search phrase from the books c0 holds)
+            for _ in range(6):
+                value = ctx.req.samplers[name](ctx.req.rng, ctx.req.c0)
+                if value not in failed and value not in ctx.bound.values():
+                    break
+            return value
         part = address_part(name)
         if part and schema.get("type", "string") == "string" and sum(map(bool, map(address_part, ctx.params))) > 1:
             return self._address(ctx)[part]

@@ -424,7 +424,8 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
                       rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
                       last_error=state.get("exec_error"), failed_args=state.get("failed_args", []),
                       upcoming=[specs[t] for t in action[call_pos + 1:]],
-                      virtual=[StatedValue(v["turn"], v["param"], v["value"]) for v in state.get("virtual_history", [])])
+                      virtual=[StatedValue(v["turn"], v["param"], v["value"]) for v in state.get("virtual_history", [])],
+                      samplers=ctx.toolset.extra.get("samplers", {}))
     binding = ctx.planner.bind(req)
     ruled_values(ctx, tool, history, req.rng, binding.args_exec, binding.args_prov)
     prerequisite_values(fsm, tool, action[call_pos + 1:], binding.args_exec, binding.args_prov)

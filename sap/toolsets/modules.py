@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import traceback
 from pathlib import Path
 from types import ModuleType
@@ -26,7 +27,8 @@ def toolset_from_module(module: ModuleType, timeout: float = 5.0) -> Toolset:
     never changes state; its executors then skip the rollback replay after such results. A module may declare its
     soft failures as FAILURE_SHAPES: FailureShapes or {"field": ..., "value": ... (default false), "tools": [...]}
     dicts; a result of that shape is a failed call (see sap.executors.failures). Its rules (sap.provenance.policy)
-    are a POLICY attribute or a `<module>.policy.toml` file beside it.
+    are a POLICY attribute or a `<module>.policy.toml` file beside it. Its SAMPLERS give new values of named
+    parameters (`module_samplers`).
     """
     missing = [a for a in ("NAME", "TOOL_CLASS", "sample_config") if not hasattr(module, a)]
     if missing:
@@ -46,6 +48,7 @@ def toolset_from_module(module: ModuleType, timeout: float = 5.0) -> Toolset:
     except ValueError as exc:
         raise ToolDocError(str(exc), file=getattr(module, "__file__", None)) from None
     policy = module_policy(module)
+    samplers = module_samplers(module, tools, where)
     return Toolset(
         name=module.NAME,
         description=getattr(module, "DESCRIPTION", ""),
@@ -53,8 +56,34 @@ def toolset_from_module(module: ModuleType, timeout: float = 5.0) -> Toolset:
         executor_factory=lambda: PythonObjectExecutor([cls], timeout=timeout, trust_error_results=trusted,
                                                       failure_shapes=shapes),
         sample_config=module.sample_config,
-        extra={"policy": policy.resolved(tools)} if policy is not None else {},
+        extra={**({"policy": policy.resolved(tools)} if policy is not None else {}),
+               **({"samplers": samplers} if samplers else {})},
     )
+
+
+def module_samplers(module: ModuleType, tools: list[Any], where: str) -> dict[str, Callable[..., Any]]:
+    """A module's SAMPLERS ({parameter: sampler(rng, c0) -> value}): how users pick a new value of that parameter
+    (a search phrase from the books c0 holds), checked once on sample_config(0); a name no tool takes, a sampler
+    that is not callable, raises or gives what JSON cannot hold is one DomainModuleError line."""
+    raw = getattr(module, "SAMPLERS", None)
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise DomainModuleError(f"{where}: SAMPLERS must be a dict of parameter name -> sampler(rng, c0)")
+    params = {p for t in tools for p in t.properties}
+    config = module.sample_config(0)
+    for name, sampler in raw.items():
+        if name not in params:
+            raise DomainModuleError(f"{where}: SAMPLERS[{name!r}]: no tool takes a parameter {name!r} "
+                                    f"(parameters: {', '.join(sorted(params))})")
+        if not callable(sampler):
+            raise DomainModuleError(f"{where}: SAMPLERS[{name!r}] is not callable (want sampler(rng, c0) -> value)")
+        try:
+            json.dumps(sampler(random.Random(0), config))
+        except Exception as exc:  # the user's code: any failure is its one line
+            raise DomainModuleError(f"{where}: SAMPLERS[{name!r}](rng, sample_config(0)) failed: "
+                                    f"{type(exc).__name__}: {exc}") from None
+    return dict(raw)
 
 
 def check_sample_config(sample_config: Callable[[int], Any], where: str) -> None:
