@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec
+from sap.agents.items import choose_items, inherited, object_items, output_provenance, source_objects
+from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec, item_key
 from sap.provenance.fields import Candidate, candidates, index_of, iter_fields, match_score, type_ok
 from sap.provenance.generate import c0_values, generate, is_birth_param
 from sap.provenance.jsonpath import PathError, resolve
@@ -229,6 +230,11 @@ class RulePlanner:
         prov: dict[str, ArgProvenance] = {}
         for name in ctx.params:
             schema = req.spec.properties.get(name, {})
+            items = None if req.free or req.spec.read_only else self._items(name, schema, ctx)
+            if items is not None:
+                ctx.bound[name], parts = items
+                prov.update(parts)
+                continue
             if req.free:
                 value, source = self._undeclared(name, schema, ctx)
             else:
@@ -270,6 +276,39 @@ class RulePlanner:
         if tag == Tag.prev_user_msg:
             return self._from_stated(name, schema, ctx)
         return self._create(name, schema, ctx), ArgProvenance(tag=Tag.self_create)
+
+    def _items(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[list[dict[str, Any]],
+                                                                                  dict[str, ArgProvenance]] | None:
+        """An array of whole objects built item by item from objects of earlier results, each field with its own
+        provenance (`item_key`): found in the object, else the producing call's own argument (a search's date),
+        else a new value the user states; None when no earlier result holds such objects."""
+        shape = object_items(schema)
+        if shape is None:
+            return None
+        props, required = shape
+        req = ctx.req
+        by_doc = {(h.turn, h.index): h.call for h in req.history}
+        aliases = {f: tuple(req.spec.value_fields.get(f"{name}.{f}", ())) for f in required}
+        pool = source_objects(list(by_doc.items()), props, required, aliases)
+        if not pool:
+            return None
+        said = [(s.turn, s.param, s.value) for s in [*req.stated, *req.virtual, *ctx.virtual] if s.turn < req.turn]
+        items, prov = [], {}
+        for i, obj in enumerate(choose_items(pool, req.rng)):
+            item = {}
+            for field_name in required:
+                key = item_key(name, i, field_name)
+                if field_name in obj.fields:
+                    value, p = output_provenance(obj, field_name)
+                    p = p.model_copy(update={"selector": reference_selector(req, p.turn, p.call, p.path)})
+                else:
+                    got = inherited(by_doc[obj.doc], field_name, obj.doc[0], req.turn)
+                    value, p = got or (self._create(field_name, props[field_name], ctx), ArgProvenance(tag=Tag.self_create))
+                    if p.tag == Tag.prev_user_msg:
+                        p = p.model_copy(update={"selector": stated_selector(key, value, said)})
+                item[field_name], prov[key] = value, p
+            items.append(item)
+        return items, prov
 
     def _undeclared(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance]:
         """Without declared sources ("no tags"): what the user knows from c0 if a value there fits, else a new

@@ -12,7 +12,7 @@ from typing import Any
 
 from sap.agents.judge import content_words, stem
 from sap.provenance.paraphrase import vary
-from sap.model import Selector, ToolCall, ToolSpec
+from sap.model import Selector, ToolCall, ToolSpec, key_field, split_item_key
 from sap.provenance.phrasebook import PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
 from sap.provenance.selectors import ordinal
 from sap.text import describe_value, first_sentence, task_phrase, words_of
@@ -114,7 +114,10 @@ class Wording:
         return generic_phrases(self.specs[tool])
 
     def noun(self, tool: str, param: str) -> str:
-        """Plain words for a parameter of a tool."""
+        """Plain words for a parameter of a tool (for one field of an array argument's items, the field's words)."""
+        if split_item_key(param):
+            field_name = key_field(param)
+            return (self.phrases(tool).nouns.get(field_name) if tool in self.specs else None) or words_of(field_name)
         if tool not in self.specs:
             return words_of(param)
         return self.phrases(tool).nouns.get(param) or parameter_noun(self.specs[tool], param)
