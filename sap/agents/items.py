@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sap.model import ArgProvenance, Tag, ToolCall
-from sap.provenance.fields import candidates, is_listing
+from sap.provenance.fields import candidates
 
 _ITEM_COUNT_WHOLE = 0.5  # chance of taking every object of the chosen one's listing (a whole itinerary)
 
@@ -26,20 +26,20 @@ class SourceObject:
 
     doc: tuple[int, int]  # (turn, call) of the result
     path: str  # JSON path of the object in the result
-    listing: str | None  # path of the listing the object is an element of
+    listing: str | None  # path of the list the object is an element of
     fields: dict[str, tuple[str, Any]]  # item field -> (JSON path in the result, value)
+    scalars: dict[str, Any]  # the object's own scalar fields (an origin and destination beside a flight number)
 
 
 def _objects(node: Any, path: str, listing: str | None, out: list[tuple[str, str | None, dict[str, Any]]]) -> None:
     """Append every object of `node` (with its path and the listing it is an element of) to `out`."""
     if isinstance(node, dict):
         out.append((path, listing, node))
-        inner = path if is_listing(node, path.rsplit(".", 1)[-1]) else None
         for k, v in node.items():
-            _objects(v, f"{path}.{k}" if str(k).isidentifier() else f'{path}["{k}"]', inner, out)
+            _objects(v, f"{path}.{k}" if str(k).isidentifier() else f'{path}["{k}"]', None, out)
     elif isinstance(node, list):
-        for i, v in enumerate(node):
-            _objects(v, f"{path}[{i}]", path, out)
+        for i, v in enumerate(node):  # a result's own top list holds alternatives, not one whole (a search's hits)
+            _objects(v, f"{path}[{i}]", path if path != "$" else None, out)
 
 
 def source_objects(calls: list[tuple[tuple[int, int], ToolCall]], props: dict[str, Any], required: list[str],
@@ -61,13 +61,15 @@ def source_objects(calls: list[tuple[tuple[int, int], ToolCall]], props: dict[st
                     best = max(own, key=lambda c: (c.score, -c.path.count(".")))
                     fields[name] = (path + best.path[1:], best.value)
             if fields and 2 * len(fields) >= len(required):
-                found.append(SourceObject(doc, path, listing, fields))
+                scalars = {k: v for k, v in obj.items() if isinstance(v, (str, int, float)) and str(k).isidentifier()}
+                found.append(SourceObject(doc, path, listing, fields, scalars))
     return found
 
 
 def choose_items(pool: list[SourceObject], rng: random.Random) -> list[SourceObject]:
-    """The objects the array is made of: one of the newest result's (usually) or any, alone or with the rest of its
-    listing (a whole itinerary, every passenger), now and then one of those swapped for another source's object."""
+    """The objects the array is made of: one of the newest result's (usually) or any, alone or with the rest of the
+    list it is in (a whole itinerary, a connection's two flights, every passenger), now and then one of those
+    swapped for another source's object."""
     newest = max(o.doc for o in pool)
     first = rng.choice([o for o in pool if o.doc == newest] if rng.random() < 0.6 else pool)
     chosen = [first]

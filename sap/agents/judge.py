@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from sap.fsm.build import READ_VERBS, named_update
-from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn
+from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn, split_item_key
 from sap.provenance.checks import (answers_recap, mentions, normalize_text, request_start, states_value,
                                    stating_text)
 from sap.provenance.fields import index_of
@@ -272,7 +272,8 @@ class RuleJudge:
                 out.append(Finding(criterion="message_matches_calls", turn=turn.index,
                                    detail=f"{where} arg {name}: {tag.value} value {value!r} is not stated "
                                           f"in the user message"))
-            elif tag in _HISTORY and not (prov.selector is not None and prov.selector.named):
+            elif tag in _HISTORY and not (prov.selector is not None and prov.selector.named) and \
+                    not split_item_key(name):  # an item of an array of whole objects: the user names their choice
                 for s in _strings(value):
                     if len(s.strip()) < MIN_RESTATED_CHARS or not _occurs(message, s):
                         continue

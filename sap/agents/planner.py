@@ -125,6 +125,7 @@ class _CallContext:
     virtual: list[StatedValue] = field(default_factory=list)
     params: list[str] = field(default_factory=list)  # the parameters this call binds
     address: dict[str, str] | None = None  # the one new postal address this call's address parts are cut from
+    item_sources: list[Any] = field(default_factory=list)  # the objects an array argument's items were made of
 
     def failed(self, name: str) -> list[Any]:
         """Values of `name` in the failed attempts of this call, values the last error quoted, and for a `new_x`
@@ -228,12 +229,17 @@ class RulePlanner:
         ctx = _CallContext(req, words, frozenset(_WORD.findall((req.last_error or "").lower())))
         ctx.params = self._params(req)
         prov: dict[str, ArgProvenance] = {}
-        for name in ctx.params:
+        wholes = [n for n in ctx.params if object_items(req.spec.properties.get(n, {}))]
+        for name in sorted(ctx.params, key=lambda n: n not in wholes):  # whole objects first: their partners follow
             schema = req.spec.properties.get(name, {})
             items = None if req.free or req.spec.read_only else self._items(name, schema, ctx)
             if items is not None:
                 ctx.bound[name], parts = items
                 prov.update(parts)
+                continue
+            partner = self._beside_item(name, schema, ctx)
+            if partner is not None:
+                ctx.bound[name], prov[name] = partner
                 continue
             if req.free:
                 value, source = self._undeclared(name, schema, ctx)
@@ -243,6 +249,7 @@ class RulePlanner:
                 if source is None:
                     value, source = self._fallback(declared, name, schema, ctx)
             ctx.bound[name], prov[name] = value, source
+        ctx.bound = {name: ctx.bound[name] for name in ctx.params}
         self._cohere_address(ctx, prov)
         return Binding(ctx.bound, prov, ctx.virtual)
 
@@ -294,7 +301,9 @@ class RulePlanner:
             return None
         said = [(s.turn, s.param, s.value) for s in [*req.stated, *req.virtual, *ctx.virtual] if s.turn < req.turn]
         items, prov = [], {}
-        for i, obj in enumerate(choose_items(pool, req.rng)):
+        chosen = choose_items(pool, req.rng)
+        ctx.item_sources = chosen
+        for i, obj in enumerate(chosen):
             item = {}
             for field_name in required:
                 key = item_key(name, i, field_name)
@@ -309,6 +318,19 @@ class RulePlanner:
                 item[field_name], prov[key] = value, p
             items.append(item)
         return items, prov
+
+    def _beside_item(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance] | None:
+        """An argument declared to come from an earlier result that the one object an array argument was made of
+        also holds (a flight's origin and destination beside its number): taken from that object, so the call
+        describes one thing."""
+        if len(ctx.item_sources) != 1 or ctx.req.tags.get(name) != Tag.prev_output:
+            return None
+        obj = ctx.item_sources[0]
+        if name not in obj.scalars or not type_ok(obj.scalars[name], schema):
+            return None
+        path = f"{obj.path}.{name}"
+        return obj.scalars[name], ArgProvenance(tag=Tag.prev_output, turn=obj.doc[0], call=obj.doc[1], path=path,
+                                                selector=reference_selector(ctx.req, obj.doc[0], obj.doc[1], path))
 
     def _undeclared(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance]:
         """Without declared sources ("no tags"): what the user knows from c0 if a value there fits, else a new

@@ -12,7 +12,7 @@ from typing import Any
 
 from sap.agents.judge import content_words, stem
 from sap.provenance.paraphrase import vary
-from sap.model import Selector, ToolCall, ToolSpec, key_field, split_item_key
+from sap.model import Selector, ToolCall, ToolSpec, item_key, key_field, split_item_key
 from sap.provenance.phrasebook import PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
 from sap.provenance.selectors import ordinal
 from sap.text import describe_value, first_sentence, task_phrase, words_of
@@ -356,4 +356,24 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
                 sources.add(m.source)
         out[m.param] = Argument(m.param, noun, words, m.verbatim or named, m.param in withheld, m.value,
                                 m.marker == "FOUND_BY_ASSISTANT" and m.selector is None)
+    return whole_items(call, out, wording)
+
+
+def whole_items(call: ToolCall, args: dict[str, Argument], wording: Wording) -> dict[str, Argument]:
+    """`args` with the fields of each array argument given item by item put together as that argument: each item
+    named by its values in words ("flight number HAT035, date 2024-05-27 and ..."), the user's own choice of
+    which objects (a flight of the results, a passenger of the profile)."""
+    out: dict[str, Argument] = {}
+    for key, arg in args.items():
+        parts = split_item_key(key)
+        if parts is None:
+            out[key] = arg
+            continue
+        param = parts[0]
+        if param in out:
+            continue
+        items = call.args_exec.get(param) or []
+        words = join_words([", ".join(f"{wording.noun(call.name, item_key(param, i, f))} {said_value(v)}"
+                                      for f, v in item.items()) for i, item in enumerate(items)])
+        out[param] = Argument(param, wording.noun(call.name, param), words, True, False, items)
     return out
