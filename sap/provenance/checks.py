@@ -213,7 +213,7 @@ def code_check(traj: Trajectory, specs: dict[str, ToolSpec] | None = None, leaks
                 problem = f"new value {value!r} not stated in the user message"
             if problem:
                 problems.append(f"{where} arg {name}: {problem}")
-    problems += [p for turn in traj.turns for p in mark_problems(turn)]
+    problems += [p for turn in traj.turns for p in mark_problems(turn, answers_recap(traj, turn.index + 1))]
     return problems + closure_check(traj) + (leak_check(traj, specs) if leaks else [])
 
 

@@ -34,12 +34,14 @@ def requested(turn: Turn) -> list[int]:
     return [i for i in range(len(turn.calls)) if i not in turn.prerequisites]
 
 
-def mark_problems(turn: Turn) -> list[str]:
-    """What is wrong with a turn's prerequisite marks: one outside its calls, or on its last call (the goal,
-    which the user always asks for)."""
+def mark_problems(turn: Turn, goal_follows: bool = False) -> list[str]:
+    """What is wrong with a turn's prerequisite marks: one outside its calls, or on its last call (the goal, which
+    the user always asks for), unless the goal follows in the next turn (`goal_follows`: a write the user confirms
+    after this turn's recap, every call of this turn being its prerequisite)."""
+    last = len(turn.calls) if goal_follows else len(turn.calls) - 1
     return [f"turn {turn.index}: call {i} is marked a prerequisite but "
             + ("the turn has no such call" if not 0 <= i < len(turn.calls) else "it is the turn's goal (its last call)")
-            for i in turn.prerequisites if not 0 <= i < len(turn.calls) - 1]
+            for i in turn.prerequisites if not 0 <= i < last]
 
 
 def prerequisite_map(fsm: FSM, first: Mapping[str, Collection[str]] = {}) -> dict[str, list[str]]:
