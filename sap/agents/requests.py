@@ -373,7 +373,17 @@ def whole_items(call: ToolCall, args: dict[str, Argument], wording: Wording) -> 
         if param in out:
             continue
         items = call.args_exec.get(param) or []
-        words = join_words([", ".join(f"{wording.noun(call.name, item_key(param, i, f))} {said_value(v)}"
-                                      for f, v in item.items()) for i, item in enumerate(items)])
+        phrase = wording.phrases(call.name).items.get(param, "") if call.name in wording.specs else ""
+        words = join_words([item_words(phrase, item, lambda f, i=i: wording.noun(call.name, item_key(param, i, f)))
+                            for i, item in enumerate(items)])
         out[param] = Argument(param, wording.noun(call.name, param), words, True, False, items)
     return out
+
+
+def item_words(phrase: str, item: dict[str, Any], noun: Any) -> str:
+    """One item in words: the phrase book's item phrase filled with its values ("flight HAT035 on 2024-05-27"), the
+    fields it leaves out added by `noun` ("..., amount 120"); without a phrase each field by its noun."""
+    said = {f: said_value(v) for f, v in item.items()}
+    text = phrase.format_map(said) if phrase else ""
+    rest = [f"{noun(f)} {said[f]}" for f in item if "{" + f + "}" not in phrase]
+    return ", ".join([t for t in [text] if t] + rest)
