@@ -1,6 +1,7 @@
 """Pydantic types shared by every part of sap: tools, provenance, calls, turns, trajectories, FSMs."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
@@ -119,8 +120,35 @@ class ArgProvenance(BaseModel):
         return None
 
 
+_ITEM_KEY = re.compile(r"^([^\[\].]+)\[(\d+)\]\.([^\[\].]+)$")
+
+
+def item_key(param: str, index: int, field_name: str) -> str:
+    """The provenance key of one field of one item of an array-of-objects argument: `flights[0].flight_number`."""
+    return f"{param}[{index}].{field_name}"
+
+
+def split_item_key(key: str) -> tuple[str, int, str] | None:
+    """(param, item index, field) of an item key (`item_key`), or None for a plain argument name."""
+    m = _ITEM_KEY.match(key)
+    return (m.group(1), int(m.group(2)), m.group(3)) if m else None
+
+
+def key_param(key: str) -> str:
+    """The argument a provenance key belongs to: the argument itself, or the array an item key indexes."""
+    parts = split_item_key(key)
+    return parts[0] if parts else key
+
+
+def key_field(key: str) -> str:
+    """The parameter or item-field name a provenance key is about (`flights[0].date` -> `date`)."""
+    parts = split_item_key(key)
+    return parts[2] if parts else key
+
+
 class ToolCall(BaseModel):
-    """One executed tool call with its arguments, their provenance and the result."""
+    """One executed tool call with its arguments, their provenance and the result. An array-of-objects argument
+    may carry its provenance field by field (`item_key`: `flights[0].flight_number`) instead of as a whole."""
 
     call_id: str
     name: str
@@ -131,6 +159,39 @@ class ToolCall(BaseModel):
     error: str | None = None
     group: int = 0
     attempts: int = 1
+
+    def arg_value(self, key: str) -> Any:
+        """The value a provenance key names: an argument, or one field of one item of an array argument."""
+        parts = split_item_key(key)
+        if parts is None:
+            return self.args_exec.get(key)
+        items = self.args_exec.get(parts[0])
+        if isinstance(items, list) and parts[1] < len(items) and isinstance(items[parts[1]], dict):
+            return items[parts[1]].get(parts[2])
+        return None
+
+    def coverage_problems(self) -> list[str]:
+        """Arguments without provenance or provenance without argument; an argument given field by field must have
+        exactly one entry per field of each of its items (and be a list of objects)."""
+        problems = []
+        roots = {key_param(k) for k in self.args_prov}
+        if roots != set(self.args_exec):
+            problems.append(f"arguments without provenance: {sorted(roots ^ set(self.args_exec))}")
+        for param in sorted(roots & set(self.args_exec)):
+            keys = {k for k in self.args_prov if split_item_key(k) and key_param(k) == param}
+            if not keys:
+                continue
+            if param in self.args_prov:
+                problems.append(f"argument {param} has provenance both whole and field by field")
+            items = self.args_exec[param]
+            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+                problems.append(f"argument {param} has field-by-field provenance but is not a list of objects")
+                continue
+            wanted = {item_key(param, i, f) for i, item in enumerate(items) for f in item}
+            if keys != wanted:
+                problems.append(f"argument {param}: item fields without provenance {sorted(wanted - keys)}, "
+                                f"provenance without item field {sorted(keys - wanted)}")
+        return problems
 
 
 class Turn(BaseModel):

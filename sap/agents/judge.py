@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from sap.fsm.build import READ_VERBS, named_read
-from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn
+from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn, split_item_key
 from sap.provenance.checks import (answers_recap, mentions, normalize_text, request_start, states_value,
                                    stating_text)
 from sap.provenance.fields import index_of
@@ -239,7 +239,7 @@ class RuleJudge:
                        for c in t.calls]
             stated_here = [v for c in request for n, p in c.args_prov.items()
                            if p.effective_tag() in _STATED or (p.selector is not None and p.selector.named)
-                           for v in _strings(c.args_exec.get(n))]  # a value the user names on purpose counts too
+                           for v in _strings(c.arg_value(n))]  # a value the user names on purpose counts too
             task_text = " ".join(f"{specs[c.name].description} {task_phrase(specs[c.name])}" for c in request
                                  if c.name in specs)  # the doc's wording and the imperative a message uses
             # after a clarification turn with no calls, the task may have been named in that turn
@@ -266,13 +266,14 @@ class RuleJudge:
         user has not seen yet, which a selector names)."""
         out: list[Finding] = []
         for name, prov in call.args_prov.items():
-            value = call.args_exec.get(name)
+            value = call.arg_value(name)
             tag = prov.effective_tag()
             if tag in _STATED and not states_value(message, call.name, name, value):
                 out.append(Finding(criterion="message_matches_calls", turn=turn.index,
                                    detail=f"{where} arg {name}: {tag.value} value {value!r} is not stated "
                                           f"in the user message"))
-            elif tag in _HISTORY and not (prov.selector is not None and prov.selector.named):
+            elif tag in _HISTORY and not (prov.selector is not None and prov.selector.named) and \
+                    not split_item_key(name):  # an item of an array of whole objects: the user names their choice
                 for s in _strings(value):
                     if len(s.strip()) < MIN_RESTATED_CHARS or not _occurs(message, s):
                         continue
@@ -292,7 +293,7 @@ class RuleJudge:
         for turn_no, index, call in traj.calls():
             where = f"call {index} ({call.name})"
             for name, prov in call.args_prov.items():
-                value = call.args_exec.get(name)
+                value = call.arg_value(name)
                 tag = prov.effective_tag()
                 if tag == Tag.initial_state:
                     try:
@@ -391,7 +392,7 @@ class RuleJudge:
                 nxt = turns[pos + 1] if pos + 1 < len(turns) else None
                 if nxt is None or not nxt.calls:
                     add(turn.index, "the clarification turn is not followed by a turn with calls")
-                elif not any(p.effective_tag() in _STATED and mentions(nxt.user_message, c.args_exec.get(n))
+                elif not any(p.effective_tag() in _STATED and mentions(nxt.user_message, c.arg_value(n))
                              for c in nxt.calls for n, p in c.args_prov.items()):
                     add(nxt.index, "the turn after the clarification supplies no value")
         elif kind == "miss_func":

@@ -20,7 +20,7 @@ from sap.agents.requests import (
     said_value,
 )
 from sap.agents.replies import assistant_reply
-from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn
+from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn, key_param
 from sap.provenance.phrasebook import PLACEHOLDER, phrase_book, placeholders
 from sap.provenance.selectors import ordinal
 from sap.text import describe_value, humanize, result_noun, words_of
@@ -89,8 +89,8 @@ def must_mention(call: ToolCall, found: Collection[tuple[int, int]] = ()) -> lis
     at a place in `found` (a prerequisite of the same goal turn) is FOUND_BY_ASSISTANT: the user never saw it, so
     they describe it from their side ("my pending order") unless its selector has them name it."""
     out = []
-    for name, value in call.args_exec.items():
-        prov = call.args_prov[name]
+    for name in provenance_keys(call):
+        prov, value = call.args_prov[name], call.arg_value(name)
         used = prov.effective_tag()
         verbatim = used in (Tag.self_create, Tag.initial_state)
         source = (prov.turn, prov.call) if used == Tag.prev_output else None
@@ -103,6 +103,12 @@ def must_mention(call: ToolCall, found: Collection[tuple[int, int]] = ()) -> lis
         out.append(Mention(name, value, marker, verbatim, prov.fallback_from, source,
                            None if verbatim else prov.selector))
     return out
+
+
+def provenance_keys(call: ToolCall) -> list[str]:
+    """The call's provenance keys in argument order, an argument given field by field as its item keys."""
+    return [k for name in call.args_exec for k in ([name] if name in call.args_prov else
+                                                   [k for k in call.args_prov if key_param(k) == name])]
 
 
 def output_choice(sel: Selector, value: Any) -> str:

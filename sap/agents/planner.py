@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from sap.agents.items import choose_items, inherited, object_items, output_provenance, source_objects
 from sap.agents.replies import SHOWN
-from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec
+from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec, item_key
 from sap.provenance.fields import Candidate, candidates, child_path, index_of, match_score, type_ok
 from sap.provenance.generate import REFERENCE_DATE, announceable, c0_values, calendar, generate, is_birth_param
 from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, resolve
@@ -129,6 +130,7 @@ class _CallContext:
     virtual: list[StatedValue] = field(default_factory=list)
     params: list[str] = field(default_factory=list)  # the parameters this call binds
     address: dict[str, str] | None = None  # the one new postal address this call's address parts are cut from
+    item_sources: list[Any] = field(default_factory=list)  # the objects an array argument's items were made of
 
     def failed(self, name: str) -> list[Any]:
         """Values of `name` in the failed attempts of this call, values the last error quoted, and for a `new_x`
@@ -235,8 +237,18 @@ class RulePlanner:
         ctx = _CallContext(req, words, frozenset(_WORD.findall((req.last_error or "").lower())))
         ctx.params = self._params(req)
         prov: dict[str, ArgProvenance] = {}
-        for name in ctx.params:
+        wholes = [n for n in ctx.params if object_items(req.spec.properties.get(n, {}))]
+        for name in sorted(ctx.params, key=lambda n: n not in wholes):  # whole objects first: their partners follow
             schema = req.spec.properties.get(name, {})
+            items = None if req.free or req.spec.read_only else self._items(name, schema, ctx)
+            if items is not None:
+                ctx.bound[name], parts = items
+                prov.update(parts)
+                continue
+            partner = self._beside_item(name, schema, ctx)
+            if partner is not None:
+                ctx.bound[name], prov[name] = partner
+                continue
             if req.free:
                 value, source = self._undeclared(name, schema, ctx)
             else:
@@ -245,6 +257,7 @@ class RulePlanner:
                 if source is None:
                     value, source = self._fallback(declared, name, schema, ctx)
             ctx.bound[name], prov[name] = value, source
+        ctx.bound = {name: ctx.bound[name] for name in ctx.params}
         self._cohere_address(ctx, prov)
         return Binding(ctx.bound, prov, ctx.virtual)
 
@@ -278,6 +291,54 @@ class RulePlanner:
         if tag == Tag.prev_user_msg:
             return self._from_stated(name, schema, ctx)
         return self._create(name, schema, ctx), ArgProvenance(tag=Tag.self_create)
+
+    def _items(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[list[dict[str, Any]],
+                                                                                  dict[str, ArgProvenance]] | None:
+        """An array of whole objects built item by item from objects of earlier results, each field with its own
+        provenance (`item_key`): found in the object, else the producing call's own argument (a search's date),
+        else a new value the user states; None when no earlier result holds such objects."""
+        shape = object_items(schema)
+        if shape is None:
+            return None
+        props, required = shape
+        req = ctx.req
+        by_doc = {(h.turn, h.index): h.call for h in req.history}
+        aliases = {f: tuple(req.spec.value_fields.get(f"{name}.{f}", ())) for f in required}
+        pool = source_objects(list(by_doc.items()), props, required, aliases)
+        if not pool:
+            return None
+        said = [(s.turn, s.param, s.value) for s in [*req.stated, *req.virtual, *ctx.virtual] if s.turn < req.turn]
+        items, prov = [], {}
+        chosen = choose_items(pool, req.rng)
+        ctx.item_sources = chosen
+        for i, obj in enumerate(chosen):
+            item = {}
+            for field_name in required:
+                key = item_key(name, i, field_name)
+                if field_name in obj.fields:
+                    value, p = output_provenance(obj, field_name)
+                    p = p.model_copy(update={"selector": reference_selector(req, p.turn, p.call, p.path)})
+                else:
+                    got = inherited(by_doc[obj.doc], field_name, obj.doc[0], req.turn)
+                    value, p = got or (self._create(field_name, props[field_name], ctx), ArgProvenance(tag=Tag.self_create))
+                    if p.tag == Tag.prev_user_msg:
+                        p = p.model_copy(update={"selector": stated_selector(key, value, said)})
+                item[field_name], prov[key] = value, p
+            items.append(item)
+        return items, prov
+
+    def _beside_item(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance] | None:
+        """An argument declared to come from an earlier result that the one object an array argument was made of
+        also holds (a flight's origin and destination beside its number): taken from that object, so the call
+        describes one thing."""
+        if len(ctx.item_sources) != 1 or ctx.req.tags.get(name) != Tag.prev_output:
+            return None
+        obj = ctx.item_sources[0]
+        if name not in obj.scalars or not type_ok(obj.scalars[name], schema):
+            return None
+        path = f"{obj.path}.{name}"
+        return obj.scalars[name], ArgProvenance(tag=Tag.prev_output, turn=obj.doc[0], call=obj.doc[1], path=path,
+                                                selector=reference_selector(ctx.req, obj.doc[0], obj.doc[1], path))
 
     def _undeclared(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance]:
         """Without declared sources ("no tags"): what the user knows from c0 if a value there fits, else a new

@@ -412,7 +412,7 @@ def _source_conflict(c0: dict[str, Any], calls: list[ToolCall]) -> str | None:
                     held = resolve(c0, prov.path)
                 except PathError:
                     held = None
-                value = call.args_exec.get(name)
+                value = call.arg_value(name)
                 if held != value and [held] != value:  # an array argument may take one element as a list
                     return f"{call.call_id} ({call.name}) took {name} from {prov.path}, which the patch changes"
     return None

@@ -12,7 +12,7 @@ from typing import Any
 
 from sap.agents.judge import content_words, stem
 from sap.provenance.paraphrase import vary
-from sap.model import Selector, Tag, ToolCall, ToolSpec
+from sap.model import Selector, Tag, ToolCall, ToolSpec, item_key, key_field, split_item_key
 from sap.provenance.phrasebook import DETERMINER, PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
 from sap.provenance.places import address_part
 from sap.provenance.selectors import ordinal
@@ -115,7 +115,10 @@ class Wording:
         return generic_phrases(self.specs[tool])
 
     def noun(self, tool: str, param: str) -> str:
-        """Plain words for a parameter of a tool."""
+        """Plain words for a parameter of a tool (for one field of an array argument's items, the field's words)."""
+        if split_item_key(param):
+            field_name = key_field(param)
+            return (self.phrases(tool).nouns.get(field_name) if tool in self.specs else None) or words_of(field_name)
         if tool not in self.specs:
             return words_of(param)
         return self.phrases(tool).nouns.get(param) or parameter_noun(self.specs[tool], param)
@@ -451,4 +454,34 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
                 sources.add(m.source)
         out[m.param] = Argument(m.param, noun, words, m.verbatim or named, m.param in withheld, m.value,
                                 m.marker == "FOUND_BY_ASSISTANT" and m.selector is None)
+    return whole_items(call, out, wording)
+
+
+def whole_items(call: ToolCall, args: dict[str, Argument], wording: Wording) -> dict[str, Argument]:
+    """`args` with the fields of each array argument given item by item put together as that argument: each item
+    named by its values in words ("flight number HAT035, date 2024-05-27 and ..."), the user's own choice of
+    which objects (a flight of the results, a passenger of the profile)."""
+    out: dict[str, Argument] = {}
+    for key, arg in args.items():
+        parts = split_item_key(key)
+        if parts is None:
+            out[key] = arg
+            continue
+        param = parts[0]
+        if param in out:
+            continue
+        items = call.args_exec.get(param) or []
+        phrase = wording.phrases(call.name).items.get(param, "") if call.name in wording.specs else ""
+        words = join_words([item_words(phrase, item, lambda f, i=i: wording.noun(call.name, item_key(param, i, f)))
+                            for i, item in enumerate(items)])
+        out[param] = Argument(param, wording.noun(call.name, param), words, True, False, items)
     return out
+
+
+def item_words(phrase: str, item: dict[str, Any], noun: Any) -> str:
+    """One item in words: the phrase book's item phrase filled with its values ("flight HAT035 on 2024-05-27"), the
+    fields it leaves out added by `noun` ("..., amount 120"); without a phrase each field by its noun."""
+    said = {f: said_value(v) for f, v in item.items()}
+    text = phrase.format_map(said) if phrase else ""
+    rest = [f"{noun(f)} {said[f]}" for f in item if "{" + f + "}" not in phrase]
+    return ", ".join([t for t in [text] if t] + rest)

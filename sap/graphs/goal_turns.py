@@ -110,7 +110,7 @@ def _reselected(turns: list[Turn], virtual: list[dict[str, Any]]) -> list[Turn]:
         for index, call in enumerate(turn.calls):
             prov = {}
             for name, p in call.args_prov.items():
-                value = call.args_exec.get(name)
+                value = call.arg_value(name)
                 if p.tag == Tag.prev_output and p.path is not None:
                     src = turns[p.turn].calls[p.call]
                     earlier = [c.result for t, i, c in traj.calls() if (t, i) < (p.turn, p.call) and c.ok

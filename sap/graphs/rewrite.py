@@ -191,7 +191,7 @@ def split_turn(base: Trajectory, k: int, *, user_k: str, assistant_k: str, user_
     for call in old.calls:
         provs = {}
         for name, prov in call.args_prov.items():
-            value = call.args_exec.get(name)
+            value = call.arg_value(name)
             if _stated_here(prov):
                 provs[name] = _revealed(prov) if _key(value) in revealed else _restated(k)
             else:
@@ -201,7 +201,7 @@ def split_turn(base: Trajectory, k: int, *, user_k: str, assistant_k: str, user_
                                    "calls": _renumbered(old.calls, k + 1, moved_provs)})
     later = []
     for t in base.turns[k + 1:]:
-        provs = [{n: _shift(p, c.args_exec.get(n), k, user_k, user_next) for n, p in c.args_prov.items()}
+        provs = [{n: _shift(p, c.arg_value(n), k, user_k, user_next) for n, p in c.args_prov.items()}
                  for c in t.calls]
         later.append(t.model_copy(update={"index": t.index + 1, "calls": _renumbered(t.calls, t.index + 1, provs)}))
     virtual = []
@@ -240,7 +240,7 @@ def _stated_groups(turn: Turn, specs: dict[str, ToolSpec], wording: Wording) -> 
         for name, prov in call.args_prov.items():
             if not _stated_here(prov):
                 continue
-            value = call.args_exec.get(name)
+            value = call.arg_value(name)
             g = groups.setdefault(_key(value), _Group(_key(value), value, [], True, True, wording.noun(call.name, name)))
             if name not in g.names:
                 g.names.append(name)
@@ -266,7 +266,7 @@ def _ask_text(groups: list[_Group], rng: random.Random) -> str:
 
 def _needed_at(base: Trajectory, k: int) -> list[Any]:
     """Values that other turns read from user message k through an anchor (P_u, virtual history)."""
-    values = [c.args_exec.get(n) for t in base.turns[k + 1:] for c in t.calls for n, p in c.args_prov.items()
+    values = [c.arg_value(n) for t in base.turns[k + 1:] for c in t.calls for n, p in c.args_prov.items()
               if p.effective_tag() == Tag.prev_user_msg and p.turn == k]
     return values + [v.get("value") for v in base.virtual_history if v.get("turn") == k]
 
@@ -297,7 +297,7 @@ def withheld_request(base: Trajectory, k: int, chosen: list[_Group], specs: dict
     turn = base.turns[k]
     keys = {g.key for g in chosen}
     withheld = {(k, i): frozenset(n for n, p in c.args_prov.items()
-                                  if _stated_here(p) and _key(c.args_exec.get(n)) in keys)
+                                  if _stated_here(p) and _key(c.arg_value(n)) in keys)
                 for i, c in enumerate(turn.calls)}
     withheld = {at: params for at, params in withheld.items() if params}
     before = [t.model_copy(update={"calls": []}) for t in base.turns[:k]]  # kept as they are: only turn k is written
@@ -322,8 +322,8 @@ def withheld_texts_problem(base: Trajectory, k: int, values: list[Any], user_k: 
     if unsaid := [describe_value(v) for v in values if not mentions(user_next, v)]:
         return f"the follow-up does not give {', '.join(unsaid)}"
     turn = base.turns[k]
-    kept = [(c.name, n, c.args_exec.get(n)) for c in turn.calls for n, p in c.args_prov.items()
-            if _stated_here(p) and _key(c.args_exec.get(n)) not in keys]
+    kept = [(c.name, n, c.arg_value(n)) for c in turn.calls for n, p in c.args_prov.items()
+            if _stated_here(p) and _key(c.arg_value(n)) not in keys]
     if lost := [describe_value(v) for tool, n, v in kept if not states_value(user_k, tool, n, v)]:
         return f"the withheld request no longer states {', '.join(lost)}"
     if lost := [describe_value(v) for v in _needed_at(base, k)

@@ -56,6 +56,7 @@ from sap.model import (
     ArgProvenance,
     Executor,
     Tag,
+    item_key,
     ToolCall,
     Toolset,
     ToolSpec,
@@ -358,6 +359,22 @@ def ruled_values(ctx: SynthesisContext, tool: str, history: list[HistoryCall], r
             args_prov[rule.param] = ArgProvenance(tag=Tag.self_create)
 
 
+def derived_values(ctx: SynthesisContext, tool: str, history: list[HistoryCall], args_exec: dict[str, Any],
+                   args_prov: dict[str, ArgProvenance]) -> None:
+    """Set (in place) each item field a toolset derives from the call's other values and the earlier results
+    (`Toolset.extra["derived"]`: tool -> "param.field" -> function), stated by the user, when the array has one
+    item (several would need a split the user chooses)."""
+    for target, derive in ctx.toolset.extra.get("derived", {}).get(tool, {}).items():
+        param, field_name = target.split(".", 1)
+        items = args_exec.get(param)
+        if not isinstance(items, list) or len(items) != 1 or not isinstance(items[0], dict):
+            continue
+        value = derive(args_exec, [h.call.result for h in history if h.call.ok])
+        if value is not None:
+            items[0][field_name] = value
+            args_prov[item_key(param, 0, field_name)] = ArgProvenance(tag=Tag.self_create)
+
+
 Ctx = Runtime[SynthesisContext]
 Node = Callable[[SynthState, Ctx], Any]
 
@@ -417,7 +434,7 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
     turns = _turns(state)
     history = [HistoryCall(t.index, i, c) for t in turns for i, c in enumerate(t.calls)]
     stated = [s for t in turns for c in t.calls for name, p in c.args_prov.items()
-              if (s := stated_value(t.index, name, c.args_exec[name], p)) is not None]
+              if (s := stated_value(t.index, name, c.arg_value(name), p)) is not None]
     tags = _tags(fsm, transition, tool, {h.call.name for h in history}) if ctx.use_tags else {}
     req = PlanRequest(spec=specs[tool], tags=tags, free=not ctx.use_tags, turn=turn_pos,
                       index=call_pos, history=history, stated=stated, c0=ctx.c0(state),
@@ -428,6 +445,7 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
                       samplers=ctx.toolset.extra.get("samplers", {}))
     binding = ctx.planner.bind(req)
     ruled_values(ctx, tool, history, req.rng, binding.args_exec, binding.args_prov)
+    derived_values(ctx, tool, history, binding.args_exec, binding.args_prov)
     prerequisite_values(fsm, tool, action[call_pos + 1:], binding.args_exec, binding.args_prov)
     place = len(turns[-1].calls) if turns and turns[-1].index == turn_pos else 0  # a skipped read leaves no gap
     call = ToolCall(call_id=f"call_{turn_pos}_{place}", name=tool, args_exec=binding.args_exec,

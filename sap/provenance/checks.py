@@ -120,9 +120,9 @@ def statements(traj: Trajectory) -> list[tuple[int, str, Any]]:
         for name, prov in call.args_prov.items():
             tag = prov.effective_tag()
             if tag in (Tag.self_create, Tag.initial_state):
-                out.append((turn, name, call.args_exec.get(name)))
+                out.append((turn, name, call.arg_value(name)))
             elif tag == Tag.prev_user_msg and prov.turn is not None:
-                out.append((prov.turn, name, call.args_exec.get(name)))
+                out.append((prov.turn, name, call.arg_value(name)))
     return out + [(v["turn"], v["param"], v["value"]) for v in traj.virtual_history
                   if isinstance(v.get("turn"), int) and "param" in v]
 
@@ -177,13 +177,12 @@ def code_check(traj: Trajectory, specs: dict[str, ToolSpec] | None = None, leaks
     said = statements(traj)
     for turn_no, index, call in traj.calls():
         where = f"turn {turn_no} call {index} ({call.name})"
-        if set(call.args_prov) != set(call.args_exec):
-            problems.append(f"{where}: arguments without provenance: {sorted(set(call.args_exec) ^ set(call.args_prov))}")
+        problems += [f"{where}: {p}" for p in call.coverage_problems()]
         if not call.ok:
             problems.append(f"{where}: committed call failed: {call.error}")
         message = stating_text(traj, turn_no)
         for name, prov in call.args_prov.items():
-            value = call.args_exec.get(name)
+            value = call.arg_value(name)
             problem = None
             tag = prov.effective_tag()
             if prov.tag == Tag.fallback and prov.fallback_from is None:

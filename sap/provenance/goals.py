@@ -22,7 +22,7 @@ def prerequisites(calls: Sequence[ToolCall], turn: int, requires: Mapping[str, C
         later = calls[i + 1:]
         feeds = call.name not in writes and any(
             p.effective_tag() == Tag.prev_output and (p.turn, p.call) == (turn, i)
-            and c.args_exec.get(name) not in call.args_exec.values()
+            and c.arg_value(name) not in call.args_exec.values()
             for c in later for name, p in c.args_prov.items())
         if feeds or any(call.name in requires.get(c.name, ()) for c in later):
             out.append(i)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ class ToolPhrases:
     nouns: Mapping[str, str]
     written: bool = True  # written for the tool (a phrase book), not derived from its docstring
     found: str | None = None
+    items: Mapping[str, str] = field(default_factory=dict)  # array-of-objects param -> how one item is said
 
     def matching(self, args: Mapping[str, Any]) -> list[Conditional]:
         """The conditional entries whose condition the arguments meet."""
@@ -95,9 +96,9 @@ def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases
     """One tool's table, checked against its spec."""
     if not isinstance(raw, dict):
         raise PhraseBookError("must be a table", file=file, tool=name)
-    unknown = set(raw) - {"requests", "when", "goals", "nouns", "found"}
+    unknown = set(raw) - {"requests", "when", "goals", "nouns", "found", "items"}
     if unknown:
-        raise PhraseBookError(f"unknown keys {sorted(unknown)} (allowed: requests, when, goals, nouns, found)",
+        raise PhraseBookError(f"unknown keys {sorted(unknown)} (allowed: requests, when, goals, nouns, found, items)",
                               file=file, tool=name)
     params = spec.properties
     requests = _strings(raw.get("requests", []), file, name, "requests")
@@ -131,7 +132,24 @@ def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases
             raise PhraseBookError(f"noun for {key!r}, which is not a parameter", file=file, tool=name, field="nouns")
         if not isinstance(noun, str) or not noun.strip():
             raise PhraseBookError("must be a non-empty string", file=file, tool=name, field=f"nouns.{key}")
-    return ToolPhrases(name, requests, tuple(when), goals, {k: v.strip() for k, v in nouns.items()}, found=found)
+    return ToolPhrases(name, requests, tuple(when), goals, {k: v.strip() for k, v in nouns.items()}, found=found,
+                       items=_item_phrases(raw.get("items", {}), params, file, name))
+
+
+def _item_phrases(raw: Any, params: Mapping[str, Any], file: str, tool: str) -> dict[str, str]:
+    """The `items` table: per array-of-objects parameter, how the user says one item ("flight {flight_number} on
+    {date}"), its placeholders the item's fields."""
+    if not isinstance(raw, dict):
+        raise PhraseBookError("must be a table of parameter -> item phrase", file=file, tool=tool, field="items")
+    for key, text in raw.items():
+        item = params.get(key, {}).get("items", {}) if params.get(key, {}).get("type") == "array" else {}
+        if not item.get("properties"):
+            raise PhraseBookError(f"item phrase for {key!r}, which is not an array-of-objects parameter", file=file,
+                                  tool=tool, field="items")
+        if not isinstance(text, str) or not text.strip():
+            raise PhraseBookError("must be a non-empty string", file=file, tool=tool, field=f"items.{key}")
+        _check_placeholders((text,), item["properties"], file, tool, f"items.{key}")
+    return {k: v.strip() for k, v in raw.items()}
 
 
 def load_phrase_file(path: Path, specs: Mapping[str, ToolSpec]) -> PhraseBook:

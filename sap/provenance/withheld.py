@@ -66,7 +66,7 @@ def withheld_arguments(traj: Trajectory, k: int) -> list[tuple[str, str, Any]]:
     arguments, the values turn k left out."""
     if k + 1 >= len(traj.turns):
         return []
-    return [(c.name, n, c.args_exec.get(n)) for c in traj.turns[k + 1].calls for n, p in c.args_prov.items()
+    return [(c.name, n, c.arg_value(n)) for c in traj.turns[k + 1].calls for n, p in c.args_prov.items()
             if p.effective_tag() == Tag.self_create]
 
 

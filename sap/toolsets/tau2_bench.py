@@ -32,8 +32,39 @@ MIN_ACTIONABLE = {"retail": 3, "airline": 1}
 VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
     "retail": {tool: {"new_item_ids": ["$.variants.*.item_id"]}
                for tool in ("exchange_delivered_order_items", "modify_pending_order_items")},
-    "airline": {},
+    "airline": {"book_reservation": {"payment_methods.payment_id": ["id"]}},  # a payment method's own id
 }
+INSURANCE_FEE, BAG_FEE = 30, 50  # airline dollars per passenger with insurance, per non-free bag
+
+
+def booking_total(args: dict[str, Any], results: list[Any]) -> int | None:
+    """What an airline booking costs (tau2's `book_reservation` charges exactly this): each flight's price in the
+    cabin, found in an earlier result listing that flight, per passenger, plus insurance and non-free bags; None
+    when a flight's price is in no result."""
+    prices = {}
+    for node in _dicts(results):
+        if isinstance(node.get("prices"), dict) and "flight_number" in node:
+            prices.setdefault(node["flight_number"], node["prices"])
+    flights, passengers = args.get("flights") or [], len(args.get("passengers") or [])
+    if not all(isinstance(f, dict) and args.get("cabin") in prices.get(f.get("flight_number"), {}) for f in flights):
+        return None
+    fare = sum(prices[f["flight_number"]][args["cabin"]] for f in flights)
+    return (fare + (INSURANCE_FEE if args.get("insurance") == "yes" else 0)) * passengers + \
+        BAG_FEE * int(args.get("nonfree_baggages") or 0)
+
+
+def _dicts(node: Any) -> list[dict[str, Any]]:
+    """Every object inside a JSON value."""
+    if isinstance(node, dict):
+        return [node] + [d for v in node.values() for d in _dicts(v)]
+    if isinstance(node, list):
+        return [d for v in node for d in _dicts(v)]
+    return []
+
+
+# per domain, tool and item field of an array argument: the value the call's other arguments and the earlier results
+# fix (a payment's amount is the booking's total), stated by the user (`Toolset.extra["derived"]`)
+DERIVED = {"retail": {}, "airline": {"book_reservation": {"payment_methods.amount": booking_total}}}
 TRANSFER_MESSAGE = "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
 # per domain: the rules of its policy.md that a dialogue's calls show, as a sap Policy (sap.provenance.policy).
 # Both: list the action's details and get an explicit yes before each database write, one tool call at a time,
@@ -181,6 +212,6 @@ def load_tau2_toolset(name: str) -> Toolset:
     return Toolset(name=f"tau2/{domain}", description=DESCRIPTIONS[domain], tools=tools,
                    executor_factory=lambda: Tau2Executor(spec),
                    sample_config=functools.partial(sample_config, domain),
-                   extra={"docs": policy, "source": TAU2_PACKAGES[0],
+                   extra={"docs": policy, "source": TAU2_PACKAGES[0], "derived": DERIVED[domain],
                           "policy": policy_from_data(POLICIES[domain], f"sap.toolsets.tau2_bench:POLICIES[{domain!r}]")
                           .resolved(tools)})
