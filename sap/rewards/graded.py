@@ -126,7 +126,6 @@ def r_atomic(gold: Turns, pred: PredTurns, pairs: Sequence[dict[int, int]] | Non
     for t, matched in enumerate(pairs):
         g_turn, p_turn = _turn(gold, t), _turn(pred, t)
         slots += max(len(g_turn), len(p_turn))
-        names = {g.name for g in g_turn}
         for i, c in enumerate(p_turn):
             j = matched.get(i)
             if j is None:  # extra: scores 0; its hits, against the closest call of its function, name its errors
