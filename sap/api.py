@@ -172,7 +172,7 @@ def ray_options(ray: str | bool | None, actors: int | None, concurrency: int, le
     a PostgreSQL `db`); None without `ray`."""
     if ray is None or ray is False:
         return None
-    from sap.runs.driver import LEASE_SECONDS
+    from sap.store.lease import LEASE_SECONDS
     from sap.runs.ray_cluster import RayOptions, check_database, import_ray
 
     options = RayOptions(address=None if ray is True else ray, actors=actors, concurrency=concurrency,
@@ -217,20 +217,3 @@ def run_toolset_name(store: RunStore, run_id: str, given: str | None) -> str:
         if (source := store.toolset_source(run_id)) is None:
             raise
         raise type(exc)(f"{exc} (this run's: --toolset {source})") from None
-
-
-def list_runs(db: str) -> list[dict[str, Any]]:
-    """Every run in `db`, oldest first: id, status (a running run no live worker holds is `interrupted`), toolset,
-    counts, cost, creation time, output file and the command that continues it."""
-    store = existing_store(db)
-    rows = []
-    for run in store.runs():
-        counts, output = store.counts(run.id), store.output(run.id)
-        status = store.shown_status(run)
-        rows.append({"id": run.id, "status": status, "toolset": run.toolset, "accepted": counts.get("accepted", 0),
-                     "target": run.target, "rejected": counts.get("rejected", 0), "failed": counts.get("failed", 0),
-                     "cost_usd": round(store.usage(run.id).spent_usd(), 6),
-                     "created": run.created.isoformat(timespec="seconds"),
-                     "output": output.path if output else None,
-                     "resume": store.resume_command(run.id) if status in ("interrupted", "budget") else None})
-    return rows

@@ -55,7 +55,7 @@ def test_dry_run_on_an_existing_database_names_the_run_it_would_continue_and_cha
     before = _tree(tmp_path)
     assert main([*base, "-o", str(tmp_path / "b.jsonl"), "--max-slots", "2", "--dry-run"]) == 0
     plan = capsys.readouterr().out
-    from sap.api import list_runs
+    from sap import list_runs
 
     (run,) = list_runs(db)
     assert f"continues run {run['id']} ({run['accepted']} of 2 accepted)" in plan

@@ -17,7 +17,7 @@ from sap.export.sharegpt import sharegpt_calls, to_sharegpt
 def run(tmp_path_factory) -> tuple[str, str, list[dict]]:
     """A stored run of store-domain records (some with parallel calls), shared by this module's read-only exports:
     (run id, db URL, records)."""
-    from sap.api import list_runs
+    from sap import list_runs
 
     tmp_path = tmp_path_factory.mktemp("run")
     db, out = f"sqlite:///{tmp_path / 'runs.db'}", tmp_path / "r.jsonl"

@@ -3,7 +3,7 @@
 
 Every import statement counts, at module level or inside a function (a lazy import is still a dependency).
 The package root `sap/__init__.py` is the public facade above all layers: it resolves its names lazily and
-imports only `sap.version` when loaded."""
+imports only `sap.version` and `sap.lazy` when loaded."""
 from __future__ import annotations
 
 import ast
@@ -24,7 +24,8 @@ LAYERS: dict[int, tuple[str, ...]] = {
     7: ("sap.fsm", "sap.export", "sap.rewards", "sap.report", "sap.audit"),
     8: ("sap.provenance", "sap.toolsets", "sap.testing"),
     9: ("sap.store", "sap.text", "sap.executors"),
-    10: ("sap.llm", "sap.prompts", "sap.model", "sap.jsonutil", "sap.version", "sap.errors", "sap.drops"),
+    10: ("sap.llm", "sap.prompts", "sap.model", "sap.jsonutil", "sap.version", "sap.errors", "sap.drops",
+         "sap.lazy"),
 }
 
 
@@ -99,7 +100,7 @@ def test_no_import_points_up() -> None:
 
 
 def test_root_imports_only_the_version() -> None:
-    assert {target for target, _, _ in EDGES["sap"]} == {"sap.version"}
+    assert {target for target, _, _ in EDGES["sap"]} == {"sap.version", "sap.lazy"}
 
 
 def test_no_private_name_crosses_modules() -> None:

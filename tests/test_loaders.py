@@ -452,3 +452,26 @@ def test_store_domain_loads():
     assert all(s.description and "self" not in s.properties for s in specs)
     cancel = next(s for s in specs if s.name == "cancel_pending_order")
     assert cancel.properties["reason"]["enum"] == ["no longer needed", "ordered by mistake"]
+
+
+def test_docstring_sections_and_continued_argument_lines():
+    class Notes:
+        def write(self, title: str, body: str = "") -> dict:
+            """Write a note.
+
+            Keeps it in the notebook.
+
+            Args:
+                title: The note's title,
+                    as shown in the list.
+                body: Its text.
+
+            Returns:
+                title: not an argument.
+            """
+            return {}
+
+    [spec] = tools_from_class(Notes)
+    assert spec.description == "Write a note.\n\nKeeps it in the notebook."
+    assert spec.properties["title"] == {"description": "The note's title, as shown in the list.", "type": "string"}
+    assert spec.properties["body"]["description"] == "Its text." and spec.required == ["title"]

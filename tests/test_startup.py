@@ -1,5 +1,6 @@
-"""Light imports: `import sap`, `import sap.rewards` and the command line's parser (help, typos) load no LangGraph,
-LiteLLM or LangChain, and no graph; the heavy modules load inside the commands that need them."""
+"""Light imports: `import sap`, `import sap.rewards`, the command line's parser (help, typos) and `sap toolsets` (tool
+schemas come from signatures through pydantic) load no LangGraph, LiteLLM or LangChain, and no graph; the heavy
+modules load inside the commands that need them."""
 from __future__ import annotations
 
 import json
@@ -36,7 +37,7 @@ CLI = ("import contextlib, io\nfrom sap.cli import main\n"
        "    try:\n        main({argv!r})\n    except SystemExit:\n        pass")
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["synthesize", "--help"], ["synthesise"], ["runs"],
+@pytest.mark.parametrize("argv", [["--help"], ["synthesize", "--help"], ["synthesise"], ["runs"], ["toolsets"],
                                   ["synthesize", "--toolset", "store", "-n", "0", "-o", "x.jsonl"]])
 def test_cli_answers_help_typos_and_runs_without_the_pipeline(tmp_path, argv):
     assert heavy_modules_after(CLI.format(argv=argv), tmp_path) == []

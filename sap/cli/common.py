@@ -286,7 +286,7 @@ def check_ray_args(args: argparse.Namespace) -> None:
 
 def ray_args(p: argparse.ArgumentParser) -> None:
     """--ray [ADDRESS], --actors, --actor-concurrency and --lease-seconds: the run's slots on a Ray cluster."""
-    from sap.store.runs import LEASE_SECONDS
+    from sap.store.lease import LEASE_SECONDS
 
     g = p.add_argument_group("Ray", "run the slots on a Ray cluster (extra `ray`; needs a PostgreSQL --db)")
     g.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS", help="run on Ray actors: the "
@@ -343,7 +343,7 @@ def request_args(g: Any, prefix: str = "", who: str = "every LLM role", structur
                  toml: bool = False) -> None:
     """--structured (how structured answers are asked for) and --timeout (seconds per request), with `prefix`; both
     default to ModelConfig's values (with `toml`: the --agents-config file's first)."""
-    from sap.llm import ModelConfig
+    from sap.llm.defaults import DEFAULT_STRUCTURED, DEFAULT_TIMEOUT
 
     or_toml = ", or the TOML file's" if toml else ""
     if structured:
@@ -351,10 +351,10 @@ def request_args(g: Any, prefix: str = "", who: str = "every LLM role", structur
             f"how requests of {who} ask for JSON answers: json_schema (OpenAI structured output), json_object (the schema in "
             "the prompt and response_format json_object, for llama.cpp's server), or auto: one tiny json_schema "
             "request per server, json_object if the server refuses it (default: "
-            f"{ModelConfig.model_fields['structured'].default}{or_toml})"))
+            f"{DEFAULT_STRUCTURED}{or_toml})"))
     g.add_argument(f"--{prefix}timeout", type=positive_seconds, metavar="SECONDS", help=(
         f"seconds to wait for one request of {who}; a request that times out twice fails (default: "
-        f"{ModelConfig.model_fields['timeout'].default:g}{or_toml})"))
+        f"{DEFAULT_TIMEOUT:g}{or_toml})"))
 
 
 def agents_config(args: argparse.Namespace, prefix: str = "") -> Any:

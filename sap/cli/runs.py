@@ -161,8 +161,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _cmd_runs(args: argparse.Namespace) -> int:
-    from sap.api import list_runs
-    from sap.store.runs import missing_database
+    from sap.store.runs import list_runs, missing_database
 
     if path := missing_database(args.db):  # nothing has run here: say so, and create no database
         print(f"no run database at {path} (--db {args.db})", file=sys.stderr)

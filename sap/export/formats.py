@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
-
 from sap.export.splits import NO_SPLIT, record_split
 from sap.jsonutil import write_jsonl
 
@@ -149,6 +147,8 @@ def previous_export(out: Path) -> list[Path]:
     if card.is_file():
         text = card.read_text(encoding="utf-8")
         if text.startswith("---\n") and "\n---\n" in text:
+            import yaml  # only an export over an earlier one reads its card
+
             try:
                 header = yaml.safe_load(text[4:text.index("\n---\n")]) or {}
             except yaml.YAMLError:

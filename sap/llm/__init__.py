@@ -1,12 +1,20 @@
-"""The LLM layer: structured LiteLLM calls per role with retries, client-side limits, usage and cost accounting."""
-from sap.llm.client import LLMClient, LLMRoleError, is_transient, retry_after_seconds, sends_strict
-from sap.llm.config import ModelConfig
-from sap.llm.limits import LimiterRegistry, ModelLimiter
-from sap.llm.schema import ResponseSchema, closed, containing, nullable, schema_errors, strict_ready
-from sap.llm.structured import StructuredOutputError, extract_json, parse_structured
-from sap.llm.usage import Budget, BudgetExceeded, RoleUsage, UsageLedger, response_cost
+"""The LLM layer: structured LiteLLM calls per role with retries, client-side limits, usage and cost accounting.
 
-__all__ = ["Budget", "BudgetExceeded", "LLMClient", "LLMRoleError", "LimiterRegistry", "ModelConfig", "ModelLimiter",
-           "ResponseSchema", "RoleUsage", "StructuredOutputError", "UsageLedger", "closed", "containing",
-           "extract_json", "is_transient", "nullable", "parse_structured", "response_cost", "retry_after_seconds",
-           "schema_errors", "sends_strict", "strict_ready"]
+The public names resolve on first use: `from sap.llm.config import ModelConfig` loads no LiteLLM, jsonschema or
+tenacity."""
+from sap.lazy import lazy_exports
+
+_PUBLIC = {
+    **dict.fromkeys(["LLMClient", "LLMRoleError", "is_transient", "retry_after_seconds", "sends_strict"],
+                    "sap.llm.client"),
+    "ModelConfig": "sap.llm.config",
+    **dict.fromkeys(["LimiterRegistry", "ModelLimiter"], "sap.llm.limits"),
+    **dict.fromkeys(["ResponseSchema", "closed", "containing", "nullable", "schema_errors", "strict_ready"],
+                    "sap.llm.schema"),
+    **dict.fromkeys(["StructuredOutputError", "extract_json", "parse_structured"], "sap.llm.structured"),
+    **dict.fromkeys(["Budget", "BudgetExceeded", "RoleUsage", "UsageLedger", "response_cost"], "sap.llm.usage"),
+}
+
+__all__ = sorted(_PUBLIC)
+
+__getattr__ = lazy_exports(__name__, _PUBLIC)

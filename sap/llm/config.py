@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from sap.llm.defaults import DEFAULT_STRUCTURED, DEFAULT_TIMEOUT
+
 
 class ModelConfig(BaseModel):
     """How one role calls its model. Holds the NAME of the API key's environment variable, never the key."""
@@ -19,7 +21,7 @@ class ModelConfig(BaseModel):
     api_key_env: str | None = Field(default=None, description="environment variable holding the API key")
     temperature: float = Field(default=0.7, ge=0.0)
     max_tokens: int = Field(default=1024, gt=0)
-    timeout: float = Field(default=60.0, gt=0.0, description="seconds per request")
+    timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0.0, description="seconds per request")
     max_retries: int = Field(default=5, ge=0, description="retries of transient errors per request")
     max_validation_retries: int = Field(default=2, ge=0, description="re-asks after an invalid answer")
     backoff_base: float = Field(default=0.5, gt=0.0, description="first transient backoff, seconds")
@@ -27,7 +29,7 @@ class ModelConfig(BaseModel):
     concurrency: int = Field(default=8, ge=1, description="requests in flight per (model, api_base)")
     rpm: int | None = Field(default=None, ge=1, description="requests per minute per (model, api_base)")
     tpm: int | None = Field(default=None, ge=1, description="tokens per minute per (model, api_base)")
-    structured: Literal["auto", "json_schema", "json_object", "prompt"] = Field(default="json_schema", description=(
+    structured: Literal["auto", "json_schema", "json_object", "prompt"] = Field(default=DEFAULT_STRUCTURED, description=(
         "json_schema: OpenAI structured output; json_object: the schema in the prompt and as response_format "
         "{type: json_object, schema} (llama.cpp's server constrains decoding to it); prompt: the schema in the "
         "prompt only, the answer parsed and repaired; auto: json_schema if the server takes one tiny json_schema "

@@ -21,7 +21,8 @@ from sap.llm.secrets import redact
 from sap.model import FSM, Toolset
 from sap.runs.health import RunHealth, is_infrastructure
 from sap.runs.slots import ScheduledHistogram, histogram_bound, slot_input
-from sap.store.runs import LEASE_SECONDS, RunStore, StoreError, is_transient_db_error
+from sap.store.lease import LEASE_SECONDS
+from sap.store.runs import RunStore, StoreError, is_transient_db_error
 from sap.version import __version__
 
 DB_PAUSE_SECONDS = 1.0  # a slot whose checkpoint write found the database busy waits this long before going on

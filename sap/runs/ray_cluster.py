@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from sap.errors import UsageError
-from sap.runs.driver import LEASE_SECONDS, RunProgress
+from sap.runs.driver import RunProgress
+from sap.store.lease import LEASE_SECONDS
 from sap.store.runs import RunStore
 
 INSTALL_HINT = "--ray needs Ray, which is not installed: pip install 'sap-synth[ray]'"

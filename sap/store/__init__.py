@@ -1,4 +1,9 @@
-"""Persistence: the SQLAlchemy run store and the LangGraph checkpointer on the same database."""
-from sap.store.runs import RunConflict, RunStore, StoreError
+"""Persistence: the SQLAlchemy run store and the LangGraph checkpointer on the same database (names resolve on
+first use, so the command line's help loads no SQLAlchemy)."""
+from sap.lazy import lazy_exports
 
-__all__ = ["RunConflict", "RunStore", "StoreError"]
+_PUBLIC = dict.fromkeys(["RunConflict", "RunStore", "StoreError"], "sap.store.runs")
+
+__all__ = sorted(_PUBLIC)
+
+__getattr__ = lazy_exports(__name__, _PUBLIC)

@@ -37,7 +37,6 @@ from sap.store.schema import (
     UsageRow,
 )
 
-LEASE_SECONDS = 60.0  # a claimed slot is a worker's this long unless renewed; then another may take it
 DB_RETRY_SECONDS = 120.0  # a busy, locked or reconnecting database is retried this long before the run stops
 RECORD_BATCH = 20  # records fetched at a time by iter_records (a decoded record takes 100-250 KB)
 SQLITE_BUSY_MS = 30_000  # SQLite waits this long for another connection's lock before a retry
@@ -533,3 +532,20 @@ class StoredRecords(Sequence):
 
     def __repr__(self) -> str:
         return f"<{len(self)} records of run {self.run_id} in {self.store.url}>"
+
+
+def list_runs(db: str) -> list[dict[str, Any]]:
+    """Every run in `db`, oldest first: id, status (a running run no live worker holds is `interrupted`), toolset,
+    counts, cost, creation time, output file and the command that continues it."""
+    store = existing_store(db)
+    rows = []
+    for run in store.runs():
+        counts, output = store.counts(run.id), store.output(run.id)
+        status = store.shown_status(run)
+        rows.append({"id": run.id, "status": status, "toolset": run.toolset, "accepted": counts.get("accepted", 0),
+                     "target": run.target, "rejected": counts.get("rejected", 0), "failed": counts.get("failed", 0),
+                     "cost_usd": round(store.usage(run.id).spent_usd(), 6),
+                     "created": run.created.isoformat(timespec="seconds"),
+                     "output": output.path if output else None,
+                     "resume": store.resume_command(run.id) if status in ("interrupted", "budget") else None})
+    return rows

@@ -7,10 +7,9 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from langchain_core.utils.function_calling import convert_to_openai_tool
-
 from sap.errors import ToolsetError
 from sap.model import ToolSpec
+from sap.toolsets.signatures import function_schema
 
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null"})
 BFCL_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
@@ -296,12 +295,8 @@ def _method_spec(name: str, func: Callable[..., Any], bound: bool, owner: str, c
             raise doc.fail(field, f"variadic parameter {param.name!r} cannot be a tool parameter")
         if param.annotation is inspect.Parameter.empty:
             raise doc.fail(f"parameters.properties.{param.name}", f"parameter {param.name!r} has no type hint")
-    function = convert_to_openai_tool(func)["function"]
-    schema = dict(function.get("parameters") or {"type": "object"})
-    names = {p.name for p in params}
-    schema["properties"] = {k: v for k, v in schema.get("properties", {}).items() if k in names}
-    schema["required"] = [k for k in schema.get("required", []) if k in names]
-    return ToolSpec(name=name, description=function.get("description", ""), parameters=schema, owner=owner)
+    description, schema = function_schema(func, params)
+    return ToolSpec(name=name, description=description, parameters=schema, owner=owner)
 
 
 def tools_from_class(cls: type, owner: str | None = None) -> list[ToolSpec]:
