@@ -10,6 +10,9 @@ With --latency every role is sap.testing's RoleModel behind a scripted server an
 and after run the same bench code on the same model; the rows alternate before/after to spread the machine's load.
 The 4-worker rows need --pg-url (or SAP_TEST_PG_URL): each run gets a database of its own, dropped afterwards.
 
+With --compare REV: the offline CPU per accepted trajectory of revision REV's sap beside this tree's, per toolset,
+each in a child process pinned to one core (target: after/before <= 0.4).
+
 With --memory: the peak RSS of a whole `sap synthesize -n 200` process beside `-n 2000` per toolset (target: within
 1.3x, memory does not grow with the run).
 """
@@ -40,9 +43,9 @@ def measure(name: str, n: int, seed: int) -> dict:
     SynthesisContext(toolset=toolset).fsm()
     fsm_seconds = time.perf_counter() - start
     nodes: dict[str, float] = {}
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     summary = synthesize(toolset, n, seed=seed, node_seconds=nodes)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     in_nodes = sum(nodes.values())
     return {
         "toolset": name,
@@ -50,6 +53,7 @@ def measure(name: str, n: int, seed: int) -> dict:
         "slots": summary.attempted,
         "seconds": round(wall, 3),
         "trajectories_per_s": round(summary.accepted / wall, 2),
+        "cpu_ms_per_trajectory": round(1000 * cpu / max(summary.accepted, 1), 1),
         "fsm_build_s": round(fsm_seconds, 3),
         "node_share": {k: round(v / wall, 3) for k, v in sorted(nodes.items(), key=lambda kv: -kv[1])},
         "graph_overhead_share": round((wall - in_nodes) / wall, 3),
@@ -177,6 +181,27 @@ def latency_rows(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             for name, row in rows.items()}
 
 
+def compare_main(args: argparse.Namespace) -> None:
+    """Offline CPU per accepted trajectory of git revision `--compare` beside this tree, per toolset, each run a
+    child process pinned to one core, before and after alternating; prints the ratios, then one JSON line."""
+    rows = []
+    after_root = Path(__file__).resolve().parent.parent
+    with source_tree(args.compare) as before_root:
+        for name in args.toolsets.split(","):
+            runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+            for _ in range(args.repeats):
+                for label, root in (("before", before_root), ("after", after_root)):
+                    runs[label].append(timed_in(root, {"measure": name, "n": args.n, "seed": args.seed}))
+            best = {label: min(r, key=lambda m: m["cpu_ms_per_trajectory"]) for label, r in runs.items()}
+            ratio = round(best["after"]["cpu_ms_per_trajectory"] / best["before"]["cpu_ms_per_trajectory"], 3)
+            rows.append({"toolset": name, "before": best["before"], "after": best["after"], "cpu_ratio": ratio})
+            print(f"{name:<11} CPU per trajectory: before {best['before']['cpu_ms_per_trajectory']:6.1f} ms, after "
+                  f"{best['after']['cpu_ms_per_trajectory']:6.1f} ms, after/before {ratio:.2f} (target <= 0.4); "
+                  f"traj/s before {best['before']['trajectories_per_s']}, after {best['after']['trajectories_per_s']}")
+    print(json.dumps({"bench": "throughput_compare", "n": args.n, "before": args.compare, "target_cpu_ratio": 0.4,
+                      "toolsets": rows}))
+
+
 def latency_main(args: argparse.Namespace) -> None:
     """Print before and after side by side per setting, then one JSON line."""
     rows = latency_rows(args)
@@ -201,13 +226,24 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--memory", action="store_true", help="peak RSS of sap synthesize at two run sizes instead")
     parser.add_argument("--memory-sizes", default="200,2000", help="the two -n of --memory")
-    parser.add_argument("--toolsets", default=",".join(builtin_names()), help="toolsets of --memory")
+    parser.add_argument("--toolsets", default=",".join(builtin_names()), help="toolsets of --memory and --compare")
+    parser.add_argument("--compare", metavar="REV", help="offline CPU per trajectory of git revision REV beside this "
+                        "tree, side by side in one run")
     args = parser.parse_args()
     if args.memory:
         memory_main(args)
         return
     if args.child:
-        print(json.dumps(stored_run(json.loads(args.child))))
+        job = json.loads(args.child)
+        if "measure" in job:
+            if hasattr(os, "sched_setaffinity"):
+                os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+            print(json.dumps(measure(job["measure"], job["n"], job["seed"])))
+        else:
+            print(json.dumps(stored_run(job)))
+        return
+    if args.compare:
+        compare_main(args)
         return
     if args.latency is not None:
         latency_main(args)
