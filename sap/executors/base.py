@@ -7,7 +7,7 @@ import json
 from typing import Any, Callable, Iterable
 
 from sap.errors import SapError
-from sap.model import Executor, ToolCall
+from sap.model import ExecResult, Executor, ToolCall
 
 
 ReplayLogSnapshot = tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]
@@ -46,13 +46,19 @@ class ReplayMismatch(SapError, RuntimeError):
     """A committed call gave a different result when replayed."""
 
 
+def check_replayed(call: ToolCall, res: ExecResult) -> None:
+    """Raise ReplayMismatch if the replayed result `res` differs from the one `call` recorded."""
+    if res.ok != call.ok or (res.value if res.ok else res.error) != (call.result if call.ok else call.error):
+        raise ReplayMismatch(f"replay of call {call.call_id} ({call.name}) gave {res!r}, recorded {call.result!r}")
+
+
 def replay(executor: Executor, c0: dict[str, Any], calls: Iterable[ToolCall], check: bool = True) -> Executor:
     """Reset `executor` to c0 and re-run `calls`; with `check`, raise if any result differs from the recorded one."""
     executor.reset(c0)
     for call in calls:
         res = executor.execute(call)
-        if check and (res.ok != call.ok or (res.value if res.ok else res.error) != (call.result if call.ok else call.error)):
-            raise ReplayMismatch(f"replay of call {call.call_id} ({call.name}) gave {res!r}, recorded {call.result!r}")
+        if check:
+            check_replayed(call, res)
     return executor
 
 
@@ -72,8 +78,8 @@ def replay_fresh(factory: Callable[[], Executor], c0: dict[str, Any], calls: lis
 
 
 def end_state_hash(executor: Executor) -> str:
-    """A hash of the executor's current state: its own `state_hash()` if it has one (tau2: the database hash),
-    else sha256 of the canonical JSON of `state()`."""
+    """A hash of the executor's current state: its own `state_hash()` if it has one (tau2: the database hash;
+    Python executors: this hash, kept until the state changes), else sha256 of the canonical JSON of `state()`."""
     own = getattr(executor, "state_hash", None)
     if callable(own):
         return own()

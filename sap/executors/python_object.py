@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import inspect
 import json
 import queue
@@ -89,6 +90,8 @@ class PythonObjectExecutor:
         self._c0: dict[str, Any] = {}
         self._log: list[tuple[str, dict[str, Any]]] = []
         self._tool_thread: ToolThread | None = None
+        self._changes = 0  # counts resets and calls: the state hash is kept until the next one
+        self._hashed: tuple[int, str] | None = None
 
     def reset(self, c0: dict[str, Any]) -> None:
         """Create fresh instances and load c0 into each; the executor keeps its own copy of c0."""
@@ -98,6 +101,7 @@ class PythonObjectExecutor:
         """Create fresh instances from the executor's private c0 (each loader gets a copy of its part)."""
         self._c0 = c0
         self._log = []
+        self._changes += 1
         self.instances = {}
         for cls in self.classes:
             self.instances[cls.__name__] = self._new_instance(cls, c0)
@@ -143,6 +147,7 @@ class PythonObjectExecutor:
         except TypeError as exc:
             return ExecResult(ok=False, error=f"{call.name}: bad arguments: {exc}")
         before = self.snapshot()
+        self._changes += 1
         try:
             value = self._run_in_worker(call.name, fn, json_copy(call.args_exec))
         except ToolHung:
@@ -181,6 +186,14 @@ class PythonObjectExecutor:
         for name, args in log:
             self._run_in_worker(name, self._method(name), json_copy(args))
         self._log = list(log)
+
+    def state_hash(self) -> str:
+        """`end_state_hash`'s sha256 of the canonical JSON of `state()`, computed once per state: kept until the next
+        reset or call (a write's before-hash is the previous call's after-hash)."""
+        if self._hashed is None or self._hashed[0] != self._changes:
+            text = json.dumps(self.state(), sort_keys=True, default=repr)
+            self._hashed = (self._changes, hashlib.sha256(text.encode()).hexdigest())
+        return self._hashed[1]
 
     def state(self) -> dict[str, Any]:
         """Each instance's `_state()` (or its public attributes), by class name."""

@@ -243,16 +243,13 @@ def stated_value(turn: int, name: str, value: Any, prov: ArgProvenance) -> State
 
 
 def replay_problems(toolset: Toolset, traj: Trajectory, writes: Collection[str] = ()) -> tuple[list[str], str | None]:
-    """Replay the committed calls from c0 on a fresh executor: a problem for any differing result or for a write
-    (one of the FSM's action tools `writes`, or a named update) that changed nothing, else none and the hash of
-    the end state reached (recorded in the record's meta, checked again by `sap validate`)."""
+    """Replay the committed calls from c0 on a fresh executor, once: a problem for any differing result or for a
+    write (one of the FSM's action tools `writes`, or a named update) that changed nothing, else none and the hash
+    of the end state reached (recorded in the record's meta, checked again by `sap validate`)."""
     ex = toolset.executor_factory()
-    calls = _committed(traj.turns)
     try:
-        replay(ex, traj.c0, calls)
-        end = end_state_hash(ex)
-        noops = noop_writes(ex, traj.c0, calls, {t.name: t for t in toolset.tools}, writes)
-        return noops, None if noops else end
+        noops = noop_writes(ex, traj.c0, _committed(traj.turns), {t.name: t for t in toolset.tools}, writes)
+        return noops, None if noops else end_state_hash(ex)
     except ReplayMismatch as exc:
         return [f"replay from c0: {exc}"], None
     finally:
