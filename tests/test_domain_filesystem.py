@@ -1,4 +1,5 @@
 """Tests for the built-in `filesystem` domain (virtual in-memory file system with a current directory)."""
+import copy
 import json
 
 import pytest
@@ -264,7 +265,7 @@ def test_touch_existing_file_keeps_content():
 
 def test_errors_name_the_bad_value_and_leave_state_unchanged():
     fs = small()
-    before = fs._state()
+    before = copy.deepcopy(fs._state())  # _state() gives the live structures
     errors = {
         "nowhere": fs.cd("nowhere"),
         "notes.txt": fs.cd("notes.txt"),
@@ -301,7 +302,7 @@ def test_cannot_remove_current_directory():
 
 def test_state_changes_after_mutation_and_is_json():
     fs, _ = loaded(5)
-    before = fs._state()
+    before = copy.deepcopy(fs._state())  # _state() gives the live structures
     json.dumps(before)
     created = fs.touch("fresh.txt")
     after = fs._state()

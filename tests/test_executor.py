@@ -1,4 +1,6 @@
 """Tests for PythonObjectExecutor: rollback on failure, timeouts, result checks, snapshots and replay."""
+import hashlib
+import json
 import threading
 import time
 
@@ -355,3 +357,15 @@ def test_a_call_stuck_in_a_blocking_wait_is_abandoned_on_a_daemon_thread(ex):
     assert SPIN_THREADS[0].is_alive() and SPIN_THREADS[0].daemon
     assert executor.execute(call("bump")).value == {"count": 3}  # a fresh thread serves the next call
     stuck.set()
+
+
+def test_state_is_a_copy_and_its_hash_follows_every_change(ex):
+    state = ex.state()
+    state["Counter"]["notes"].append("tampered")
+    assert ex.state()["Counter"]["notes"] == ["start"]
+    first = ex.state_hash()
+    assert first == hashlib.sha256(json.dumps(ex.state(), sort_keys=True).encode()).hexdigest()
+    ex.execute(call("note", {"text": "x"}))
+    assert ex.state_hash() != first  # a call is a new state: the kept hash is not reused
+    ex.reset({"count": 1, "notes": ["start"]})
+    assert ex.state_hash() == first

@@ -196,7 +196,8 @@ class PythonObjectExecutor:
         return self._hashed[1]
 
     def state(self) -> dict[str, Any]:
-        """Each instance's `_state()` (or its public attributes), by class name."""
+        """Each instance's `_state()` (or its public attributes), by class name, as a JSON copy (`_state()` may return
+        the instance's live structures)."""
         out: dict[str, Any] = {}
         for name, inst in self.instances.items():
             getter = getattr(inst, "_state", None)

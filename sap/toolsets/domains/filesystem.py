@@ -99,7 +99,7 @@ class FileSystem:
                 raise ValueError(f"bad config: {exc}") from exc
 
     def _state(self) -> dict:
-        return {"root": {self._root_name: json_copy(self._root)}, "current_directory": self._abs(self._cwd)}
+        return {"root": {self._root_name: self._root}, "current_directory": self._abs(self._cwd)}
 
     # ----- path helpers --------------------------------------------------------
 

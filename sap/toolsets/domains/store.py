@@ -57,14 +57,14 @@ class OnlineStore:
         self._variants = {v["item_id"]: (p, v) for p in self._products.values() for v in p["variants"]}
 
     def _state(self) -> dict:
-        return json_copy({
+        return {
             "current_user_id": self._current_user_id,
             "users": self._users,
             "products": self._products,
             "orders": self._orders,
             "carts": self._carts,
             "next_order_number": self._next_order_number,
-        })
+        }
 
     # ----- internal helpers -------------------------------------------------
 

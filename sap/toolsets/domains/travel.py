@@ -80,7 +80,7 @@ class TravelBooking:
         self._next_booking_number = int(config.get("next_booking_number", DEFAULT_BOOKING_NUMBER))
 
     def _state(self) -> dict:
-        return json_copy({
+        return {
             "today": self._today,
             "last_day": self._last_day,
             "traveler": self._traveler,
@@ -90,7 +90,7 @@ class TravelBooking:
             "bookings": self._bookings,
             "exchange_rates": self._exchange_rates,
             "next_booking_number": self._next_booking_number,
-        })
+        }
 
     # ----- internal helpers -------------------------------------------------
 
