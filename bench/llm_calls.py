@@ -12,6 +12,9 @@ the process's CPU ms per slot and per LLM call (time.process_time; the model ser
 and the CPU-bound ceiling, the slots/s that this CPU per slot allows under one GIL (1000 / CPU ms per slot).
 A yappi run (CPU clock) at --split-concurrency splits the CPU per slot by component; its shares are applied to
 the unprofiled CPU per slot, since the profiler's own overhead inflates every component.
+
+First of all, the CPU of one LLM call on sap's path (`LLMClient.complete`) beside a bare httpx request of the same
+chat completion to the same scripted server (target: <= 3x).
 """
 from __future__ import annotations
 
@@ -24,9 +27,11 @@ import tempfile
 import time
 from typing import Any, Callable, ContextManager, Iterator
 
+from pydantic import BaseModel
+
 from sap.agents.config import build_agents_config
 from sap.graphs import synthesis
-from sap.llm import client, usage
+from sap.llm import LLMClient, ModelConfig, client, usage
 from sap.runs.driver import RunDriver, run_config, start_run
 from sap.store import runs
 from sap.store.checkpoint import checkpointer_for
@@ -37,16 +42,24 @@ _SERVER = """
 import sys, time
 from sap.testing.role_model import role_model
 from sap.testing.scripted_llm import ScriptedLLMServer
-with ScriptedLLMServer(responder=role_model, latency=float(sys.argv[1])) as server:
+responder = role_model if sys.argv[2] == "roles" else (lambda request: '{"ok": true}')
+with ScriptedLLMServer(responder=responder, latency=float(sys.argv[1])) as server:
     print(server.api_base, flush=True)
     sys.stdin.read()
 """
 
 
+class Ok(BaseModel):
+    """The answer of the call-path comparison's server."""
+
+    ok: bool
+
+
 @contextlib.contextmanager
-def model_server(latency: float) -> Iterator[str]:
-    """A RoleModel server in a child process (its own GIL); yields its api_base."""
-    proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(latency)], stdin=subprocess.PIPE,
+def model_server(latency: float, answers: str = "roles") -> Iterator[str]:
+    """A scripted model server in a child process (its own GIL), answering as RoleModel (`roles`) or always
+    {"ok": true} (`ok`); yields its api_base."""
+    proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(latency), answers], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     try:
         yield proc.stdout.readline().strip()
@@ -123,6 +136,38 @@ def cpu_split(toolset: str, api_base: str, concurrency: int, seed: int) -> dict[
     return {name: round(value / total, 3) for name, value in parts.items()}
 
 
+def call_path_cpu(calls: int) -> dict[str, float]:
+    """CPU ms per request, sequential, to one scripted server answering at once: a bare httpx POST of the chat
+    completion LiteLLM would send, beside sap's `LLMClient.complete` (LiteLLM, limits, retries, validation and
+    accounting) with the same messages and schema; the ratio is sap's cost over the HTTP request's own."""
+    import httpx
+
+    messages = [{"role": "system", "content": "You judge dialogues. " * 40},
+                {"role": "user", "content": "Is this dialogue coherent? " * 60}]
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+              "additionalProperties": False}
+    body = {"model": "rolemodel-path", "messages": messages, "temperature": 0.7, "max_tokens": 1024,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "Ok", "schema": schema,
+                                                                       "strict": False}}}
+    with model_server(0.0, answers="ok") as api_base:
+        cfg = ModelConfig(model="openai/rolemodel-path", api_base=api_base, timeout=30)
+        llm = LLMClient()
+        with httpx.Client(base_url=api_base, timeout=30) as http:
+            for _ in range(5):  # warm both paths: connections, imports, the loop thread
+                http.post("/chat/completions", json=body).raise_for_status()
+                llm.complete("judge", cfg, messages, Ok)
+            start = time.process_time()
+            for _ in range(calls):
+                http.post("/chat/completions", json=body).raise_for_status()
+            bare = 1000 * (time.process_time() - start) / calls
+        start = time.process_time()
+        for _ in range(calls):
+            llm.complete("judge", cfg, messages, Ok)
+        sap_ms = 1000 * (time.process_time() - start) / calls
+    return {"bare_httpx_cpu_ms": round(bare, 2), "sap_llm_call_cpu_ms": round(sap_ms, 2),
+            "ratio": round(sap_ms / bare, 2)}
+
+
 def calls_table(toolset: str, api_base: str, n: int, mode: str) -> dict[str, Any]:
     """Calls and tokens per accepted trajectory, by role, beside the per-call pattern."""
     out = run_once(toolset, api_base, n, mode, 1, seed=1)
@@ -146,10 +191,14 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--split-concurrency", type=int, default=8, help="concurrency of the profiled run")
     parser.add_argument("--skip-calls", action="store_true", help="only the throughput and CPU figures")
+    parser.add_argument("--path-calls", type=int, default=300, help="requests of the call-path CPU comparison")
     args = parser.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
     if args.split_concurrency not in levels:
         parser.error(f"--split-concurrency {args.split_concurrency} is not one of --concurrency {args.concurrency}")
+    path = call_path_cpu(args.path_calls)
+    print(f"one LLM call, CPU: bare httpx request {path['bare_httpx_cpu_ms']:.2f} ms, sap's LLMClient.complete "
+          f"{path['sap_llm_call_cpu_ms']:.2f} ms, ratio {path['ratio']:.2f} (target <= 3)")
     tables = []
     with model_server(0.0) as api_base:
         for toolset in () if args.skip_calls else ("filesystem", "store", "travel"):
@@ -186,7 +235,8 @@ def main() -> None:
     split_ms = {name: round(share * cpu_ms, 1) for name, share in split.items()}
     print(f"CPU per slot by component (yappi shares at concurrency {args.split_concurrency}, of {cpu_ms:.0f} ms): "
           + ", ".join(f"{name} {ms:.0f} ms" for name, ms in split_ms.items()))
-    print(json.dumps({"bench": "llm_calls", "latency_s": args.latency, "calls": tables, "throughput": throughput,
+    print(json.dumps({"bench": "llm_calls", "latency_s": args.latency, "call_path_cpu_ms": path, "calls": tables,
+                      "throughput": throughput,
                       "cpu_split_ms_per_slot": split_ms, "cpu_split_concurrency": args.split_concurrency,
                       "target_ratio_at_32": 0.8}))
 
