@@ -79,6 +79,21 @@ def test_fake_server_tools_and_results(tmp_path: Path) -> None:
         ex.close()
 
 
+def test_error_texts_are_failed_calls(tmp_path: Path) -> None:
+    toolset = load_toolset(config(tmp_path, {"fake": fake("ok")}, error_patterns=[r"\S+: Error - "]))
+    ex = toolset.executor_factory()
+    try:
+        ex.reset({})
+        said = {text: ex.execute(call("echo", {"text": text})) for text in
+                ("Error: no such thing", "a.txt: Error - ENOENT: no such file", "Errors are rare: a.txt is fine")}
+        assert [r.ok for r in said.values()] == [False, False, True]
+        assert said["a.txt: Error - ENOENT: no such file"].error == "a.txt: Error - ENOENT: no such file"
+    finally:
+        ex.close()
+    with pytest.raises(UnknownToolset, match="sap.error_patterns"):
+        load_toolset(config(tmp_path, {"fake": fake("ok")}, error_patterns=["("]))
+
+
 def test_name_collisions_are_prefixed_with_the_server(tmp_path: Path) -> None:
     toolset = load_toolset(config(tmp_path, {"one": fake("ok"), "two": fake("ok")}))
     assert sorted(t.name for t in toolset.tools) == ["one_echo", "two_echo"]
@@ -91,9 +106,11 @@ def test_misbehaving_server_is_a_failed_call(tmp_path: Path, mode: str, reason: 
     ex = load_toolset(config(tmp_path, {"fake": fake(mode)}, timeout=1)).executor_factory()
     try:
         ex.reset({})
+        first = ex.connection("fake").pid
         res = ex.execute(call("echo", {"text": "hi"}))
         assert not res.ok and "MCP server 'fake'" in res.error and reason in res.error
-        assert ex.connection("fake").session is not None  # restarted: the run goes on
+        # restarted, though the default reset keeps servers running: the run goes on
+        assert ex.connection("fake").session is not None and ex.connection("fake").pid != first
     finally:
         ex.close()
 
@@ -183,6 +200,20 @@ def test_filesystem_and_git_servers_over_a_repository_from_c0(tmp_path: Path) ->
         assert ex.state() == end
     finally:
         ex.close()
+
+
+def test_a_written_path_hashes_alike_in_every_working_directory(tmp_path: Path) -> None:
+    toolset = load_toolset(fs_git_config(tmp_path))
+    c0, states = toolset.sample_config(1), []
+    for _ in range(2):
+        ex = toolset.executor_factory()
+        try:
+            ex.reset(c0)  # a new temporary directory each time; the text names a path under it
+            assert ex.execute(call("write_file", {"path": "/workspace/p.txt", "content": "/workspace/docs: see"})).ok
+            states.append(ex.state())
+        finally:
+            ex.close()
+    assert states[0] == states[1]
 
 
 def test_synthesize_and_validate_over_real_servers(tmp_path: Path) -> None:

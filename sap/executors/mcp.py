@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sap.executors.base import ReplayLog
+from sap.executors.failures import failure_text
 from sap.executors.mcp_client import McpConnection, ServerFailure, ServerParams
 from sap.jsonutil import json_copy
 from sap.model import ExecResult, ToolCall
@@ -85,8 +86,9 @@ class McpSetup:
     call_timeout: float = 10.0
     start_timeout: float = 60.0
     masks: tuple[str, ...] = ()  # regexes whose matches in results become "<masked>" (clock times, ...)
+    error_patterns: tuple[str, ...] = ()  # regexes: a result text that one matches (at its start) is a failed call
     state_ignored: tuple[str, ...] = ()  # path globs the state view leaves out
-    reset: Literal["restart", "directory"] = "restart"
+    reset: Literal["restart", "directory"] = "directory"
 
 
 def _placed(params: ServerParams, workdir: str) -> ServerParams:
@@ -154,7 +156,8 @@ class McpExecutor(ReplayLog):
         self._finalizer = weakref.finalize(self, _stop, self._connections, None)
 
     def reset(self, c0: dict[str, Any]) -> None:
-        """A fresh working directory from c0 (and fresh servers, unless reset is "directory")."""
+        """A fresh working directory from c0 under the running servers ("directory", the default), or fresh servers
+        over a new directory ("restart", and always the first time)."""
         self._c0 = json_copy(c0)
         self._log = []
         self._fresh()
@@ -208,15 +211,26 @@ class McpExecutor(ReplayLog):
             result = self._connections[server].request(lambda s: s.call_tool(tool, args), self.setup.call_timeout,
                                                        f"tools/call {tool}")
         except ServerFailure as exc:
+            self.close()  # a server that hung, died or flooded is restarted, whatever the reset strategy
             self.restore(before)
             return ExecResult(ok=False, error=str(exc))
         value = _map_strings(_text_value(result), self._from_server)
-        if result.is_error:
+        if result.is_error or (problem := self._error_text(value)) is not None:
             if self.state() != before_state:
                 self.restore(before)
-            return ExecResult(ok=False, error=value if isinstance(value, str) else json.dumps(value, sort_keys=True))
+            error = problem if not result.is_error else value if isinstance(value, str) else json.dumps(value,
+                                                                                                        sort_keys=True)
+            return ExecResult(ok=False, error=error)
         self._log.append((call.name, json_copy(call.args_exec)))
         return ExecResult(ok=True, value=value)
+
+    def _error_text(self, value: Any) -> str | None:
+        """Why a result without `isError` is a failed call all the same: error-shaped (`failure_text`), or a text
+        matching one of the config's `error_patterns` (a server that reports errors as text)."""
+        problem = failure_text("", value)
+        if problem is None and isinstance(value, str) and any(re.match(p, value) for p in self.setup.error_patterns):
+            problem = value.strip()
+        return problem
 
     def _rebuild(self) -> None:
         """The working directory (and servers) from c0."""
@@ -228,16 +242,18 @@ class McpExecutor(ReplayLog):
 
     def state(self) -> dict[str, Any]:
         """The working directory as {relative path: sha256 of the file, or "dir" for an empty directory},
-        leaving out the paths `state_ignored` names."""
+        leaving out the paths `state_ignored` names. A file is hashed as the dialogue sees it: the working
+        directory's own path in it is `root` (a written text may hold a path, and the directory differs per run)."""
         if self.workdir is None:
             return {}
         out: dict[str, str] = {}
+        own, root = str(self.workdir).encode(), (self.setup.root.rstrip("/") or "/").encode()
         for path in sorted(self.workdir.rglob("*")):
             rel = path.relative_to(self.workdir).as_posix()
             if any(fnmatch(rel, pattern) for pattern in self.setup.state_ignored):
                 continue
             if path.is_file():
-                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+                out[rel] = hashlib.sha256(path.read_bytes().replace(own, root)).hexdigest()
             elif path.is_dir() and not any(path.iterdir()):
                 out[rel] = "dir"
         return out

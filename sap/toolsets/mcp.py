@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import random
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +18,7 @@ from sap.toolsets.errors import UnknownToolset
 from sap.toolsets.modules import module_from_path
 
 SAP_KEYS = {"name", "description", "state", "build", "sample_config", "root", "timeout", "start_timeout", "masks",
-            "state_ignored", "reset", "exclude_tools"}
+            "error_patterns", "state_ignored", "reset", "exclude_tools"}
 SERVER_KEYS = {"command", "args", "env", "cwd", "url", "type", "transport", "disabled"}
 WORDS = ("alpha", "budget", "draft", "notes", "report", "summary", "todo", "ideas", "plan", "review", "meeting",
          "release")
@@ -41,6 +42,15 @@ def sample_tree(seed: int, root: str = "/workspace") -> dict[str, Any]:
 
 
 SAMPLERS: dict[str, Callable[..., dict[str, Any]]] = {"tree": sample_tree, "none": lambda seed, root: {}}
+
+
+def _compiles(pattern: str) -> bool:
+    """Whether `pattern` is a valid regular expression."""
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
 
 
 def _fail(path: Path, field: str, value: Any, why: str) -> McpConfigError:
@@ -190,17 +200,19 @@ def load_mcp_toolset(name: str, timeout: float = 5.0) -> Toolset:
         sample = _user_function(path, "sap.sample_config", sampler_ref)
     else:
         raise _fail(path, "sap.sample_config", sampler_ref, f"expected one of {sorted(SAMPLERS)} or PATH.py:FUNCTION")
-    reset = own.get("reset", "restart")
+    reset = own.get("reset", "directory")
     if reset not in ("restart", "directory"):
         raise _fail(path, "sap.reset", reset, "expected restart or directory")
-    masks = own.get("masks", [])
-    if not (isinstance(masks, list) and all(isinstance(m, str) for m in masks)):
-        raise _fail(path, "sap.masks", masks, "expected a list of regular expressions")
+    masks, error_patterns = own.get("masks", []), own.get("error_patterns", [])
+    for key, patterns in (("masks", masks), ("error_patterns", error_patterns)):
+        if not (isinstance(patterns, list) and all(isinstance(m, str) and _compiles(m) for m in patterns)):
+            raise _fail(path, f"sap.{key}", patterns, "expected a list of regular expressions")
     if state == "git":  # the servers' commits get sap's fixed identity and dates too, so their hashes replay
         servers = tuple(replace(s, env={**GIT_ENV, **s.env}) for s in servers)
     setup = McpSetup(servers=servers, routes={}, build=build, root=root,
                      call_timeout=float(own.get("timeout", timeout)),
                      start_timeout=float(own.get("start_timeout", 60.0)), masks=tuple(masks),
+                     error_patterns=tuple(error_patterns),
                      state_ignored=tuple(own.get("state_ignored", STATE_IGNORED.get(state, ()))), reset=reset)
     listed = _list_tools(setup, sample(0), str(path))
     excluded = set(own.get("exclude_tools", []))
