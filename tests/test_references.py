@@ -8,6 +8,8 @@ from langgraph.runtime import Runtime
 
 from helpers import call, request, spec
 from sap.agents.messenger import RuleMessenger
+from sap.agents.requests import found_reference
+from sap.audit.checks import ORDINALS
 from sap.agents.planner import HistoryCall, RulePlanner, StatedValue
 from sap.executors.python_object import PythonObjectExecutor
 from sap.export.records import record_to_trajectory, to_record
@@ -15,7 +17,7 @@ from sap.fsm.build import RuleFSMBuilder
 from sap.graphs.coherence import INCOHERENT, execute_coherently, noop_writes
 from sap.graphs.synthesis import SynthesisContext, execute_call
 from sap.model import Selector, Tag, Toolset, Trajectory, Turn
-from sap.provenance.checks import code_check
+from sap.provenance.checks import code_check, states_selector
 
 STR = {"type": "string"}
 LOOKUP = spec("get_user_details", "Look up a user.", {"user_id": STR})
@@ -87,6 +89,15 @@ def test_of_several_results_of_one_tool_only_the_most_recent_is_referred_to():
         b = _bind(CANCEL, {"order_id": Tag.prev_output}, history, turn=2, seed=seed)
         assert b.args_exec["order_id"] == "#2"
         assert b.args_prov["order_id"].selector == Selector(noun="result", latest=True)
+
+
+def test_a_latest_reference_from_the_users_side_carries_a_recency_word_the_audit_reads():
+    sel = Selector(noun="result", latest=True)
+    for seed in range(20):
+        words = found_reference("title", sel, "meeting issue", random.Random(seed))
+        assert ORDINALS.search(words), words
+        assert states_selector(words, sel, "meeting issue"), words
+    assert not states_selector("use my title as it stands now", sel, "meeting issue")
 
 
 def test_a_parameter_stated_twice_is_referred_to_by_which_statement():

@@ -214,7 +214,8 @@ def history_reference(noun: str, sel: Selector | None, value: Any, source: tuple
 _MINE = ["my {n}", "my {n}", "my {n}", "the {n} on file"]
 _MINE_HERE = ["my {n}", "the {n} in here", "the {n} here"]  # for files and folders
 _SOMEWHERE = ["{b}", "{b}", "{b}, wherever it is", "{b} (it's somewhere in here)"]  # a found path's name
-_MINE_NOW = ["my current {n}", "the {n} currently on file", "my {n} as it stands now"]  # selector words (latest)
+# a latest selector from the user's side, each with a recency word a reader takes as "which one"
+_MINE_NOW = ["my latest {n}", "the latest {n} on file", "my {n} as the most recent lookup shows it"]
 
 
 def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Random) -> str:
@@ -228,7 +229,7 @@ def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Ran
             return rng.choice(_SOMEWHERE).format(n=noun, b=value.rstrip("/").rsplit("/", 1)[1])  # user knows the
         return rng.choice(_MINE_HERE if here else _MINE).format(n=noun)  # name, the assistant finds where it is
     thing = noun if sel.noun in ("entry", "result") else sel.noun
-    now = "current " if sel.latest else ""
+    now = "latest " if sel.latest else ""
     whose = "" if thing in noun or noun in thing else f"the {noun} of "  # "the origin airport of my flight ..."
     return f"{whose}my {now}{thing} " + criterion(sel, rng)
 

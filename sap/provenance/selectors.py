@@ -11,7 +11,7 @@ from sap.provenance.fields import is_listing, match_score, singular
 from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, resolve
 
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
-_RECENT_WORDS = ("most recent", "latest", "last", "my current", "currently on file", "as it stands now")
+_RECENT_WORDS = ("most recent", "latest", "last")  # recency words a reader (and `sap audit`) takes as "which one"
 _SHORT = 40  # longest string a field selector may quote
 
 
