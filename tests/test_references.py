@@ -9,7 +9,8 @@ from langgraph.runtime import Runtime
 from helpers import call, request, spec
 from sap.agents.messenger import RuleMessenger
 from sap.agents.requests import found_reference
-from sap.audit.checks import ORDINALS
+from sap.audit.checks import ORDINALS, ambiguous_reference
+from sap.audit.dialogues import AuditCall, AuditDialogue
 from sap.agents.planner import HistoryCall, RulePlanner, StatedValue
 from sap.executors.python_object import PythonObjectExecutor
 from sap.export.records import record_to_trajectory, to_record
@@ -98,6 +99,32 @@ def test_a_latest_reference_from_the_users_side_carries_a_recency_word_the_audit
         assert ORDINALS.search(words), words
         assert states_selector(words, sel, "meeting issue"), words
     assert not states_selector("use my title as it stands now", sel, "meeting issue")
+
+
+TRIP = {"reservation_id": "R1", "flights": [
+    {"flight_number": "HAT1", "origin": "SEA", "destination": "PHX", "date": "2024-05-16"},
+    {"flight_number": "HAT2", "origin": "PHX", "destination": "LAS", "date": "2024-05-16"}]}
+SEARCH = spec("search_direct_flight", "Search direct flights.", {"origin": STR, "date": STR})
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_value_at_several_places_of_a_listing_is_named_and_the_message_passes_the_audit(seed):
+    trip = call("get_reservation_details", {"reservation_id": "R1"}, result=TRIP, call_id="a")
+    b = _bind(SEARCH, {"origin": Tag.prev_output, "date": Tag.prev_output}, [HistoryCall(0, 0, trip)], seed=seed)
+    assert b.args_prov["date"].selector == Selector(noun="flight", named=True)  # every leg flies that day
+    if b.args_exec["origin"] == "PHX":  # the connection: destination of one leg, origin of the other
+        assert b.args_prov["origin"].selector == Selector(noun="flight", named=True)
+    search = call("search_direct_flight", b.args_exec, prov=b.args_prov, result=[], call_id="b")
+    specs = {"get_reservation_details": spec("get_reservation_details", "Get a reservation.", {"reservation_id": STR}),
+             "search_direct_flight": SEARCH}
+    turns = RuleMessenger().write(_trajectory([[trip]], search).turns, specs, random.Random(seed))
+    traj = _trajectory([[trip]], search).model_copy(update={"turns": turns})
+    assert code_check(traj) == [], traj.turns[1].user_message
+    dialogue = AuditDialogue("t", {t.index: t.user_message for t in traj.turns},
+                             [AuditCall(t.index, c.name, c.args_exec, c.result,
+                                        {n: {"tag": p.tag.value} for n, p in c.args_prov.items()})
+                              for t in traj.turns for c in t.calls])
+    assert ambiguous_reference(dialogue) == (2, []), traj.turns[1].user_message
 
 
 def test_a_parameter_stated_twice_is_referred_to_by_which_statement():

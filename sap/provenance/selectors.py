@@ -66,14 +66,34 @@ def _field_criterion(entry: Any, others: list[Any], own: str | int | None, value
     return None
 
 
+def _recurs(doc: Any, value: Any) -> bool:
+    """Whether a scalar `value` occurs at two or more places of `doc` (as a value, not a key)."""
+    if isinstance(value, (dict, list)):
+        return False
+    shown = json.dumps(value)
+    count = 0
+    stack = [doc]
+    while stack and count < 2:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        else:
+            count += json.dumps(node) == shown
+    return count >= 2
+
+
 def output_selector(result: Any, path: str, value: Any, same_turn: bool,
                     earlier_same_tool: Sequence[Any] = ()) -> Selector | None:
     """How to single out the value at `path` in `result`, or None if nothing else competes with it.
 
     Within `result`, the innermost listing whose other entries hold a different value at the same place names
     the element by a field value no sibling shares, else by its position (or, when the user cannot have seen the
-    listing yet, `same_turn`, by the value itself). `earlier_same_tool` are earlier results of the same tool: if
-    one holds a different value at `path`, the reference is to the most recent result."""
+    listing yet, `same_turn`, by the value itself). A value that sits in a listing of 2+ entries and also at
+    another place of the result (a connecting airport, a date every leg shares) is named by the value itself: a
+    field of one element would not say which of its places is meant. `earlier_same_tool` are earlier results of
+    the same tool: if one holds a different value at `path`, the reference is to the most recent result."""
     key_of = path.endswith(KEY_OF)
     steps = _steps(path[:-len(KEY_OF)] if key_of else path)
     sel: Selector | None = None
@@ -93,9 +113,12 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
                 alts.append((e, _at(container, [e, *rest], key_of and not rest) if rest or not key_of else e))
             except PathError:
                 continue
+        noun = humanize_key(steps[depth - 1]) if depth and isinstance(steps[depth - 1], str) else "entry"
+        if alts and _recurs(result, value):  # also in other places of the result: no field of one element pins it
+            sel = Selector(noun=noun, named=True)
+            break
         if not any(v != value for _, v in alts):
             continue
-        noun = humanize_key(steps[depth - 1]) if depth and isinstance(steps[depth - 1], str) else "entry"
         crit = _field_criterion(container[steps[depth]], [container[e] for e, _ in alts], rest[0] if rest else None,
                                 value)
         if crit is not None:
