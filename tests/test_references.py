@@ -19,6 +19,7 @@ from sap.graphs.coherence import INCOHERENT, execute_coherently, noop_writes
 from sap.graphs.synthesis import SynthesisContext, execute_call
 from sap.model import Selector, Tag, Toolset, Trajectory, Turn
 from sap.provenance.checks import code_check, states_selector
+from sap.provenance.selectors import output_selector
 
 STR = {"type": "string"}
 LOOKUP = spec("get_user_details", "Look up a user.", {"user_id": STR})
@@ -125,6 +126,15 @@ def test_a_value_at_several_places_of_a_listing_is_named_and_the_message_passes_
                                         {n: {"tag": p.tag.value} for n, p in c.args_prov.items()})
                               for t in traj.turns for c in t.calls])
     assert ambiguous_reference(dialogue) == (2, []), traj.turns[1].user_message
+
+
+def test_a_field_value_another_entry_holds_under_any_key_does_not_name_an_element():
+    legs = {"flights": [{"flight_number": "HAT1", "origin": "MIA", "destination": "JFK", "cabin": "economy"},
+                        {"flight_number": "HAT2", "origin": "JFK", "destination": "MIA", "cabin": "business"}]}
+    assert output_selector(legs, "$.flights[0].flight_number", "HAT1", False) == \
+        Selector(noun="flight", field="cabin", value="economy")  # not "origin MIA": the other flight lands there
+    legs["flights"][1]["cabin"] = "economy"
+    assert output_selector(legs, "$.flights[1].flight_number", "HAT2", False) == Selector(noun="flight", position=2)
 
 
 def test_a_parameter_stated_twice_is_referred_to_by_which_statement():

@@ -52,8 +52,9 @@ def _scalar(v: Any) -> bool:
 
 
 def _field_criterion(entry: Any, others: list[Any], own: str | int | None, value: Any) -> tuple[str, Any] | None:
-    """A field of `entry` whose value no other entry shares: not the bound field, nor one that restates the
-    bound value (a path holding the file name); strings before numbers, ids last."""
+    """A field of `entry` whose value appears nowhere in any other entry (under no key: "origin MIA" does not
+    name a flight when another one lands in MIA): not the bound field, nor one that restates the bound value (a
+    path holding the file name); strings before numbers, ids last."""
     if not isinstance(entry, dict):
         return None
     bound = str(value).lower()
@@ -61,7 +62,8 @@ def _field_criterion(entry: Any, others: list[Any], own: str | int | None, value
             and str(entry[k]).lower() not in bound and bound not in str(entry[k]).lower()]
     keys.sort(key=lambda k: (str(k).lower().endswith("id"), not isinstance(entry[k], str)))
     for k in keys:
-        if all(not isinstance(o, dict) or o.get(k) != entry[k] for o in others):
+        shown = json.dumps(entry[k])
+        if all(shown not in json.dumps(o, default=str) for o in others):
             return str(k), entry[k]
     return None
 
@@ -119,8 +121,8 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
             break
         if not any(v != value for _, v in alts):
             continue
-        crit = _field_criterion(container[steps[depth]], [container[e] for e, _ in alts], rest[0] if rest else None,
-                                value)
+        others = [container[e] for e in _entries(container) if e != steps[depth]]
+        crit = _field_criterion(container[steps[depth]], others, rest[0] if rest else None, value)
         if crit is not None:
             sel = Selector(noun=noun, field=crit[0], value=crit[1])
         elif same_turn:
