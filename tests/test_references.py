@@ -17,7 +17,7 @@ from sap.export.records import record_to_trajectory, to_record
 from sap.fsm.build import RuleFSMBuilder
 from sap.graphs.coherence import INCOHERENT, execute_coherently, noop_writes
 from sap.graphs.synthesis import SynthesisContext, execute_call
-from sap.model import Selector, Tag, Toolset, Trajectory, Turn
+from sap.model import ArgProvenance, Selector, Tag, Toolset, Trajectory, Turn
 from sap.provenance.checks import code_check, states_selector
 from sap.provenance.selectors import output_selector
 
@@ -135,6 +135,22 @@ def test_a_field_value_another_entry_holds_under_any_key_does_not_name_an_elemen
         Selector(noun="flight", field="cabin", value="economy")  # not "origin MIA": the other flight lands there
     legs["flights"][1]["cabin"] = "economy"
     assert output_selector(legs, "$.flights[1].flight_number", "HAT2", False) == Selector(noun="flight", position=2)
+
+
+def test_of_two_lookups_one_without_the_place_only_the_most_recent_is_referred_to():
+    kettle = call("get_product_details", {"product_id": "p1"}, call_id="a",
+                  result={"product_id": "p1", "variants": {"111": {"item_id": "111", "price": 10.5}}})
+    lamp = call("get_product_details", {"product_id": "p2"}, call_id="b",
+                result={"product_id": "p2", "variants": {"222": {"item_id": "222", "price": 20.5}}})
+    buy = spec("buy_item", "Buy an item.", {"item_id": STR})
+    for seed in range(5):
+        b = _bind(buy, {"item_id": Tag.prev_output}, [HistoryCall(0, 0, kettle), HistoryCall(0, 1, lamp)], seed=seed)
+        assert b.args_exec["item_id"] == "222"  # the kettle's variant is in no way "the latest lookup's"
+        assert b.args_prov["item_id"].selector == Selector(noun="result", latest=True)
+    older = ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path='$.variants["111"].item_id')
+    traj = _trajectory([[kettle, lamp]], call("buy_item", {"item_id": "111"}, prov={"item_id": older}))
+    traj.turns[1].user_message = "Buy the item 111."
+    assert any("a newer get_product_details result" in p for p in code_check(traj))
 
 
 def test_a_parameter_stated_twice_is_referred_to_by_which_statement():

@@ -95,7 +95,7 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
     listing yet, `same_turn`, by the value itself). A value that sits in a listing of 2+ entries and also at
     another place of the result (a connecting airport, a date every leg shares) is named by the value itself: a
     field of one element would not say which of its places is meant. `earlier_same_tool` are earlier results of
-    the same tool: if one holds a different value at `path`, the reference is to the most recent result."""
+    the same tool: if one holds a different value at `path` (or none), the reference is to the most recent result."""
     key_of = path.endswith(KEY_OF)
     steps = _steps(path[:-len(KEY_OF)] if key_of else path)
     sel: Selector | None = None
@@ -134,8 +134,8 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
     for other in earlier_same_tool:
         try:
             competing |= resolve(other, path) != value
-        except PathError:
-            continue
+        except PathError:  # no value there at all is another value too
+            competing = True
     if competing:
         sel = (sel or Selector(noun="result")).model_copy(update={"latest": True})
     return sel
