@@ -153,6 +153,35 @@ def test_of_two_lookups_one_without_the_place_only_the_most_recent_is_referred_t
     assert any("a newer get_product_details result" in p for p in code_check(traj))
 
 
+ORDER = {"order_id": "#W1", "items": [{"name": "Tea Kettle", "item_id": "111", "price": 10.5},
+                                     {"name": "Desk Lamp", "item_id": "222", "price": 20.5},
+                                     {"name": "Backpack", "item_id": "333", "price": 30.5}],
+         "fulfillments": [{"tracking_id": ["9"], "item_ids": ["111", "222"]}]}
+RETURN = spec("return_items", "Return items.", {"item_ids": {"type": "array", "items": STR}})
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_list_of_ids_of_listed_things_is_referred_to_by_their_names(seed):
+    lookup = call("get_order_details", {"order_id": "#W1"}, result=ORDER, call_id="a")
+    sel = Selector(noun="item", field="name", value=["Tea Kettle", "Desk Lamp"])
+    assert output_selector(ORDER, "$.fulfillments[0].item_ids", ["111", "222"], False) == sel
+    prov = ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.fulfillments[0].item_ids", selector=sel)
+    ret = call("return_items", {"item_ids": ["111", "222"]}, prov={"item_ids": prov}, result={"ok": True}, call_id="b")
+    specs = {"get_order_details": spec("get_order_details", "Get an order.", {"order_id": STR}), "return_items": RETURN}
+    turns = RuleMessenger().write(_trajectory([[lookup]], ret).turns, specs, random.Random(seed))
+    traj = _trajectory([[lookup]], ret).model_copy(update={"turns": turns})
+    message = traj.turns[1].user_message
+    assert "Tea Kettle" in message and "Desk Lamp" in message and "Backpack" not in message, message
+    assert code_check(traj) == [], message
+    dialogue = AuditDialogue("t", {t.index: t.user_message for t in traj.turns},
+                             [AuditCall(t.index, c.name, c.args_exec, c.result,
+                                        {n: {"tag": p.tag.value} for n, p in c.args_prov.items()})
+                              for t in traj.turns for c in t.calls])
+    assert ambiguous_reference(dialogue) == (1, []), message
+    traj.turns[1].user_message = "Return the items of that order."
+    assert any("unresolvable reference" in p for p in code_check(traj))
+
+
 def test_a_parameter_stated_twice_is_referred_to_by_which_statement():
     stated = [StatedValue(0, "city", "Oslo"), StatedValue(1, "city", "Rome")]
     tool = spec("book", "Book.", {"city": STR})

@@ -139,7 +139,8 @@ _NAME_FIELDS = {"name", "title", "product name", "item name", "full name"}
 def criterion(sel: Selector, rng: random.Random) -> str:
     """A field selector in words: "whose status is pending", "called Coffee Maker" (never "marked name ...")."""
     field = words_of(sel.field)
-    return rng.choice(_CALLED if field.lower() in _NAME_FIELDS else _WITH).format(f=field, v=sel.value)
+    value = join_words([str(v) for v in sel.value]) if isinstance(sel.value, list) else sel.value
+    return rng.choice(_CALLED if field.lower() in _NAME_FIELDS else _WITH).format(f=field, v=value)
 
 
 _LATEST = ["from the most recent results", "you found last", "from the latest lookup", "that came up most recently",
@@ -169,8 +170,9 @@ def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -
     is pending", "the second file in that list", "the booking ID from the latest results"."""
     generic = sel.noun in ("entry", "result", "match", "item")
     same = generic or sel.noun in noun or noun in sel.noun
-    thing = noun if generic else sel.noun
-    head = rng.choice(["the {t}", "the {t}", "that {t}", "whichever {t}"] if same else
+    thing = plural(sel.noun) if isinstance(sel.value, list) else noun if generic else sel.noun
+    head = rng.choice(["the {t}"] if same and isinstance(sel.value, list) else
+                      ["the {t}", "the {t}", "that {t}", "whichever {t}"] if same else
                       ["the {n} of the {t}", "the {n} from the {t}", "the {n} for the {t}"])
     head = head.format(n=noun, t="{t}")
     if sel.field is not None:
@@ -228,7 +230,7 @@ def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Ran
         if here and sel is None and isinstance(value, str) and "/" in value.strip("/"):  # "delete README.md": the
             return rng.choice(_SOMEWHERE).format(n=noun, b=value.rstrip("/").rsplit("/", 1)[1])  # user knows the
         return rng.choice(_MINE_HERE if here else _MINE).format(n=noun)  # name, the assistant finds where it is
-    thing = noun if sel.noun in ("entry", "result") else sel.noun
+    thing = noun if sel.noun in ("entry", "result") else plural(sel.noun) if isinstance(sel.value, list) else sel.noun
     now = "latest " if sel.latest else ""
     whose = "" if thing in noun or noun in thing else f"the {noun} of "  # "the origin airport of my flight ..."
     return f"{whose}my {now}{thing} " + criterion(sel, rng)

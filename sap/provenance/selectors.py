@@ -86,6 +86,40 @@ def _recurs(doc: Any, value: Any) -> bool:
     return count >= 2
 
 
+def _object_listings(doc: Any, key: str | None = None) -> list[tuple[str | None, list[Any]]]:
+    """(key, list) for every list of 2+ objects inside `doc`, in document order."""
+    out: list[tuple[str | None, list[Any]]] = []
+    if isinstance(doc, list):
+        if len(doc) >= 2 and all(isinstance(e, dict) for e in doc):
+            out.append((key, doc))
+        for e in doc:
+            out += _object_listings(e, key)
+    elif isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _object_listings(v, str(k))
+    return out
+
+
+def _members_selector(result: Any, value: list[Any]) -> Selector | None:
+    """For a list value whose members are a field of entries of a listing of 2+ objects in `result` (an order's
+    item ids beside its items): those entries by a field whose value each alone holds, all of them ("the items
+    called Tea Kettle and Desk Lamp"); None if no listing holds every member or no field tells them apart."""
+    wanted = {json.dumps(v) for v in value}
+    for key, listing in _object_listings(result):
+        for own in listing[0]:
+            picked = [e for e in listing if json.dumps(e.get(own)) in wanted]
+            if {json.dumps(e.get(own)) for e in picked} != wanted:
+                continue
+            rest = [json.dumps(e, default=str) for e in listing]
+            fields = sorted((f for f in picked[0] if f != own), key=lambda f: (str(f).lower().endswith("id"),
+                                                                             not isinstance(picked[0][f], str)))
+            for f in fields:
+                names = [e.get(f) for e in picked]
+                if all(_scalar(n) and sum(json.dumps(n) in r for r in rest) == 1 for n in names):
+                    return Selector(noun=humanize_key(key) if key else "entry", field=f, value=names)
+    return None
+
+
 def output_selector(result: Any, path: str, value: Any, same_turn: bool,
                     earlier_same_tool: Sequence[Any] = ()) -> Selector | None:
     """How to single out the value at `path` in `result`, or None if nothing else competes with it.
@@ -130,6 +164,8 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
         else:
             sel = Selector(noun=noun, position=_entries(container).index(steps[depth]) + 1)
         break
+    if sel is None and isinstance(value, list) and value:  # a list of ids of listed things: say which things
+        sel = _members_selector(result, value)
     competing = False
     for other in earlier_same_tool:
         try:
@@ -168,8 +204,8 @@ def stated_selector(param: str, value: Any, statements: Sequence[tuple[int, str,
 def selector_words(sel: Selector) -> list[tuple[str, ...]]:
     """What a message must say to convey `sel`: one of the alternatives of every group."""
     groups: list[tuple[str, ...]] = []
-    if sel.field is not None:
-        groups.append((str(sel.value),))
+    if sel.field is not None:  # several elements (a list value): each one's value
+        groups += [(str(v),) for v in sel.value] if isinstance(sel.value, list) else [(str(sel.value),)]
     if sel.position is not None:
         groups.append((ordinal(sel.position), f"{sel.position}{ordinal(sel.position)[-2:]}"
                        if sel.position <= len(_ORDINALS) else ordinal(sel.position)))
