@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 
 from helpers import call, request, spec
 from sap.agents.messenger import RuleMessenger
-from sap.agents.requests import found_reference
+from sap.agents.requests import _LATEST, _MINE_NOW, _WHERE_LATEST, found_reference
 from sap.audit.checks import ORDINALS, ambiguous_reference
 from sap.audit.dialogues import AuditCall, AuditDialogue
 from sap.agents.planner import HistoryCall, RulePlanner, StatedValue
@@ -100,6 +100,8 @@ def test_a_latest_reference_from_the_users_side_carries_a_recency_word_the_audit
         assert ORDINALS.search(words), words
         assert states_selector(words, sel, "meeting issue"), words
     assert not states_selector("use my title as it stands now", sel, "meeting issue")
+    for phrase in _LATEST + _WHERE_LATEST + _MINE_NOW:  # every way a latest selector is said, read as which one
+        assert ORDINALS.search(phrase) and states_selector(phrase, sel, "meeting issue"), phrase
 
 
 TRIP = {"reservation_id": "R1", "flights": [

@@ -128,7 +128,7 @@ _WHERE = ["in that list", "on that list", "you listed", "in the results", "from 
           "in what you found", "that came up", "in the list you gave me", "there", "in your list", "on the list you showed",
           "among those results", "you came up with", "in the rundown you gave", "from what you pulled up",
           "in those results", "you turned up"]
-_WHERE_LATEST = ["in the latest list", "in the newest results", "from the most recent listing",
+_WHERE_LATEST = ["in the latest list", "in the most recent results", "from the most recent listing",
                  "in the last list you gave me", "in your latest results", "from the last lookup", "in the most recent list"]
 _WITH = ["whose {f} is {v}", "with {f} {v}", "that has {f} {v}", "where the {f} is {v}", "with the {f} {v}",
          "showing {f} {v}", "listed with {f} {v}", "that shows {v} as its {f}", "marked {f} {v}", "with {v} as the {f}"]
@@ -143,7 +143,7 @@ def criterion(sel: Selector, rng: random.Random) -> str:
     return rng.choice(_CALLED if field.lower() in _NAME_FIELDS else _WITH).format(f=field, v=value)
 
 
-_LATEST = ["from the most recent results", "you found last", "from the latest lookup", "that came up most recently",
+_LATEST = ["from the most recent results", "you found last", "from the latest lookup", "that came up last",
            "from your latest answer", "in the last results", "from your most recent answer", "you looked up last"]
 
 
