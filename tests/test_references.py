@@ -8,14 +8,18 @@ from langgraph.runtime import Runtime
 
 from helpers import call, request, spec
 from sap.agents.messenger import RuleMessenger
+from sap.agents.requests import _LATEST, _MINE_NOW, _WHERE_LATEST, found_reference
+from sap.audit.checks import ORDINALS, ambiguous_reference
+from sap.audit.dialogues import AuditCall, AuditDialogue
 from sap.agents.planner import HistoryCall, RulePlanner, StatedValue
 from sap.executors.python_object import PythonObjectExecutor
 from sap.export.records import record_to_trajectory, to_record
 from sap.fsm.build import RuleFSMBuilder
 from sap.graphs.coherence import INCOHERENT, execute_coherently, noop_writes
 from sap.graphs.synthesis import SynthesisContext, execute_call
-from sap.model import Selector, Tag, Toolset, Trajectory, Turn
-from sap.provenance.checks import code_check
+from sap.model import ArgProvenance, Selector, Tag, Toolset, Trajectory, Turn
+from sap.provenance.checks import code_check, states_selector
+from sap.provenance.selectors import output_selector
 
 STR = {"type": "string"}
 LOOKUP = spec("get_user_details", "Look up a user.", {"user_id": STR})
@@ -87,6 +91,97 @@ def test_of_several_results_of_one_tool_only_the_most_recent_is_referred_to():
         b = _bind(CANCEL, {"order_id": Tag.prev_output}, history, turn=2, seed=seed)
         assert b.args_exec["order_id"] == "#2"
         assert b.args_prov["order_id"].selector == Selector(noun="result", latest=True)
+
+
+def test_a_latest_reference_from_the_users_side_carries_a_recency_word_the_audit_reads():
+    sel = Selector(noun="result", latest=True)
+    for seed in range(20):
+        words = found_reference("title", sel, "meeting issue", random.Random(seed))
+        assert ORDINALS.search(words), words
+        assert states_selector(words, sel, "meeting issue"), words
+    assert not states_selector("use my title as it stands now", sel, "meeting issue")
+    for phrase in _LATEST + _WHERE_LATEST + _MINE_NOW:  # every way a latest selector is said, read as which one
+        assert ORDINALS.search(phrase) and states_selector(phrase, sel, "meeting issue"), phrase
+
+
+TRIP = {"reservation_id": "R1", "flights": [
+    {"flight_number": "HAT1", "origin": "SEA", "destination": "PHX", "date": "2024-05-16"},
+    {"flight_number": "HAT2", "origin": "PHX", "destination": "LAS", "date": "2024-05-16"}]}
+SEARCH = spec("search_direct_flight", "Search direct flights.", {"origin": STR, "date": STR})
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_value_at_several_places_of_a_listing_is_named_and_the_message_passes_the_audit(seed):
+    trip = call("get_reservation_details", {"reservation_id": "R1"}, result=TRIP, call_id="a")
+    b = _bind(SEARCH, {"origin": Tag.prev_output, "date": Tag.prev_output}, [HistoryCall(0, 0, trip)], seed=seed)
+    assert b.args_prov["date"].selector == Selector(noun="flight", named=True)  # every leg flies that day
+    if b.args_exec["origin"] == "PHX":  # the connection: destination of one leg, origin of the other
+        assert b.args_prov["origin"].selector == Selector(noun="flight", named=True)
+    search = call("search_direct_flight", b.args_exec, prov=b.args_prov, result=[], call_id="b")
+    specs = {"get_reservation_details": spec("get_reservation_details", "Get a reservation.", {"reservation_id": STR}),
+             "search_direct_flight": SEARCH}
+    turns = RuleMessenger().write(_trajectory([[trip]], search).turns, specs, random.Random(seed))
+    traj = _trajectory([[trip]], search).model_copy(update={"turns": turns})
+    assert code_check(traj) == [], traj.turns[1].user_message
+    dialogue = AuditDialogue("t", {t.index: t.user_message for t in traj.turns},
+                             [AuditCall(t.index, c.name, c.args_exec, c.result,
+                                        {n: {"tag": p.tag.value} for n, p in c.args_prov.items()})
+                              for t in traj.turns for c in t.calls])
+    assert ambiguous_reference(dialogue) == (2, []), traj.turns[1].user_message
+
+
+def test_a_field_value_another_entry_holds_under_any_key_does_not_name_an_element():
+    legs = {"flights": [{"flight_number": "HAT1", "origin": "MIA", "destination": "JFK", "cabin": "economy"},
+                        {"flight_number": "HAT2", "origin": "JFK", "destination": "MIA", "cabin": "business"}]}
+    assert output_selector(legs, "$.flights[0].flight_number", "HAT1", False) == \
+        Selector(noun="flight", field="cabin", value="economy")  # not "origin MIA": the other flight lands there
+    legs["flights"][1]["cabin"] = "economy"
+    assert output_selector(legs, "$.flights[1].flight_number", "HAT2", False) == Selector(noun="flight", position=2)
+
+
+def test_of_two_lookups_one_without_the_place_only_the_most_recent_is_referred_to():
+    kettle = call("get_product_details", {"product_id": "p1"}, call_id="a",
+                  result={"product_id": "p1", "variants": {"111": {"item_id": "111", "price": 10.5}}})
+    lamp = call("get_product_details", {"product_id": "p2"}, call_id="b",
+                result={"product_id": "p2", "variants": {"222": {"item_id": "222", "price": 20.5}}})
+    buy = spec("buy_item", "Buy an item.", {"item_id": STR})
+    for seed in range(5):
+        b = _bind(buy, {"item_id": Tag.prev_output}, [HistoryCall(0, 0, kettle), HistoryCall(0, 1, lamp)], seed=seed)
+        assert b.args_exec["item_id"] == "222"  # the kettle's variant is in no way "the latest lookup's"
+        assert b.args_prov["item_id"].selector == Selector(noun="result", latest=True)
+    older = ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path='$.variants["111"].item_id')
+    traj = _trajectory([[kettle, lamp]], call("buy_item", {"item_id": "111"}, prov={"item_id": older}))
+    traj.turns[1].user_message = "Buy the item 111."
+    assert any("a newer get_product_details result" in p for p in code_check(traj))
+
+
+ORDER = {"order_id": "#W1", "items": [{"name": "Tea Kettle", "item_id": "111", "price": 10.5},
+                                     {"name": "Desk Lamp", "item_id": "222", "price": 20.5},
+                                     {"name": "Backpack", "item_id": "333", "price": 30.5}],
+         "fulfillments": [{"tracking_id": ["9"], "item_ids": ["111", "222"]}]}
+RETURN = spec("return_items", "Return items.", {"item_ids": {"type": "array", "items": STR}})
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_list_of_ids_of_listed_things_is_referred_to_by_their_names(seed):
+    lookup = call("get_order_details", {"order_id": "#W1"}, result=ORDER, call_id="a")
+    sel = Selector(noun="item", field="name", value=["Tea Kettle", "Desk Lamp"])
+    assert output_selector(ORDER, "$.fulfillments[0].item_ids", ["111", "222"], False) == sel
+    prov = ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.fulfillments[0].item_ids", selector=sel)
+    ret = call("return_items", {"item_ids": ["111", "222"]}, prov={"item_ids": prov}, result={"ok": True}, call_id="b")
+    specs = {"get_order_details": spec("get_order_details", "Get an order.", {"order_id": STR}), "return_items": RETURN}
+    turns = RuleMessenger().write(_trajectory([[lookup]], ret).turns, specs, random.Random(seed))
+    traj = _trajectory([[lookup]], ret).model_copy(update={"turns": turns})
+    message = traj.turns[1].user_message
+    assert "Tea Kettle" in message and "Desk Lamp" in message and "Backpack" not in message, message
+    assert code_check(traj) == [], message
+    dialogue = AuditDialogue("t", {t.index: t.user_message for t in traj.turns},
+                             [AuditCall(t.index, c.name, c.args_exec, c.result,
+                                        {n: {"tag": p.tag.value} for n, p in c.args_prov.items()})
+                              for t in traj.turns for c in t.calls])
+    assert ambiguous_reference(dialogue) == (1, []), message
+    traj.turns[1].user_message = "Return the items of that order."
+    assert any("unresolvable reference" in p for p in code_check(traj))
 
 
 def test_a_parameter_stated_twice_is_referred_to_by_which_statement():

@@ -73,7 +73,7 @@ def _mention_line(m: Mention, steps: dict[tuple[int, int], str]) -> str:
     one among several, and the value itself (to recognise, not to restate); never a tool name or call position."""
     if m.verbatim:
         return f"{m.label()} {field_words(m.param)}: {describe_value(m.value)}"
-    if m.marker == "FOUND_BY_ASSISTANT":  # its words from the user's side, the selector's too ("my current ...")
+    if m.marker == "FOUND_BY_ASSISTANT":  # its words from the user's side, the selector's too ("my latest ...")
         words = found_reference(field_words(m.param), m.selector, m.value, random.Random(0)) \
             if m.selector is not None else f"my {field_words(m.param)}"
         where = f"what it is to you, from your side (\"{words}\"): the assistant finds it itself " \

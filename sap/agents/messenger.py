@@ -16,6 +16,7 @@ from sap.agents.requests import (
     plan_phrase,
     history_reference,
     join_words,
+    plural,
     request_phrase,
     said_value,
 )
@@ -114,6 +115,8 @@ def provenance_keys(call: ToolCall) -> list[str]:
 def output_choice(sel: Selector, value: Any) -> str:
     """In words, which element of a listing a history reference means: "the order whose status is "delivered"",
     "the second file listed", "the file name "a.txt""; empty if the selector only says which result."""
+    if sel.field is not None and isinstance(sel.value, list):  # several elements: "the items whose name is ..."
+        return f"the {plural(sel.noun)} whose {humanize(sel.field)} is {describe_value(sel.value)}"
     if sel.field is not None:
         return f"the {sel.noun} whose {humanize(sel.field)} is {describe_value(sel.value)}"
     if sel.named:

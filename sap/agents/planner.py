@@ -200,11 +200,12 @@ def referable(pool: list[tuple[tuple[int, int], Candidate]],
 
 
 def _differs(result: Any, path: str, source: Any) -> bool:
-    """Whether `result` holds a different value than `source` at `path` (absent counts as not competing)."""
+    """Whether `result` holds a different value than `source` at `path`; absent counts as different (another
+    product's lookup has no such variant: "the variant priced 98.89" would not say which lookup is meant)."""
     try:
         return resolve(result, path) != resolve(source, path)
     except PathError:
-        return False
+        return True
 
 
 def reference_selector(req: PlanRequest, turn: int, index: int, path: str) -> Selector | None:

@@ -128,7 +128,7 @@ _WHERE = ["in that list", "on that list", "you listed", "in the results", "from 
           "in what you found", "that came up", "in the list you gave me", "there", "in your list", "on the list you showed",
           "among those results", "you came up with", "in the rundown you gave", "from what you pulled up",
           "in those results", "you turned up"]
-_WHERE_LATEST = ["in the latest list", "in the newest results", "from the most recent listing",
+_WHERE_LATEST = ["in the latest list", "in the most recent results", "from the most recent listing",
                  "in the last list you gave me", "in your latest results", "from the last lookup", "in the most recent list"]
 _WITH = ["whose {f} is {v}", "with {f} {v}", "that has {f} {v}", "where the {f} is {v}", "with the {f} {v}",
          "showing {f} {v}", "listed with {f} {v}", "that shows {v} as its {f}", "marked {f} {v}", "with {v} as the {f}"]
@@ -139,10 +139,11 @@ _NAME_FIELDS = {"name", "title", "product name", "item name", "full name"}
 def criterion(sel: Selector, rng: random.Random) -> str:
     """A field selector in words: "whose status is pending", "called Coffee Maker" (never "marked name ...")."""
     field = words_of(sel.field)
-    return rng.choice(_CALLED if field.lower() in _NAME_FIELDS else _WITH).format(f=field, v=sel.value)
+    value = join_words([str(v) for v in sel.value]) if isinstance(sel.value, list) else sel.value
+    return rng.choice(_CALLED if field.lower() in _NAME_FIELDS else _WITH).format(f=field, v=value)
 
 
-_LATEST = ["from the most recent results", "you found last", "from the latest lookup", "that came up most recently",
+_LATEST = ["from the most recent results", "you found last", "from the latest lookup", "that came up last",
            "from your latest answer", "in the last results", "from your most recent answer", "you looked up last"]
 
 
@@ -169,8 +170,9 @@ def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -
     is pending", "the second file in that list", "the booking ID from the latest results"."""
     generic = sel.noun in ("entry", "result", "match", "item")
     same = generic or sel.noun in noun or noun in sel.noun
-    thing = noun if generic else sel.noun
-    head = rng.choice(["the {t}", "the {t}", "that {t}", "whichever {t}"] if same else
+    thing = plural(sel.noun) if isinstance(sel.value, list) else noun if generic else sel.noun
+    head = rng.choice(["the {t}"] if same and isinstance(sel.value, list) else
+                      ["the {t}", "the {t}", "that {t}", "whichever {t}"] if same else
                       ["the {n} of the {t}", "the {n} from the {t}", "the {n} for the {t}"])
     head = head.format(n=noun, t="{t}")
     if sel.field is not None:
@@ -214,7 +216,8 @@ def history_reference(noun: str, sel: Selector | None, value: Any, source: tuple
 _MINE = ["my {n}", "my {n}", "my {n}", "the {n} on file"]
 _MINE_HERE = ["my {n}", "the {n} in here", "the {n} here"]  # for files and folders
 _SOMEWHERE = ["{b}", "{b}", "{b}, wherever it is", "{b} (it's somewhere in here)"]  # a found path's name
-_MINE_NOW = ["my current {n}", "the {n} currently on file", "my {n} as it stands now"]  # selector words (latest)
+# a latest selector from the user's side, each with a recency word a reader takes as "which one"
+_MINE_NOW = ["my latest {n}", "the latest {n} on file", "my {n} as the most recent lookup shows it"]
 
 
 def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Random) -> str:
@@ -227,8 +230,8 @@ def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Ran
         if here and sel is None and isinstance(value, str) and "/" in value.strip("/"):  # "delete README.md": the
             return rng.choice(_SOMEWHERE).format(n=noun, b=value.rstrip("/").rsplit("/", 1)[1])  # user knows the
         return rng.choice(_MINE_HERE if here else _MINE).format(n=noun)  # name, the assistant finds where it is
-    thing = noun if sel.noun in ("entry", "result") else sel.noun
-    now = "current " if sel.latest else ""
+    thing = noun if sel.noun in ("entry", "result") else plural(sel.noun) if isinstance(sel.value, list) else sel.noun
+    now = "latest " if sel.latest else ""
     whose = "" if thing in noun or noun in thing else f"the {noun} of "  # "the origin airport of my flight ..."
     return f"{whose}my {now}{thing} " + criterion(sel, rng)
 

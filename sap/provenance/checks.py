@@ -129,7 +129,7 @@ def statements(traj: Trajectory) -> list[tuple[int, str, Any]]:
 
 def _output_competitors(traj: Trajectory, turn: int, index: int, prov: ArgProvenance, value: Any) -> tuple[list[Any], bool]:
     """Results of the same tool as the source, before the using call: the earlier ones, and whether a newer one
-    holds another value at the path (then no selector can name the source)."""
+    holds another value at the path or none (then no selector can name the source)."""
     src = traj.turns[prov.turn].calls[prov.call]
     earlier, newer = [], False
     for t, i, c in traj.calls():
@@ -140,8 +140,8 @@ def _output_competitors(traj: Trajectory, turn: int, index: int, prov: ArgProven
             continue
         try:
             newer |= resolve(c.result, prov.path or "") != value
-        except PathError:
-            continue
+        except PathError:  # a newer result without that place competes too
+            newer = True
     return earlier, newer
 
 

@@ -11,7 +11,7 @@ from sap.provenance.fields import is_listing, match_score, singular
 from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, resolve
 
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
-_RECENT_WORDS = ("most recent", "latest", "last", "my current", "currently on file", "as it stands now")
+_RECENT_WORDS = ("most recent", "latest", "last")  # recency words a reader (and `sap audit`) takes as "which one"
 _SHORT = 40  # longest string a field selector may quote
 
 
@@ -52,8 +52,9 @@ def _scalar(v: Any) -> bool:
 
 
 def _field_criterion(entry: Any, others: list[Any], own: str | int | None, value: Any) -> tuple[str, Any] | None:
-    """A field of `entry` whose value no other entry shares: not the bound field, nor one that restates the
-    bound value (a path holding the file name); strings before numbers, ids last."""
+    """A field of `entry` whose value appears nowhere in any other entry (under no key: "origin MIA" does not
+    name a flight when another one lands in MIA): not the bound field, nor one that restates the bound value (a
+    path holding the file name); strings before numbers, ids last."""
     if not isinstance(entry, dict):
         return None
     bound = str(value).lower()
@@ -61,8 +62,61 @@ def _field_criterion(entry: Any, others: list[Any], own: str | int | None, value
             and str(entry[k]).lower() not in bound and bound not in str(entry[k]).lower()]
     keys.sort(key=lambda k: (str(k).lower().endswith("id"), not isinstance(entry[k], str)))
     for k in keys:
-        if all(not isinstance(o, dict) or o.get(k) != entry[k] for o in others):
+        shown = json.dumps(entry[k])
+        if all(shown not in json.dumps(o, default=str) for o in others):
             return str(k), entry[k]
+    return None
+
+
+def _recurs(doc: Any, value: Any) -> bool:
+    """Whether a scalar `value` occurs at two or more places of `doc` (as a value, not a key)."""
+    if isinstance(value, (dict, list)):
+        return False
+    shown = json.dumps(value)
+    count = 0
+    stack = [doc]
+    while stack and count < 2:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        else:
+            count += json.dumps(node) == shown
+    return count >= 2
+
+
+def _object_listings(doc: Any, key: str | None = None) -> list[tuple[str | None, list[Any]]]:
+    """(key, list) for every list of 2+ objects inside `doc`, in document order."""
+    out: list[tuple[str | None, list[Any]]] = []
+    if isinstance(doc, list):
+        if len(doc) >= 2 and all(isinstance(e, dict) for e in doc):
+            out.append((key, doc))
+        for e in doc:
+            out += _object_listings(e, key)
+    elif isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _object_listings(v, str(k))
+    return out
+
+
+def _members_selector(result: Any, value: list[Any]) -> Selector | None:
+    """For a list value whose members are a field of entries of a listing of 2+ objects in `result` (an order's
+    item ids beside its items): those entries by a field whose value each alone holds, all of them ("the items
+    called Tea Kettle and Desk Lamp"); None if no listing holds every member or no field tells them apart."""
+    wanted = {json.dumps(v) for v in value}
+    for key, listing in _object_listings(result):
+        for own in listing[0]:
+            picked = [e for e in listing if json.dumps(e.get(own)) in wanted]
+            if {json.dumps(e.get(own)) for e in picked} != wanted:
+                continue
+            rest = [json.dumps(e, default=str) for e in listing]
+            fields = sorted((f for f in picked[0] if f != own), key=lambda f: (str(f).lower().endswith("id"),
+                                                                             not isinstance(picked[0][f], str)))
+            for f in fields:
+                names = [e.get(f) for e in picked]
+                if all(_scalar(n) and sum(json.dumps(n) in r for r in rest) == 1 for n in names):
+                    return Selector(noun=humanize_key(key) if key else "entry", field=f, value=names)
     return None
 
 
@@ -72,8 +126,10 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
 
     Within `result`, the innermost listing whose other entries hold a different value at the same place names
     the element by a field value no sibling shares, else by its position (or, when the user cannot have seen the
-    listing yet, `same_turn`, by the value itself). `earlier_same_tool` are earlier results of the same tool: if
-    one holds a different value at `path`, the reference is to the most recent result."""
+    listing yet, `same_turn`, by the value itself). A value that sits in a listing of 2+ entries and also at
+    another place of the result (a connecting airport, a date every leg shares) is named by the value itself: a
+    field of one element would not say which of its places is meant. `earlier_same_tool` are earlier results of
+    the same tool: if one holds a different value at `path` (or none), the reference is to the most recent result."""
     key_of = path.endswith(KEY_OF)
     steps = _steps(path[:-len(KEY_OF)] if key_of else path)
     sel: Selector | None = None
@@ -93,11 +149,14 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
                 alts.append((e, _at(container, [e, *rest], key_of and not rest) if rest or not key_of else e))
             except PathError:
                 continue
+        noun = humanize_key(steps[depth - 1]) if depth and isinstance(steps[depth - 1], str) else "entry"
+        if alts and _recurs(result, value):  # also in other places of the result: no field of one element pins it
+            sel = Selector(noun=noun, named=True)
+            break
         if not any(v != value for _, v in alts):
             continue
-        noun = humanize_key(steps[depth - 1]) if depth and isinstance(steps[depth - 1], str) else "entry"
-        crit = _field_criterion(container[steps[depth]], [container[e] for e, _ in alts], rest[0] if rest else None,
-                                value)
+        others = [container[e] for e in _entries(container) if e != steps[depth]]
+        crit = _field_criterion(container[steps[depth]], others, rest[0] if rest else None, value)
         if crit is not None:
             sel = Selector(noun=noun, field=crit[0], value=crit[1])
         elif same_turn:
@@ -105,12 +164,14 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
         else:
             sel = Selector(noun=noun, position=_entries(container).index(steps[depth]) + 1)
         break
+    if sel is None and isinstance(value, list) and value:  # a list of ids of listed things: say which things
+        sel = _members_selector(result, value)
     competing = False
     for other in earlier_same_tool:
         try:
             competing |= resolve(other, path) != value
-        except PathError:
-            continue
+        except PathError:  # no value there at all is another value too
+            competing = True
     if competing:
         sel = (sel or Selector(noun="result")).model_copy(update={"latest": True})
     return sel
@@ -143,8 +204,8 @@ def stated_selector(param: str, value: Any, statements: Sequence[tuple[int, str,
 def selector_words(sel: Selector) -> list[tuple[str, ...]]:
     """What a message must say to convey `sel`: one of the alternatives of every group."""
     groups: list[tuple[str, ...]] = []
-    if sel.field is not None:
-        groups.append((str(sel.value),))
+    if sel.field is not None:  # several elements (a list value): each one's value
+        groups += [(str(v),) for v in sel.value] if isinstance(sel.value, list) else [(str(sel.value),)]
     if sel.position is not None:
         groups.append((ordinal(sel.position), f"{sel.position}{ordinal(sel.position)[-2:]}"
                        if sel.position <= len(_ORDINALS) else ordinal(sel.position)))
