@@ -55,4 +55,4 @@ def test_importing_the_role_table_loads_no_other_sap_module_nor_langgraph_nor_li
             "('sap', 'langgraph', 'litellm'))))")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
-    assert out.split() == ["sap", "sap.agents", "sap.agents.roles", "sap.version"]
+    assert out.split() == ["sap", "sap.agents", "sap.agents.roles", "sap.lazy", "sap.version"]
