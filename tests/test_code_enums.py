@@ -1,4 +1,5 @@
-"""Valid parameter values read from a method's code: dict-literal keys, comprehensions over them, f-string keys."""
+"""Valid parameter values read from a method's code: dict-literal keys, comprehensions over them, f-string keys,
+lookups with a fallback."""
 from sap.toolsets.code_enums import checked_values
 
 
@@ -26,6 +27,14 @@ def unchecked(mode: str, label: str) -> dict:
     return {"speed": modes.get(mode)}
 
 
+def symbol_of(name: str, sector: str, mode: str) -> dict:
+    symbols = {"Apple": "AAPL", "Tesla": "TSLA"}
+    sectors = {"Technology": ["AAPL"], "Automobile": ["TSLA"]}
+    speeds = {"fast": 1, "slow": 2}
+    return {"symbol": symbols.get(name, "Stock not found"), "stocks": sectors.get(sector, []),
+            "speed": speeds.get(mode)}
+
+
 def zipcode(city: str, mode: str) -> dict:
     if mode == "debug":  # one special value is no closed set
         return {}
@@ -48,6 +57,10 @@ def test_keys_of_the_checked_table_and_of_a_comprehension_over_it():
 
 def test_an_f_string_key_splits_the_table_keys_per_parameter():
     assert checked_values(pairwise) == {"unit_in": ["cm", "in", "kg"], "unit_out": ["in", "cm", "lb"]}
+
+
+def test_a_lookup_with_a_fallback_answer_knows_the_table_keys_only():
+    assert checked_values(symbol_of) == {"name": ["Apple", "Tesla"], "sector": ["Technology", "Automobile"]}
 
 
 def test_parameters_never_tested_against_a_table_get_nothing():

@@ -334,3 +334,14 @@ def test_a_lookup_table_names_its_keys_and_values_and_a_status_text_is_no_field(
     sent = {"sent_status": True, "message_id": 7, "message": "Message sent to 'USR002' successfully."}
     assert candidates("message", {"type": "string"}, sent) == []
     assert [c.value for c in candidates("message", {"type": "string"}, {"message": "hi there"})] == ["hi there"]
+
+
+def test_an_array_takes_an_aliased_listing_whole_and_single_aliased_elements_only_without_one():
+    array = {"type": "array", "items": {"type": "string"}}
+    listing = {"stock_list": ["AAPL", "GOOG"]}
+    assert [(c.path, c.value) for c in candidates("stocks", array, listing, ("stock_list",))] == \
+        [("$.stock_list", ["AAPL", "GOOG"])]
+    variants = {"variants": {"1": {"item_id": "111"}, "2": {"item_id": "222"}}}
+    found = candidates("new_item_ids", {"type": "array", "items": {"type": "string"}}, variants,
+                       ("$.variants.*.item_id",))
+    assert {tuple(c.value) for c in found} == {("111",), ("222",)}  # no listing to take whole: one element

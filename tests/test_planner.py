@@ -86,6 +86,17 @@ def test_self_create_respects_maximum_below_one():
     assert all(bind(request(tool, seed=s)).args_exec["offset"] <= -2 for s in range(20))
 
 
+def test_a_price_range_spans_the_prices_c0_holds_and_its_ends_are_in_order():
+    tool = spec("filter_stocks", "Keep stocks in a price range.", {"min_price": {"type": "number"},
+                                                                    "max_price": {"type": "number"}})
+    c0 = {"stocks": {"AAPL": {"price": 227.16}, "GOOG": {"price": 2840.34}, "ZETA": {"price": 22.09}}}
+    for s in range(40):
+        args = bind(request(tool, c0=c0, seed=s)).args_exec
+        assert 17 <= args["min_price"] <= args["max_price"] <= 3125, args  # 0.8x the cheapest, 1.1x the dearest
+    lows = {bind(request(tool, seed=s)).args_exec["min_price"] for s in range(20)}
+    assert max(lows) <= 11  # no prices in c0: the generic range
+
+
 def test_self_create_generates_names_and_strings():
     tool = spec("add_contact", "Add a contact.", {"email": STR, "city": STR})
     values = [bind(request(tool, seed=s)).args_exec for s in range(20)]

@@ -139,6 +139,13 @@ def test_a_field_value_another_entry_holds_under_any_key_does_not_name_an_elemen
     assert output_selector(legs, "$.flights[1].flight_number", "HAT2", False) == Selector(noun="flight", position=2)
 
 
+def test_an_entry_of_a_list_named_listing_is_not_called_a_list():
+    stocks = {"stock_list": ["AAPL", "GOOG", "MSFT"]}
+    assert output_selector(stocks, "$.stock_list[1]", "GOOG", False) == Selector(noun="stock", position=2)
+    watched = {"watchlist": ["ZETA", "AMZN"]}
+    assert output_selector(watched, "$.watchlist[0]", "ZETA", False) == Selector(noun="entry", position=1)
+
+
 def test_of_two_lookups_one_without_the_place_only_the_most_recent_is_referred_to():
     kettle = call("get_product_details", {"product_id": "p1"}, call_id="a",
                   result={"product_id": "p1", "variants": {"111": {"item_id": "111", "price": 10.5}}})

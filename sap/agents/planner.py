@@ -178,6 +178,17 @@ class _CallContext:
         return cand.score, int(seen), hint, near
 
 
+def _beyond_bound(name: str, schema: dict[str, Any], bound: dict[str, Any]) -> dict[str, Any]:
+    """A `max_x` (`min_x`) parameter's schema bounded below (above) by the `min_x` (`max_x`) already bound: a
+    range whose ends are the wrong way round finds nothing."""
+    low, _, rest = name.partition("_")
+    other = {"max": "min_", "min": "max_"}.get(low, "") + rest
+    value = bound.get(other) if rest else None
+    if schema.get("type") not in ("number", "integer") or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return schema
+    return {**schema, "minimum": value} if low == "max" else {**schema, "maximum": value}
+
+
 def _key_for(param: str, entity: dict[str, Any]) -> str | None:
     """The key of `entity` that answers to `param` (exact first, then by match score), if any."""
     if param in entity:
@@ -462,6 +473,7 @@ class RulePlanner:
                 if value not in failed and value not in ctx.bound.values():
                     break
             return value
+        schema = _beyond_bound(name, schema, ctx.bound)
         part = address_part(name)
         if part and schema.get("type", "string") == "string" and sum(map(bool, map(address_part, ctx.params))) > 1:
             return self._address(ctx)[part]

@@ -15,6 +15,7 @@ from sap.provenance.paraphrase import vary
 from sap.model import Selector, Tag, ToolCall, ToolSpec, item_key, key_field, split_item_key
 from sap.provenance.phrasebook import DETERMINER, PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
 from sap.provenance.places import address_part
+from sap.provenance.fields import singular
 from sap.provenance.selectors import ordinal
 from sap.text import describe_value, first_sentence, task_phrase, words_of
 
@@ -170,6 +171,8 @@ def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -
     is pending", "the second file in that list", "the booking ID from the latest results"."""
     generic = sel.noun in ("entry", "result", "match", "item")
     same = generic or sel.noun in noun or noun in sel.noun
+    if generic and isinstance(value, list) and len(value) == 1:  # one listed entry as an array's only item
+        noun = singular(noun)
     thing = plural(sel.noun) if isinstance(sel.value, list) else noun if generic else sel.noun
     head = rng.choice(["the {t}"] if same and isinstance(sel.value, list) else
                       ["the {t}", "the {t}", "that {t}", "whichever {t}"] if same else
@@ -205,7 +208,8 @@ def history_reference(noun: str, sel: Selector | None, value: Any, source: tuple
             return rng.choice(_SAME_TURN).format(n=noun)
         if rng.random() < 0.3:
             return rng.choice(_LAST_TURN if when == "just" else _EARLIER).format(n=noun)
-        return f"{rng.choice(['the', 'the', 'that'])} {noun} {rng.choice(_FOUND)}{rng.choice(_WHEN[when])}"
+        that = "those" if isinstance(value, list) and len(value) > 1 else "that"
+        return f"{rng.choice(['the', 'the', that])} {noun} {rng.choice(_FOUND)}{rng.choice(_WHEN[when])}"
     if sel is None:
         return rng.choice(_STATED).format(n=noun)
     if sel.latest:

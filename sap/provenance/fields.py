@@ -245,7 +245,8 @@ def index_of(doc: Any) -> FieldIndex:
 def candidates(param: str, schema: dict[str, Any], doc: Any, aliases: tuple[str, ...] = ()) -> list[Candidate]:
     """Values in `doc` that can fill `param`, and (scored as qualified names) the fields `aliases` name, the other
     field names or `$` path patterns a tool declares for it; array parameters also take a single matching or
-    aliased element as a one-item list."""
+    aliased element as a one-item list (an aliased listing's elements only where the listing itself does not
+    fit: "those stocks", not one of them as a list)."""
     out: list[Candidate] = []
     index = index_of(doc)
     for f in index.lookup(param):
@@ -253,10 +254,13 @@ def candidates(param: str, schema: dict[str, Any], doc: Any, aliases: tuple[str,
         if score and type_ok(f.value, schema):
             out.append(Candidate(f.path, f.value, score, f.siblings))
     item_schema = schema.get("items", {}) if schema.get("type") == "array" else None
-    for _, f in sorted((o for alias in aliases for o in index.named(alias)), key=lambda o: o[0]):
+    aliased = sorted((o for alias in aliases for o in index.named(alias)), key=lambda o: o[0])
+    wholes = {f.path for _, f in aliased if isinstance(f.value, list) and type_ok(f.value, schema)}
+    for _, f in aliased:
         if type_ok(f.value, schema) and all(c.path != f.path for c in out):
             out.append(Candidate(f.path, f.value, 2, f.siblings))
-        elif item_schema is not None and not isinstance(f.value, list) and type_ok(f.value, item_schema):
+        elif (item_schema is not None and not isinstance(f.value, list) and type_ok(f.value, item_schema)
+              and f.path.rpartition("[")[0] not in wholes):  # an element of a listing the array takes whole
             out.append(Candidate(f.path, [f.value], 2, f.siblings))  # one aliased element as a one-item list
     if schema.get("type") == "array":
         item_schema, item = schema.get("items", {}), singular(param)

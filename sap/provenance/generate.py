@@ -109,14 +109,15 @@ def search_terms(c0: Any) -> list[str]:
     return terms
 
 
-def c0_values(name: str, c0: Any) -> list[str]:
-    """Distinct string values that c0 holds under a field called `name` (at any depth), in order of appearance."""
-    found: list[str] = []
+def c0_values(name: str, c0: Any, kinds: type | tuple[type, ...] = str) -> list[Any]:
+    """Distinct values of the given kinds (strings by default) that c0 holds under a field called `name` (at any
+    depth), in order of appearance."""
+    found: list[Any] = []
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             for k, v in node.items():
-                if k == name and isinstance(v, str) and v not in found:
+                if k == name and isinstance(v, kinds) and not isinstance(v, bool) and v not in found:
                     found.append(v)
                 walk(v)
         elif isinstance(node, list):
@@ -335,20 +336,31 @@ def _number(schema: dict[str, Any], integer: bool, rng: random.Random) -> int | 
     return value if lo <= value <= hi else min(hi, max(lo, round(rng.uniform(float(lo), float(hi)), 2)))
 
 
-def _typical_range(name: str, schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with the usual range of a quantity its bounds leave open: a card code's three digits, a cabin
-    temperature in degrees Celsius."""
-    if any(k in schema for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")):
+def _typical_range(name: str, schema: dict[str, Any], c0: Any = None) -> dict[str, Any]:
+    """`schema` with the usual range of a quantity at the ends its bounds leave open: the span of the values c0
+    holds of the quantity the name ends in (`min_price` -> the prices of c0's stocks), a card code's three digits,
+    a cabin temperature in degrees Celsius, a speed in miles per hour, a road distance."""
+    held = c0_values(name.rsplit("_", 1)[-1], c0, (int, float)) if c0 is not None else []
+    low = name.lower()
+    if len(held) >= 2:
+        typical = (math.floor(min(held) * 0.8), math.ceil(max(held) * 1.1))
+    elif _CARD_CODE.search(name):
+        typical = (100, 999)
+    else:
+        typical = next((span for word, span in _TYPICAL_SPANS if word in low), None)
+    if typical is None:
         return schema
-    if _CARD_CODE.search(name):
-        return {**schema, "minimum": 100, "maximum": 999}
-    if "temperature" in name.lower():
-        return {**schema, "minimum": 16, "maximum": 28}
-    if "speed" in name.lower():  # miles per hour on a road
-        return {**schema, "minimum": 25, "maximum": 75}
-    if "distance" in name.lower():
-        return {**schema, "minimum": 10, "maximum": 300}
-    return schema
+    given_lo = "minimum" in schema or "exclusiveMinimum" in schema
+    given_hi = "maximum" in schema or "exclusiveMaximum" in schema
+    out = {**({} if given_lo else {"minimum": typical[0]}), **({} if given_hi else {"maximum": typical[1]}), **schema}
+    lo, hi = out.get("minimum", out.get("exclusiveMinimum")), out.get("maximum", out.get("exclusiveMaximum"))
+    if lo >= hi and given_lo != given_hi:  # the one given end lies beyond the typical span: the span moves to it
+        width = typical[1] - typical[0]
+        out = {**schema, "maximum": lo + width} if given_lo else {**schema, "minimum": hi - width}
+    return out
+
+
+_TYPICAL_SPANS = [("temperature", (16, 28)), ("speed", (25, 75)), ("distance", (10, 300))]
 
 
 def described_choices(schema: dict[str, Any]) -> list[str]:
@@ -384,7 +396,7 @@ def generate(name: str, schema: dict[str, Any], rng: random.Random, c0: Any = No
     if kind == "boolean":
         return rng.random() < 0.5
     if kind in ("integer", "number"):
-        return _number(_typical_range(name, schema), kind == "integer", rng)
+        return _number(_typical_range(name, schema, c0), kind == "integer", rng)
     if kind == "array":
         item = schema.get("items", {"type": "string"})
         return [generate(name.rstrip("s"), item, rng, c0, reuse_existing=reuse_existing)

@@ -178,7 +178,13 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
 
 
 def humanize_key(key: str) -> str:
-    """A listing's key as a singular noun in words: `current_directory_content` -> "current directory content"."""
+    """A listing's key as a singular noun in words for one of its entries: `current_directory_content` -> "current
+    directory content", `stock_list` -> "stock"; a compound list name (`watchlist`) says nothing of what it lists:
+    "entry"."""
+    if key.endswith("_list"):
+        key = key[:-len("_list")]
+    elif key.lower().endswith("list"):
+        return "entry"
     return singular(key).replace("_", " ")
 
 

@@ -53,7 +53,8 @@ BFCL_COMBINATIONS = [
 # the nearest tire shop is a navigation destination, a city's zipcode an end of a distance estimate, a liter
 # conversion the fuel to add, the fuel level a gallon amount to convert. TravelAPI verifies only its own user, whose
 # names c0 holds as `user_first_name` and `user_last_name`. MessageAPI's get_user_id answers with a `user_id`, the
-# receiver a message goes to. MathAPI answers every operation with a bare `result`, which the next operation's
+# receiver a message goes to. TradingBot names stocks by symbol: a company's symbol (get_symbol_by_name), the watch
+# list's entries and a sector's `stock_list` are the stocks the other tools look up, watch, filter or sell. MathAPI answers every operation with a bare `result`, which the next operation's
 # operands take.
 ENTRY_NAMES = ["current_directory_content", "$.GorillaFileSystem.root.*.contents.*~"]
 OPERANDS = ("a", "b", "number", "value", "base", "part", "whole")
@@ -70,6 +71,11 @@ VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
         "estimate_distance": {"cityA": ["zipcode"], "cityB": ["zipcode"]},
         "fillFuelTank": {"fuelAmount": ["gallon"]},
         "gallon_to_liter": {"gallon": ["fuelLevel"]},
+    },
+    "TradingBot": {
+        "add_to_watchlist": {"stock": ["symbol"]}, "get_stock_info": {"symbol": ["watchlist", "stock_list"]},
+        "remove_stock_from_watchlist": {"symbol": ["watchlist"]},
+        **{tool: {"stocks": ["stock_list", "watchlist"]} for tool in ("filter_stocks_by_price", "notify_price_change")},
     },
     "TravelAPI": {"verify_traveler_information": {"first_name": ["user_first_name"], "last_name": ["user_last_name"]}},
     "MessageAPI": {tool: {"receiver_id": ["user_id"]} for tool in ("send_message", "delete_message")},

@@ -86,12 +86,14 @@ def ticket_api(rng: random.Random) -> dict[str, Any]:
 
 
 STOCKS = {"AAPL": 227.16, "GOOG": 2840.34, "TSLA": 667.92, "MSFT": 310.23, "NVDA": 220.34, "ALPH": 1320.45,
-          "OMEG": 457.23, "QUAS": 725.89, "NEPT": 88.34, "SYNX": 345.67, "ZETA": 22.09}
+          "OMEG": 457.23, "QUAS": 725.89, "NEPT": 88.34, "SYNX": 345.67, "ZETA": 22.09,
+          "AMZN": 178.35, "GORI": 85.12}  # every symbol the backend's get_symbol_by_name knows
 
 
 def trading_bot(rng: random.Random) -> dict[str, Any]:
-    """An account with a balance, some orders, a watch list and prices jittered around typical values."""
-    symbols = rng.sample(sorted(STOCKS), rng.randint(5, len(STOCKS)))
+    """An account with a balance, some orders, a watch list and the market's stocks (every company the backend
+    names) at prices jittered around typical values."""
+    symbols = sorted(STOCKS)
     stocks = {}
     for sym in symbols:
         price = round(STOCKS[sym] * rng.uniform(0.9, 1.1), 2)

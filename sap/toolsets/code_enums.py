@@ -1,5 +1,5 @@
-"""Valid values of string parameters read from a method's own code: the keys of the dict it tests them against,
-or the literals of an if/elif chain comparing them with `==`."""
+"""Valid values of string parameters read from a method's own code: the keys of the dict it tests them against
+or looks them up in with a fallback answer, or the literals of an if/elif chain comparing them with `==`."""
 from __future__ import annotations
 
 import ast
@@ -54,10 +54,22 @@ def _equality_literals(func: ast.AST, params: set[str]) -> dict[str, list[str]]:
     return {name: list(dict.fromkeys(v)) for name, v in found.items() if len(set(v)) >= EQUALITY_CHAIN}
 
 
+def _fallback_lookups(func: ast.AST, params: set[str], tables: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Per parameter, the keys of a dict literal it is looked up in with a fallback for any other value
+    (`symbol_map.get(name, "Stock not found")`, `sector_map.get(sector, [])`): the keys are what it knows."""
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(func):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in tables and len(node.args) == 2
+                and isinstance(node.args[0], ast.Name) and node.args[0].id in params):
+            found.setdefault(node.args[0].id, []).extend(tables[node.func.value.id])
+    return found
+
+
 def checked_values(method: Callable[..., Any]) -> dict[str, list[str]]:
     """Per parameter of `method`, the values its code accepts: the keys of a dict literal that the parameter (or
-    an f-string of parameters) is tested against with `in` / `not in`, else the literals of an `==` chain; empty
-    if the source is unavailable."""
+    an f-string of parameters) is tested against with `in` / `not in` or looked up in with a fallback, else the
+    literals of an `==` chain; empty if the source is unavailable."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
     except (OSError, TypeError, SyntaxError):
@@ -75,7 +87,7 @@ def checked_values(method: Callable[..., Any]) -> dict[str, list[str]]:
                 tables[name] = keys
             elif isinstance(node.value, ast.JoinedStr) and (tpl := _template(node.value, params)) is not None:
                 templates[name] = tpl
-    found: dict[str, list[str]] = {}
+    found = _fallback_lookups(func, params, tables)
     for node in ast.walk(func):
         if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and len(node.ops) == 1
                 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and isinstance(node.comparators[0], ast.Name)
