@@ -256,6 +256,21 @@ def test_vehicle_results_feed_later_calls_through_the_declared_links():
 
 
 @needs_bfcl
+def test_trading_lookups_feed_each_other_and_an_order_id_is_never_made_up():
+    """TradingBot: a company's symbol, the watch list and a sector's listing are the stocks other tools take; the
+    company names are the keys of get_symbol_by_name's table; cancel_order takes an order that exists."""
+    toolset = load_toolset("bfcl/TradingBot")
+    assert "Gorilla" in toolset.tool("get_symbol_by_name").properties["name"]["enum"]  # a lookup with a fallback
+    fsm = RuleFSMBuilder().build(toolset)
+    assert "get_symbol_by_name" in fsm.producers["get_stock_info"]["symbol"]
+    assert "get_symbol_by_name" in fsm.producers["add_to_watchlist"]["stock"]
+    assert "get_available_stocks" in fsm.producers["filter_stocks_by_price"]["stocks"]
+    assert "get_watchlist" in fsm.producers["remove_stock_from_watchlist"]["symbol"]
+    cancels = [t.provenance_tag["cancel_order"]["order_id"] for t in fsm.transitions if "cancel_order" in t.action]
+    assert cancels and Tag.self_create not in cancels  # an integer id names an order: no setting the user picks
+
+
+@needs_bfcl
 def test_a_c0_without_bookings_does_not_hide_the_booking_fields_of_another():
     """The probe keeps results per sampled c0: TravelAPI's flight searches are fed by the booking history even
     though the first sampled traveller has no booking."""

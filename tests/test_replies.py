@@ -71,6 +71,11 @@ def test_a_listing_names_a_few_entries_and_counts_the_rest_in_words():
     assert "ls" not in reply.split()
 
 
+def test_a_compound_list_name_counts_entries_not_lists():
+    reply = assistant_reply([_call("get_order_details", {"watchlist": ["ALPH", "GORI"]})], SPECS, random.Random(0))
+    assert "two entries: ALPH and GORI" in reply and "watchlists" not in reply, reply
+
+
 def test_the_rule_messenger_replies_without_the_tool_name_or_a_dump():
     turn = Turn(index=0, state="s", transition=0, calls=[_call("get_order_details", ORDER)])
     written = RuleMessenger().write([turn], SPECS, random.Random(3))

@@ -466,7 +466,8 @@ def _singular(noun: str) -> str:
     if not words:
         return "entry"
     last = words[-1]
-    if last in {"content", "list", "history", "log", "result", "output", "information", "info", "data"}:
+    if last in {"content", "history", "log", "result", "output", "information", "info", "data"} or \
+            last.endswith("list"):  # a list, a watchlist, a playlist: what it lists is not in its name
         return "entry"
     if last.endswith("ies") and len(last) > 4:
         last = last[:-3] + "y"

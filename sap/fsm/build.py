@@ -1,6 +1,7 @@
 """Rule FSM builder: derives a provenance-tagged dialogue FSM from tool docs and a probe of the executor."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -169,9 +170,13 @@ def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(
     return tags
 
 
+_IDENTIFIER = re.compile(r"(?:^|_)ids?$", re.I)
+
+
 def _a_setting(spec: ToolSpec, name: str) -> bool:
-    """Whether a parameter is a setting the user chooses (a number or a flag), not a thing it names."""
-    return spec.properties.get(name, {}).get("type") in ("number", "integer", "boolean")
+    """Whether a parameter is a setting the user chooses (a number or a flag), not a thing it names (an integer
+    `order_id` names an order)."""
+    return spec.properties.get(name, {}).get("type") in ("number", "integer", "boolean") and not _IDENTIFIER.search(name)
 
 
 def action_tools(roles: dict[str, ToolRole]) -> list[str]:
