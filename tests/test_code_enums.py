@@ -1,6 +1,6 @@
 """Valid parameter values read from a method's code: dict-literal keys, comprehensions over them, f-string keys,
 lookups with a fallback."""
-from sap.toolsets.code_enums import checked_values
+from sap.toolsets.code_enums import accepted_combinations, checked_values
 
 
 def convert(value: float, unit_in: str, unit_out: str) -> dict:
@@ -61,6 +61,21 @@ def test_an_f_string_key_splits_the_table_keys_per_parameter():
 
 def test_a_lookup_with_a_fallback_answer_knows_the_table_keys_only():
     assert checked_values(symbol_of) == {"name": ["Apple", "Tesla"], "sector": ["Technology", "Automobile"]}
+
+
+def distance(cityA: str, cityB: str) -> dict:
+    if (cityA == "1" and cityB == "2") or (cityA == "2" and cityB == "1"):
+        return {"distance": 5.0}
+    elif cityA == "3" and cityB == "4":
+        return {"distance": 7.0}
+    return {"error": "distance not found in database."}
+
+
+def test_values_tested_together_are_accepted_combinations():
+    assert accepted_combinations(distance) == [{"cityA": "1", "cityB": "2"}, {"cityA": "2", "cityB": "1"},
+                                               {"cityA": "3", "cityB": "4"}]
+    assert accepted_combinations(zipcode) == []  # single tests: no combinations
+    assert accepted_combinations(len) == []
 
 
 def test_parameters_never_tested_against_a_table_get_nothing():

@@ -97,6 +97,20 @@ def test_a_price_range_spans_the_prices_c0_holds_and_its_ends_are_in_order():
     assert max(lows) <= 11  # no prices in c0: the generic range
 
 
+def test_a_new_value_fits_the_combination_the_parameters_bound_before_it_are_in():
+    zips = {"type": "string", "enum": ["1", "2", "3", "4"]}
+    tool = spec("estimate_distance", "Distance between two zip codes.", {"cityA": zips, "cityB": zips})
+    pairs = [{"cityA": "1", "cityB": "2"}, {"cityA": "2", "cityB": "1"}, {"cityA": "3", "cityB": "4"}]
+    seen = set()
+    for s in range(40):
+        req = request(tool, {"cityA": Tag.self_create, "cityB": Tag.self_create}, seed=s)
+        req.combinations = pairs
+        args = bind(req).args_exec
+        assert args in pairs, args  # each end alone is in the enum; together they are a pair the code knows
+        seen.add(args["cityA"])
+    assert seen == {"1", "2", "3"}
+
+
 def test_self_create_generates_names_and_strings():
     tool = spec("add_contact", "Add a contact.", {"email": STR, "city": STR})
     values = [bind(request(tool, seed=s)).args_exec for s in range(20)]

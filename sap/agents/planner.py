@@ -77,6 +77,8 @@ class PlanRequest:
     free: bool = False  # "no tags" ablation: no declared sources, the planner picks each argument's own
     samplers: Mapping[str, Callable[[random.Random, dict[str, Any]], Any]] = field(default_factory=dict)  # a
     # domain module's SAMPLERS: parameter -> how users pick a new value of it
+    combinations: list[dict[str, Any]] = field(default_factory=list)  # joint values the tool's code accepts (BFCL's
+    # estimate_distance knows only some pairs of zip codes): a new value fits the parameters bound before it
 
 
 @dataclass
@@ -176,6 +178,12 @@ class _CallContext:
         hint = len(cand.siblings & self.words) + len(cand.siblings & (self.error_words - bad)) - 2 * len(cand.siblings & bad)
         near = max((_common_prefix(cand.path, p) for d, p in self.sources if d == doc), default=0)
         return cand.score, int(seen), hint, near
+
+
+def _joint_options(name: str, combinations: list[dict[str, Any]], bound: dict[str, Any]) -> list[Any]:
+    """The values of `name` in the accepted combinations that agree with every parameter bound so far."""
+    return list(dict.fromkeys(c[name] for c in combinations
+                              if name in c and all(bound[k] == v for k, v in c.items() if k != name and k in bound)))
 
 
 def _beyond_bound(name: str, schema: dict[str, Any], bound: dict[str, Any]) -> dict[str, Any]:
@@ -465,6 +473,9 @@ class RulePlanner:
         options = [o for o in error_options(ctx.req.last_error) if type_ok(o, schema) and o not in failed]
         if not options and schema.get("enum"):
             options = [o for o in schema["enum"] if o not in failed]
+        joint = _joint_options(name, ctx.req.combinations, ctx.bound)
+        if joint:
+            options = [o for o in options if o in joint] or [o for o in joint if o not in failed] or joint
         if options:
             return ctx.req.rng.choice(options)
         if name in ctx.req.samplers:  # the domain's own way (a search phrase from the books c0 holds)
@@ -489,7 +500,8 @@ class RulePlanner:
         """Address parts that are not one place (a street from one order, a city the user stated, a new ZIP code):
         the new and fallback parts are bound again, cut from one new address around the parts whose declared source
         stands (a stated city, a state read from c0), so the call's sources, and with them its edges, stay."""
-        parts = [p for p in ctx.params if address_part(p) and isinstance(ctx.bound[p], str)]
+        parts = [p for p in ctx.params if address_part(p) and isinstance(ctx.bound[p], str)
+                 and not ctx.req.spec.properties.get(p, {}).get("enum")]  # a closed set names no new place
         if len(parts) < 2 or self._one_address(ctx, parts):
             return
         free = [p for p in parts if prov[p].tag in (Tag.self_create, Tag.fallback)]

@@ -439,7 +439,8 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
                       last_error=state.get("exec_error"), failed_args=state.get("failed_args", []),
                       upcoming=[specs[t] for t in action[call_pos + 1:]],
                       virtual=[StatedValue(v["turn"], v["param"], v["value"]) for v in state.get("virtual_history", [])],
-                      samplers=ctx.toolset.extra.get("samplers", {}))
+                      samplers=ctx.toolset.extra.get("samplers", {}),
+                      combinations=ctx.toolset.extra.get("combinations", {}).get(tool, []))
     binding = ctx.planner.bind(req)
     ruled_values(ctx, tool, history, req.rng, binding.args_exec, binding.args_prov)
     derived_values(ctx, tool, history, binding.args_exec, binding.args_prov)

@@ -11,7 +11,7 @@ from typing import Any
 from sap.executors.bfcl import BfclExecutor
 from sap.model import Toolset, ToolSpec
 from sap.toolsets.bfcl_configs import sample_bfcl_config
-from sap.toolsets.code_enums import checked_values
+from sap.toolsets.code_enums import accepted_combinations, checked_values
 from sap.toolsets.errors import ToolsetUnavailable
 from sap.toolsets.loaders import load_bfcl_func_doc
 
@@ -202,6 +202,7 @@ def load_bfcl_toolset(name: str, timeout: float = 5.0) -> Toolset:
     classes, long_context = parse_bfcl_name(name)
     types = [backend_class(c) for c in classes]
     tools = []
+    combinations: dict[str, list[dict[str, str]]] = {}  # tool -> the joint values its code accepts
     for cls_name, cls in zip(classes, types):
         by_tool = VALUE_FIELDS.get(cls_name, {})
         docs = load_bfcl_func_doc(data_dir() / "multi_turn_func_doc" / BFCL_CLASSES[cls_name][1])
@@ -209,11 +210,13 @@ def load_bfcl_toolset(name: str, timeout: float = 5.0) -> Toolset:
             tools.append(spec.model_copy(update={
                 "owner": cls_name, "description": _own_words(spec.description),
                 "value_fields": {p: names for p, names in by_tool.get(spec.name, {}).items() if p in spec.properties}}))
+            if combos := accepted_combinations(getattr(cls, spec.name, None)):
+                combinations[spec.name] = combos
     return Toolset(
         name=name,
         description=f"BFCL multi-turn backends: {', '.join(classes)}" + (" (long context)" if long_context else ""),
         tools=tools,
         executor_factory=lambda: BfclExecutor(types, long_context=long_context, timeout=timeout),
         sample_config=lambda seed: sample_bfcl_config(classes, seed),
-        extra={"bfcl_classes": classes, "long_context": long_context},
+        extra={"bfcl_classes": classes, "long_context": long_context, "combinations": combinations},
     )

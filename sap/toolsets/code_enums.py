@@ -1,5 +1,6 @@
 """Valid values of string parameters read from a method's own code: the keys of the dict it tests them against
-or looks them up in with a fallback answer, or the literals of an if/elif chain comparing them with `==`."""
+or looks them up in with a fallback answer, or the literals of an if/elif chain comparing them with `==`; and the combinations of values several parameters are
+tested for together."""
 from __future__ import annotations
 
 import ast
@@ -47,10 +48,8 @@ def _equality_literals(func: ast.AST, params: set[str]) -> dict[str, list[str]]:
     kept when there are at least EQUALITY_CHAIN of them."""
     found: dict[str, list[str]] = {}
     for node in ast.walk(func):
-        if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id in params
-                and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)
-                and isinstance(node.comparators[0], ast.Constant) and isinstance(node.comparators[0].value, str)):
-            found.setdefault(node.left.id, []).append(node.comparators[0].value)
+        if (test := _equality(node, params)) is not None:
+            found.setdefault(test[0], []).append(test[1])
     return {name: list(dict.fromkeys(v)) for name, v in found.items() if len(set(v)) >= EQUALITY_CHAIN}
 
 
@@ -66,16 +65,49 @@ def _fallback_lookups(func: ast.AST, params: set[str], tables: dict[str, list[st
     return found
 
 
+def _source_function(method: Callable[..., Any]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The parsed definition of `method`, or None if its source is unavailable."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    func = tree.body[0]
+    return func if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _equality(node: ast.expr, params: set[str]) -> tuple[str, str] | None:
+    """(parameter, literal) of a `param == "literal"` test, else None."""
+    if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id in params
+            and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)
+            and isinstance(node.comparators[0], ast.Constant) and isinstance(node.comparators[0].value, str)):
+        return node.left.id, node.comparators[0].value
+    return None
+
+
+def accepted_combinations(method: Callable[..., Any]) -> list[dict[str, str]]:
+    """The joint values of several parameters that `method`'s code tests together, each `and` of `==` tests one
+    combination (`(cityA == "83214" and cityB == "74532") or ...`), kept when there are at least EQUALITY_CHAIN
+    of them; empty if the source is unavailable or tests no such combinations."""
+    func = _source_function(method)
+    if func is None:
+        return []
+    params = {a.arg for a in func.args.args + func.args.kwonlyargs}
+    found: list[dict[str, str]] = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) and len(node.values) >= 2:
+            tests = [_equality(v, params) for v in node.values]
+            combo = dict(t for t in tests if t is not None)
+            if None not in tests and len(combo) == len(tests) and combo not in found:
+                found.append(combo)
+    return found if len(found) >= EQUALITY_CHAIN else []
+
+
 def checked_values(method: Callable[..., Any]) -> dict[str, list[str]]:
     """Per parameter of `method`, the values its code accepts: the keys of a dict literal that the parameter (or
     an f-string of parameters) is tested against with `in` / `not in` or looked up in with a fallback, else the
     literals of an `==` chain; empty if the source is unavailable."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
-    except (OSError, TypeError, SyntaxError):
-        return {}
-    func = tree.body[0]
-    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    func = _source_function(method)
+    if func is None:
         return {}
     params = {a.arg for a in func.args.args + func.args.kwonlyargs}
     tables: dict[str, list[str]] = {}
