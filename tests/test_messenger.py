@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 from sap.agents.messenger import RuleMessenger, must_mention
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Turn
@@ -83,3 +84,12 @@ def test_a_value_stated_ahead_is_said_as_the_plan_it_belongs_to():
     assert not announceable("password", {"type": "string"})
     assert not announceable("unlock", {"type": "boolean"}) and not announceable("speed", {"type": "number"})
     assert announceable("destination", {"type": "string"})
+
+
+def test_a_lead_in_never_repeats_a_word_the_request_opens_with():
+    from sap.agents.composer import compose_message
+
+    for seed in range(20000):  # "As a next step, the next step is to ...", "Also, could you also ..."
+        text = compose_message(["tell me the symbol Nvidia trades under"], [], False, [], random.Random(seed))
+        opening = text[:text.lower().index("tell me")]  # the lead-in and the opener, not a tail ("my next meeting")
+        assert len(re.findall(r"(?i)\bnext\b", opening)) <= 1 and len(re.findall(r"(?i)\balso\b", opening)) <= 1, text

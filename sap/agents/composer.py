@@ -82,6 +82,13 @@ _FRAMES = ["I need you to", "I'd like you to", "I want you to", "I'm hoping you 
            "Honestly, just", "My ask:"]
 
 
+def _echoes(lead: str, body: str) -> bool:
+    """Whether a lead clause repeats a word the body opens with ("Next, the next step is to ...", "Also, could
+    you also ...")."""
+    words = re.findall(r"[a-z']{3,}", lead.lower())
+    return bool(set(words) & set(re.findall(r"[a-z']+", body.lower())[:5]))
+
+
 def opened(request: str, rng: random.Random) -> str:
     """A request as a sentence with an opener ("Could you ...?", "..., please.")."""
     roll = rng.random()
@@ -164,8 +171,8 @@ def compose_message(requests: Sequence[str], ahead: Sequence[str], first: bool,
             lead = rng.choice(_GREETINGS) + " " + lead
     elif (roll := rng.random()) < 0.3:
         lead = rng.choice(_LEAD_SENTENCES) + " "
-    elif roll < 0.6:
-        lead = rng.choice(_LEAD_CLAUSES) + " "
+    elif roll < 0.6 and not _echoes(clause := rng.choice(_LEAD_CLAUSES), body):
+        lead = clause + " "
         body = body if body.startswith(("I ", "I'")) else body[:1].lower() + body[1:]
     message = lead + body
     for sentence in ahead:
