@@ -220,3 +220,45 @@ def test_augmentations_use_the_messenger_clarifier_as_synthesis_does():
     for record in augmented:  # the unservable turn's reply is the clarifier's
         replies = [m["content"] for m in record["messages"] if m["role"] == "assistant" and not m.get("tool_calls")]
         assert any(str(text).startswith("Just a moment. ") for text in replies)
+
+
+def test_a_variant_c0_holds_what_the_seed_c0_held():
+    """The round's c0 is the first candidate seed whose collections have at least the seed c0's entries and
+    statuses (a cancel of a confirmed booking needs a confirmed booking)."""
+    from sap.agents.variant_planner import c0_profile, holds_as_much
+
+    seed = {"bookings": [{"id": "B1", "status": "confirmed"}], "traveler": {"name": "x", "cards": {"c1": {"n": 1}}}}
+    assert c0_profile(seed) == {"$.bookings": (1, {"status=confirmed"}), "$.traveler.cards": (1, set())}
+    assert holds_as_much(c0_profile({"bookings": [{"id": "B7", "status": "confirmed"}, {"id": "B8", "status": "x"}],
+                                     "traveler": {"name": "y", "cards": {"c9": {"n": 2}}}}), c0_profile(seed))
+    assert not holds_as_much(c0_profile({"bookings": [{"id": "B7", "status": "cancelled"}],
+                                         "traveler": {"name": "y", "cards": {"c9": {"n": 2}}}}), c0_profile(seed))
+    assert not holds_as_much(c0_profile({"bookings": [], "traveler": {"name": "y", "cards": {}}}), c0_profile(seed))
+
+
+def test_the_topology_planner_binds_each_argument_from_its_slot_source_and_avoids_repeats():
+    """Two earlier results can fill a parameter: the slot's source is the one bound, and a twin call of the same
+    tool is not repeated when another value exists."""
+    from helpers import call, request, spec
+    from sap.agents.planner import HistoryCall
+    from sap.agents.variant_planner import CallSlot, TopologyPlanner, VariantPlan
+    from sap.model import Tag
+
+    str_ = {"type": "string"}
+    routes = spec("get_routes", "Routes from a place.", {"origin_location_id": str_})
+    history = [HistoryCall(0, 0, call("search", {"q": "x"}, result={"location_id": "L1"}, call_id="a")),
+               HistoryCall(0, 1, call("profile", {}, result={"origin_location_id": "L2"}, call_id="b"))]
+    for source in ((0, 0), (0, 1)):
+        slot = CallSlot(1, 0, "get_routes", {"origin_location_id": Tag.prev_output}, {"origin_location_id": source})
+        plan = VariantPlan([[], [slot]], 0, "")
+        for seed in range(5):
+            b = TopologyPlanner(RulePlanner(), plan).bind(request(routes, turn=1, history=history, seed=seed))
+            prov = b.args_prov["origin_location_id"]
+            assert (prov.turn, prov.call) == source  # by score alone the profile's exact field would win
+    c0 = {"traveler": {"origin_location_id": "L2"}, "locations": [{"location_id": "L2"}, {"location_id": "L3"}]}
+    twin = [HistoryCall(1, 0, call("get_routes", {"origin_location_id": "L2"}, result={"routes": []}, call_id="c"))]
+    slot = CallSlot(1, 1, "get_routes", {"origin_location_id": Tag.initial_state}, {})
+    plan = VariantPlan([[], [CallSlot(1, 0, "get_routes", {}, {}), slot]], 0, "")
+    for seed in range(5):
+        b = TopologyPlanner(RulePlanner(), plan).bind(request(routes, turn=1, index=1, history=twin, c0=c0, seed=seed))
+        assert b.args_exec["origin_location_id"] == "L3"

@@ -77,6 +77,8 @@ class PlanRequest:
     free: bool = False  # "no tags" ablation: no declared sources, the planner picks each argument's own
     samplers: Mapping[str, Callable[[random.Random, dict[str, Any]], Any]] = field(default_factory=dict)  # a
     # domain module's SAMPLERS: parameter -> how users pick a new value of it
+    sources: dict[str, tuple[int, int] | int] = field(default_factory=dict)  # where an argument must come from: an
+    # earlier call (turn, call) for prev_output, an anchor turn for prev_user_msg (a RODS variant follows its seed)
     combinations: list[dict[str, Any]] = field(default_factory=list)  # joint values the tool's code accepts (BFCL's
     # estimate_distance knows only some pairs of zip codes): a new value fits the parameters bound before it
 
@@ -410,7 +412,9 @@ class RulePlanner:
 
     def _from_history(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
         """A field of an earlier successful result, preferring this turn's calls, then the newest producer."""
+        want = ctx.req.sources.get(name)
         pool = [((h.turn, h.index), c) for h in ctx.req.history if h.call.ok
+                and (not isinstance(want, tuple) or (h.turn, h.index) == tuple(want))
                 for c in candidates(name, schema, h.call.result, ctx.req.spec.aliases(name))]
         failed = ctx.failed(name)
         this_turn = {h.index: h.call.name for h in ctx.req.history if h.turn == ctx.req.turn}
@@ -445,8 +449,9 @@ class RulePlanner:
         req = ctx.req
         earlier = [s for s in [*req.stated, *req.virtual, *ctx.virtual] if s.turn < req.turn]
         failed = ctx.failed(name)
+        want = req.sources.get(name)
         found = [s for s in earlier if match_score(name, (s.param,)) and type_ok(s.value, schema)
-                 and s.value not in failed]
+                 and s.value not in failed and (not isinstance(want, int) or s.turn == want)]
         said = [(s.turn, s.param, s.value) for s in earlier]
         if found and req.rng.random() < 0.6:
             s = req.rng.choice(found)
@@ -459,7 +464,7 @@ class RulePlanner:
         # a value stated between an earlier reference and its use would make that reference ambiguous
         used = max((h.turn for h in req.history for p, a in h.call.args_prov.items()
                     if a.effective_tag() == Tag.prev_user_msg and match_score(p, (name,))), default=0)
-        anchors = [k for k in range(used, req.turn) if k not in busy]
+        anchors = [k for k in range(used, req.turn) if k not in busy and (not isinstance(want, int) or k == want)]
         if not anchors:
             return None, None
         anchor = req.rng.choice(anchors)

@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sap.agents.planner import Binding, NarrativeRequest, Planner, PlanRequest, reference_selector
+from sap.agents.planner import Binding, NarrativeRequest, Planner, PlanRequest
 from sap.fsm.build import READ_VERBS
 from sap.model import (
     FSM,
@@ -106,9 +106,44 @@ class VariantPlan:
         return cls(turns, data["c0_seed"], data["narrative"], dict(data["substitutions"]))
 
 
-def variant_c0_seed(seed_id: str, index: int, round_: int) -> int:
-    """The c0 seed of variant `index` of a seed in a round: another `sample_config` seed, stable everywhere."""
-    return int.from_bytes(hashlib.sha256(f"rods:{seed_id}:{index}:{round_}".encode()).digest()[:8], "big")
+def variant_c0_seed(seed_id: str, index: int, round_: int, draw: int = 0) -> int:
+    """The c0 seed of variant `index` of a seed in a round (its `draw`-th candidate): another `sample_config`
+    seed, stable everywhere."""
+    suffix = f":{draw}" if draw else ""
+    return int.from_bytes(hashlib.sha256(f"rods:{seed_id}:{index}:{round_}{suffix}".encode()).digest()[:8], "big")
+
+
+C0_DRAWS = 12  # candidate c0 seeds a round looks at for one that holds what the seed's c0 held
+_STATUS = "status"
+
+
+def c0_profile(c0: Any, path: str = "$", depth: int = 0) -> dict[str, tuple[int, set[str]]]:
+    """What a c0 holds that a skeleton may need, per collection (a list, or a map of objects; the entries of one
+    merged under `[*]`) down to depth 4: how many entries it has (summed over the merged ones), and the values of
+    its entries' status fields (a confirmed booking, a pending order)."""
+    out: dict[str, tuple[int, set[str]]] = {}
+    if depth > 4 or not isinstance(c0, (dict, list)):
+        return out
+    entries = list(c0.values()) if isinstance(c0, dict) and c0 and all(isinstance(v, dict) for v in c0.values()) \
+        else c0 if isinstance(c0, list) else None
+    if entries is None:  # a plain object: its fields
+        for key, child in c0.items():
+            out.update(c0_profile(child, f"{path}.{key}", depth + 1))
+        return out
+    out[path] = (len(entries), {f"{k}={v}" for e in entries if isinstance(e, dict) for k, v in e.items()
+                                if k.endswith(_STATUS) and isinstance(v, str)})
+    for entry in entries:
+        for sub, (count, marks) in c0_profile(entry, f"{path}[*]", depth + 1).items():
+            had, seen = out.get(sub, (0, set()))
+            out[sub] = (had + count, seen | marks)
+    return out
+
+
+def holds_as_much(candidate: dict[str, tuple[int, set[str]]], seed: dict[str, tuple[int, set[str]]]) -> bool:
+    """Whether a candidate c0's profile has, in every collection of the seed's c0, at least as many entries and
+    every status."""
+    return all(count <= candidate.get(path, (0, set()))[0] and marks <= candidate.get(path, (0, set()))[1]
+               for path, (count, marks) in seed.items())
 
 
 class VariantPlanner:
@@ -128,7 +163,9 @@ class VariantPlanner:
             if options:  # without one, the function stays and the new c0 alone may let it succeed
                 substitutions[tool] = random.Random(f"{seed.id}:{index}:{round_}:{tool}").choice(options)
         turns = [[replace(s, tool=substitutions.get(s.tool, s.tool)) for s in slots] for slots in skeleton_of(seed)]
-        c0_seed = variant_c0_seed(seed.id, index, round_)
+        wanted = c0_profile(seed.c0)
+        draws = [variant_c0_seed(seed.id, index, round_, k) for k in range(C0_DRAWS)]
+        c0_seed = next((d for d in draws if holds_as_much(c0_profile(toolset.sample_config(d)), wanted)), draws[0])
         specs = {t.name: t for t in toolset.tools}
         narrative = self.planner.narrate(NarrativeRequest(toolset.name, toolset.sample_config(c0_seed),
                                                           [[task_phrase(specs[s.tool]) for s in slots] for slots in turns]))
@@ -152,19 +189,13 @@ def binding_matches(binding: Binding, slot: CallSlot) -> bool:
     return all(name in binding.args_prov for name in slot.tags)
 
 
-def _reselected(binding: Binding, req: PlanRequest) -> Binding:
-    """The binding with each output reference's selector computed against the whole history (the inner planner saw
-    only the slot's sources, not the other results that compete with them)."""
-    prov = {name: p.model_copy(update={"selector": reference_selector(req, p.turn, p.call, p.path)})
-            if p.effective_tag() == Tag.prev_output and p.path and p.turn is not None and p.call is not None else p
-            for name, p in binding.args_prov.items()}
-    return replace(binding, args_prov=prov)
-
-
 class TopologyPlanner:
-    """Wraps a binding planner so each call follows its skeleton slot: the slot's tags, and history limited to the
-    calls the slot's edges come from; a binding whose edges differ is redrawn (up to `tries` times, each with a
-    seed derived from the request's), else the first is returned and the topology check decides."""
+    """Wraps a binding planner so each call follows its skeleton slot: the slot's tags and per-argument sources (the
+    whole history stays visible, as it was to the seed's planner: twins and newer results are avoided as there).
+    A binding whose edges differ, or that repeats an earlier call of the tool (refused as a repeat, it would leave
+    the variant one call short), is redrawn (up to `tries` times, each with a seed derived from the request's; the
+    later half with the earlier calls' values among those to avoid), else the first is returned and the topology
+    check decides."""
 
     def __init__(self, inner: Planner, plan: VariantPlan, tries: int = 16) -> None:
         self.inner, self.plan, self.tries = inner, plan, tries
@@ -172,17 +203,17 @@ class TopologyPlanner:
     def bind(self, req: PlanRequest) -> Binding:
         """The first binding that matches the slot."""
         slot = self.plan.turns[req.turn][req.index]
-        sources = {tuple(v) for v in slot.sources.values() if isinstance(v, tuple)}
-        history = [h for h in req.history if (h.turn, h.index) in sources]
         base = req.rng.getrandbits(64)
         first = None
+        done = [h.call.args_exec for h in req.history if h.call.ok and h.call.name == req.spec.name]
         for k in range(self.tries):
-            binding = self.inner.bind(replace(req, tags=dict(slot.tags), history=history,
-                                              rng=random.Random(f"{base}:{k}")))
-            if binding_matches(binding, slot):
-                return _reselected(binding, req)
+            avoid = done if k >= self.tries // 2 else []  # late tries steer clear of the earlier calls' values
+            binding = self.inner.bind(replace(req, tags=dict(slot.tags), sources=dict(slot.sources),
+                                              failed_args=[*req.failed_args, *avoid], rng=random.Random(f"{base}:{k}")))
+            if binding_matches(binding, slot) and binding.args_exec not in done:  # a repeat would be left out
+                return binding
             first = first or binding
-        return _reselected(first, req)
+        return first
 
     def narrate(self, req: NarrativeRequest) -> str:
         """The inner planner's narrative."""
