@@ -214,7 +214,7 @@ def test_bad_input_is_named(tmp_path: Path, seeds: list[dict], setup, capsys):
     bfcl = tmp_path / "bfcl.jsonl"
     bfcl.write_text(json.dumps({"id": "multi_turn_base_0", "question": [[{"role": "user", "content": "hi"}]]}) + "\n")
     assert main(["frontier", "--assistant-model", MODEL, "--data", str(bfcl), "-o", str(tmp_path / "o"), "--db", db]) == 2
-    assert f"{bfcl}:1: a bfcl record; the seeds must be sap records" in capsys.readouterr().err
+    assert f"no possible_answer file for {bfcl}" in capsys.readouterr().err  # a BFCL file needs its answers
     assert not (tmp_path / "o").exists() and not (tmp_path / "b.db").exists()  # checked before anything is made
 
 

@@ -184,8 +184,11 @@ class _CallContext:
 
 def _joint_options(name: str, combinations: list[dict[str, Any]], bound: dict[str, Any]) -> list[Any]:
     """The values of `name` in the accepted combinations that agree with every parameter bound so far."""
-    return list(dict.fromkeys(c[name] for c in combinations
-                              if name in c and all(bound[k] == v for k, v in c.items() if k != name and k in bound)))
+    out: list[Any] = []
+    for c in combinations:
+        if name in c and c[name] not in out and all(bound[k] == v for k, v in c.items() if k != name and k in bound):
+            out.append(c[name])
+    return out
 
 
 def _beyond_bound(name: str, schema: dict[str, Any], bound: dict[str, Any]) -> dict[str, Any]:

@@ -34,6 +34,7 @@ class CallSlot:
     tool: str
     tags: dict[str, Tag]
     sources: dict[str, tuple[int, int] | int]  # P_o argument -> (turn, call); P_u argument -> anchor turn
+    stated: dict[str, Any] = field(default_factory=dict)  # P_c argument -> the seed's value (its settings stay)
 
 
 def skeleton_of(traj: Trajectory) -> list[list[CallSlot]]:
@@ -45,14 +46,16 @@ def skeleton_of(traj: Trajectory) -> list[list[CallSlot]]:
     for turn in traj.turns:
         slots = []
         for i, call in enumerate(turn.calls):
-            tags, sources = {}, {}
+            tags, sources, stated = {}, {}, {}
             for name, prov in call.args_prov.items():
                 tags[name] = prov.effective_tag()
                 if tags[name] == Tag.prev_output:
                     sources[name] = (prov.turn, prov.call or 0)
                 elif tags[name] == Tag.prev_user_msg:
                     sources[name] = prov.turn
-            slots.append(CallSlot(turn.index, i, call.name, tags, sources))
+                elif tags[name] == Tag.self_create:
+                    stated[name] = call.arg_value(name)
+            slots.append(CallSlot(turn.index, i, call.name, tags, sources, stated))
         turns.append(slots)
     return turns
 
@@ -77,6 +80,7 @@ class VariantPlan:
     c0_seed: int
     narrative: str
     substitutions: dict[str, str] = field(default_factory=dict)  # seed function -> substitute
+    own_c0: bool = False  # no drawn c0 holds what a seed's foreign c0 held (a BFCL task's): the variant runs on it
 
     def fsm(self) -> FSM:
         """A linear FSM, one transition per turn carrying that turn's tools and tags, so the synthesis graph walks
@@ -91,19 +95,22 @@ class VariantPlan:
 
     def dump(self) -> dict[str, Any]:
         """Plain JSON for the graph state."""
-        return {"c0_seed": self.c0_seed, "narrative": self.narrative, "substitutions": self.substitutions,
+        return {"c0_seed": self.c0_seed, "own_c0": self.own_c0, "narrative": self.narrative,
+                "substitutions": self.substitutions,
                 "turns": [[{"turn": s.turn, "index": s.index, "tool": s.tool,
                             "tags": {k: v.value for k, v in s.tags.items()},
-                            "sources": {k: list(v) if isinstance(v, tuple) else v for k, v in s.sources.items()}}
+                            "sources": {k: list(v) if isinstance(v, tuple) else v for k, v in s.sources.items()},
+                            "stated": s.stated}
                            for s in slots] for slots in self.turns]}
 
     @classmethod
     def load(cls, data: dict[str, Any]) -> "VariantPlan":
         """The plan from its `dump`."""
         turns = [[CallSlot(s["turn"], s["index"], s["tool"], {k: Tag(v) for k, v in s["tags"].items()},
-                           {k: tuple(v) if isinstance(v, list) else v for k, v in s["sources"].items()})
+                           {k: tuple(v) if isinstance(v, list) else v for k, v in s["sources"].items()},
+                           s.get("stated", {}))
                   for s in slots] for slots in data["turns"]]
-        return cls(turns, data["c0_seed"], data["narrative"], dict(data["substitutions"]))
+        return cls(turns, data["c0_seed"], data["narrative"], dict(data["substitutions"]), data.get("own_c0", False))
 
 
 def variant_c0_seed(seed_id: str, index: int, round_: int, draw: int = 0) -> int:
@@ -165,11 +172,14 @@ class VariantPlanner:
         turns = [[replace(s, tool=substitutions.get(s.tool, s.tool)) for s in slots] for slots in skeleton_of(seed)]
         wanted = c0_profile(seed.c0)
         draws = [variant_c0_seed(seed.id, index, round_, k) for k in range(C0_DRAWS)]
-        c0_seed = next((d for d in draws if holds_as_much(c0_profile(toolset.sample_config(d)), wanted)), draws[0])
+        fitting = next((d for d in draws if holds_as_much(c0_profile(toolset.sample_config(d)), wanted)), None)
+        c0_seed = draws[0] if fitting is None else fitting
+        own = fitting is None and toolset.sample_config(seed.seed) != seed.c0  # a world the sampler did not make
         specs = {t.name: t for t in toolset.tools}
-        narrative = self.planner.narrate(NarrativeRequest(toolset.name, toolset.sample_config(c0_seed),
+        narrative = self.planner.narrate(NarrativeRequest(toolset.name, seed.c0 if own else
+                                                          toolset.sample_config(c0_seed),
                                                           [[task_phrase(specs[s.tool]) for s in slots] for slots in turns]))
-        return VariantPlan(turns, c0_seed, narrative, substitutions)
+        return VariantPlan(turns, c0_seed, narrative, substitutions, own_c0=own)
 
 
 def binding_matches(binding: Binding, slot: CallSlot) -> bool:
@@ -189,13 +199,22 @@ def binding_matches(binding: Binding, slot: CallSlot) -> bool:
     return all(name in binding.args_prov for name in slot.tags)
 
 
+def _a_setting(schema: dict[str, Any]) -> bool:
+    """Whether a parameter is a setting that carries the request's intent: a choice among few values (an enum, a
+    flag, a list of enum members: "START", lock, all four doors) or a position on a bounded scale (a brake pedal
+    pressed fully, 1.0 of 0..1). A variant keeps the seed's, where a name, an amount or a date is drawn anew."""
+    items = schema.get("items", {}) if schema.get("type") == "array" else {}
+    scale = schema.get("type") in ("number", "integer") and "minimum" in schema and "maximum" in schema
+    return bool(schema.get("enum")) or schema.get("type") == "boolean" or bool(items.get("enum")) or scale
+
+
 class TopologyPlanner:
     """Wraps a binding planner so each call follows its skeleton slot: the slot's tags and per-argument sources (the
     whole history stays visible, as it was to the seed's planner: twins and newer results are avoided as there).
     A binding whose edges differ, or that repeats an earlier call of the tool (refused as a repeat, it would leave
     the variant one call short), is redrawn (up to `tries` times, each with a seed derived from the request's; the
     later half with the earlier calls' values among those to avoid), else the first is returned and the topology
-    check decides."""
+    check decides. The seed's settings (`_a_setting`) stay as they were, through the planner's `combinations`."""
 
     def __init__(self, inner: Planner, plan: VariantPlan, tries: int = 16) -> None:
         self.inner, self.plan, self.tries = inner, plan, tries
@@ -206,10 +225,13 @@ class TopologyPlanner:
         base = req.rng.getrandbits(64)
         first = None
         done = [h.call.args_exec for h in req.history if h.call.ok and h.call.name == req.spec.name]
+        settings = {name: value for name, value in slot.stated.items() if _a_setting(req.spec.properties.get(name, {}))}
+        combinations = [settings] if settings else req.combinations
         for k in range(self.tries):
             avoid = done if k >= self.tries // 2 else []  # late tries steer clear of the earlier calls' values
             binding = self.inner.bind(replace(req, tags=dict(slot.tags), sources=dict(slot.sources),
-                                              failed_args=[*req.failed_args, *avoid], rng=random.Random(f"{base}:{k}")))
+                                              combinations=combinations, failed_args=[*req.failed_args, *avoid],
+                                              rng=random.Random(f"{base}:{k}")))
             if binding_matches(binding, slot) and binding.args_exec not in done:  # a repeat would be left out
                 return binding
             first = first or binding

@@ -19,7 +19,10 @@ def add_frontier_args(p: argparse.ArgumentParser) -> None:
     """The options of `sap frontier` (the agents of the variant pipeline and --db are added by the caller)."""
     add_model_args(p)
     p.set_defaults(k=4)
-    p.add_argument("--data", required=True, help="seed tasks: sap records (JSONL from sap synthesize)")
+    p.add_argument("--data", required=True, help="seed tasks: sap records (JSONL from sap synthesize), or a BFCL "
+                   "multi-turn question file (its ground truth replayed into sap records)")
+    p.add_argument("--answers", help="the BFCL possible_answer file of --data (default: possible_answer/<same name> "
+                   "beside it)")
     p.add_argument("-o", "--output", required=True, help="directory for variants.jsonl, tasks.jsonl, rollouts.jsonl "
                    "and summary.json (made if missing)")
     p.add_argument("--steps", type=int, default=20, help="pool steps in all; a continued run goes on to this many")
@@ -66,6 +69,8 @@ def _seeds(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     rows = list(read_records(args.data))
     if not rows:
         raise ValueError(f"{args.data}: no records")
+    if "question" in rows[0][1] and "provenance" not in rows[0][1]:  # a BFCL question file
+        rows = _bfcl_rows(args)
     for line, record in rows:
         try:
             fmt = detect_format(record)
@@ -73,7 +78,8 @@ def _seeds(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
             raise ValueError(f"{args.data}:{line}: {exc}") from exc
         if fmt != "sap":
             raise ValueError(f"{args.data}:{line}: a {fmt} record; the seeds must be sap records (from sap "
-                             f"synthesize): variants are made from their provenance and executor state")
+                             f"synthesize) or a BFCL question file: variants are made from their provenance and "
+                             f"executor state")
     tasks_from_records(rows, args.data, args.toolset)
     seen: dict[str, int] = {}
     for line, record in rows:
@@ -81,6 +87,18 @@ def _seeds(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
             raise ValueError(f"{args.data}:{line}: seed id {record['id']!r} repeats line {seen[record['id']]}")
         seen[record["id"]] = line
     return [(data_toolset_name(record["meta"].get("toolset"), args.toolset), record) for _, record in rows]
+
+
+def _bfcl_rows(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
+    """The seeds of a BFCL question file as numbered sap records; the tasks that cannot seed are named on stderr."""
+    from sap.curriculum.bfcl_seeds import bfcl_seed_records
+
+    seeds, skipped = bfcl_seed_records(args.data, args.answers)
+    for reason in skipped:
+        print(f"sap frontier: left out {reason}", file=sys.stderr)
+    if not seeds:
+        raise ValueError(f"{args.data}: no BFCL task can seed variants ({len(skipped)} left out)")
+    return list(enumerate(seeds, start=1))
 
 
 def _graduated(path: Path) -> dict[str, list[float]]:

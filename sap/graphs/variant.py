@@ -19,6 +19,7 @@ START -> plan -> execute -> topology -+-> augment -> END        (kept)
 """
 from __future__ import annotations
 
+import copy
 import functools
 import re
 from dataclasses import dataclass, field
@@ -126,6 +127,8 @@ def execute(state: VariantState, runtime: Ctx) -> dict[str, Any]:
         toolset=ctx.toolset, planner=TopologyPlanner(ctx.planner, made, ctx.bind_tries), messenger=ctx.messenger,
         judge=ctx.judge, repairer=ctx.repairer, fsm_preset=made.fsm(), min_turns=n, max_turns=n,
         min_keep_turns=n, emphasis_size=0, max_repairs=ctx.max_repairs, agents_meta=ctx.agents_meta)
+    if made.own_c0:  # the seed's own world: its c0 stands for the drawn seed's
+        synth.configs[made.c0_seed] = copy.deepcopy(state["seed_record"]["initial_config"])
     out = synthesis_graph().invoke({"index": 0, "seed": made.c0_seed, "kind": "base", "narrative": made.narrative},
                                    context=synth)
     if out.get("record") is not None:
@@ -155,7 +158,7 @@ def topology(state: VariantState, runtime: Ctx) -> dict[str, Any]:
     record["id"] = f"{state['seed_record']['id']}.v{state.get('index', 0)}"
     record["meta"] = {**record["meta"], "rods": {
         "seed_id": state["seed_record"]["id"], "variant": state.get("index", 0), "round": state["round"],
-        "c0_seed": made.c0_seed, "substitutions": made.substitutions, "narrative": made.narrative,
+        "c0_seed": made.c0_seed, "own_c0": made.own_c0, "substitutions": made.substitutions, "narrative": made.narrative,
         "memory": state.get("memory", [])}}
     return {"records": [record], "status": "kept", "reason": None}
 
