@@ -90,3 +90,15 @@ def test_llm_writer_gets_echo_problems_fed_back():
     assert draft.echo[0].arguments == {"city": "Oslo", "nights": 3}
     assert len(requests) == 2 and 'nights: 4, sampled 3' in requests[1]["messages"][-1]["content"]
     assert "state verbatim: {\"city\":\"Oslo\",\"nights\":3}" in requests[0]["messages"][-1]["content"]
+
+
+def test_a_left_out_number_inside_another_value_is_not_stated():
+    """The echo check matches on token boundaries with the other stated values masked: 3 nights left out of a
+    query is not stated by "13", "3.5", a date or another value that holds a 3."""
+    sample = _sample()
+    echo = [EchoCall(**e) for e in sample.stated()]
+    for query in ('Find a hotel in "Oslo" for 13 guests.', 'Find a hotel in "Oslo" rated 3.5.',
+                  'Find a hotel in "Oslo" from 2025-03-01.'):
+        assert echo_problems(sample, QueryDraft(query=query, echo=echo)) == [
+            "step 0 (search_hotels) nights 3 is not stated in the query"], query
+    assert echo_problems(sample, QueryDraft(query='A hotel in "Oslo", nights 3, please.', echo=echo)) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any, Protocol, Sequence
 
 from pydantic import BaseModel, Field
@@ -12,7 +13,7 @@ from sap.agents.llm_common import LLMRole, compact
 from sap.llm.schema import closed, closed_copy, containing
 from sap.cache.sampling import Sample
 from sap.model import ToolSpec
-from sap.provenance.checks import mention_texts, mentions
+from sap.provenance.checks import mention_texts, normalize_text
 from sap.text import describe_value, humanize, task_phrase
 
 _OPENERS = ["Could you help me with this: ", "I need a hand. ", "Please do the following for me. ", ""]
@@ -44,7 +45,8 @@ class QueryWriter(Protocol):
 
 def echo_problems(sample: Sample, draft: QueryDraft) -> list[str]:
     """Why the draft does not fit the sample: an echo that differs from the sampled arguments (step, parameter,
-    both values), or a stated value missing from the query text."""
+    both values), or a stated value missing from the query text (`stated_alone`: on token boundaries, the other
+    stated values masked)."""
     expected = sample.stated()
     got = [e.model_dump() for e in draft.echo]
     problems = []
@@ -58,11 +60,33 @@ def echo_problems(sample: Sample, draft: QueryDraft) -> list[str]:
             a, b = want["arguments"].get(param, "<absent>"), have["arguments"].get(param, "<absent>")
             if json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True):
                 problems.append(f"echo step {k} ({want['function']}) {param}: {json.dumps(b)}, sampled {json.dumps(a)}")
-    for k, want in enumerate(expected):
-        for param, value in want["arguments"].items():
-            if not mentions(draft.query, value):
-                problems.append(f"step {k} ({want['function']}) {param} {json.dumps(value)} is not stated in the query")
+    stated = [(k, param, value) for k, want in enumerate(expected) for param, value in want["arguments"].items()]
+    for k, param, value in stated:
+        others = [v for kk, p, v in stated if (kk, p) != (k, param)]
+        if not stated_alone(draft.query, value, others):
+            problems.append(f"step {k} ({expected[k]['function']}) {param} {json.dumps(value)} is not stated in the "
+                            f"query")
     return problems
+
+
+def _on_boundaries(text: str, value_text: str) -> bool:
+    """Whether `value_text` occurs in `text` as a token of its own: no letter or digit right beside it, and for a
+    number no digit across a separator either (5 is not in 15, 5.5 or 2025-05-12)."""
+    number = re.fullmatch(r"[\d.,]+", value_text) is not None
+    before = r"(?<!\w)" + (r"(?<!\d[.,\-/:])" if number else "")
+    after = r"(?!\w)" + (r"(?![.,\-/:]\d)" if number else "")
+    return re.search(before + re.escape(value_text) + after, text) is not None
+
+
+def stated_alone(query: str, value: Any, others: Sequence[Any]) -> bool:
+    """Whether `query` states `value` itself: each of its texts on token boundaries once the texts of the other
+    stated values are masked (a left-out 3 is not stated by the 3 inside "13 Elm St" another value brings)."""
+    own = [normalize_text(t) for t in mention_texts(value)]
+    text = normalize_text(query)
+    masks = {normalize_text(t) for o in others for t in mention_texts(o)}
+    for mask in sorted((m for m in masks if m and not any(m in t for t in own)), key=len, reverse=True):
+        text = text.replace(mask, " ")
+    return all(_on_boundaries(text, t) for t in own)
 
 
 class RuleQueryWriter:
