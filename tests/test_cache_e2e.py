@@ -120,3 +120,67 @@ def test_bad_rules_file_is_refused_naming_file_and_field(collected, tmp_path, ca
                  "--db", f"sqlite:///{tmp_path / 'x.db'}"]) == 2
     err = capsys.readouterr().err
     assert "rules.json: search_hotels.params.check_in.format" in err and "'calendar'" in err
+
+
+def _things(node, out):
+    """(id key, id, scalar fields) of every object with a string id in a response (followed independently of
+    sap.cache.coherence)."""
+    if isinstance(node, dict):
+        ids = [k for k, v in node.items() if (k == "id" or k.endswith("_id")) and isinstance(v, str)]
+        if ids:
+            out.append((ids[0], node[ids[0]], {k: v for k, v in node.items()
+                                               if k != ids[0] and isinstance(v, (str, int, float, bool))}))
+        for v in node.values():
+            _things(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            _things(v, out)
+
+
+def test_two_hundred_cache_records_tell_no_contradictory_story(collected, capsys):
+    """Following every thing with an id across a record's responses: its fields stay as they were unless a write
+    (a booking, a cancellation, a date change) came between, in 200 records joined from the cache."""
+    root, templates, db = collected
+    out = root / "coherent.jsonl"
+    assert main(["cache", "synthesize", "--cache", "travel", "--templates", str(templates), "-n", "200", "-o",
+                 str(out), "--db", f"sqlite:///{db}", "--seed", "3"]) == 0
+    writes = {"book_hotel", "book_flight", "cancel_booking", "modify_booking_dates"}
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 200
+    contradictions = []
+    for record in records:
+        known: dict = {}
+        for m in record["messages"]:
+            if m["role"] != "tool":
+                continue
+            if m["name"] in writes:
+                known = {}
+                continue
+            found: list = []
+            _things(json.loads(m["content"]), found)
+            for key, ident, fields in found:
+                before = known.setdefault((key, ident), {})
+                contradictions += [(record["id"], key, ident, f) for f, v in fields.items() if before.get(f, v) != v]
+                before.update(fields)
+    assert contradictions == []
+
+
+def test_a_thing_that_changes_with_no_write_between_is_a_contradiction():
+    from sap.cache.coherence import entity_contradictions
+    from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Trajectory, Turn
+
+    specs = {n: ToolSpec(name=n, description=d, read_only=r) for n, d, r in (
+        ("list_bookings", "List bookings.", True), ("get_booking", "Get a booking.", True),
+        ("cancel_booking", "Cancel a booking.", False))}
+
+    def traj(*calls):
+        made = [ToolCall(call_id=f"c{i}", name=n, args_exec={}, args_prov={}, result=r) for i, (n, r) in enumerate(calls)]
+        return Trajectory(id="t", toolset="x", seed=0, c0={}, turns=[Turn(index=0, state="s", transition=0, calls=made)])
+
+    hotel = {"bookings": [{"booking_id": "B1", "booking_type": "hotel", "status": "confirmed"}]}
+    flight = {"booking_id": "B1", "booking_type": "flight", "status": "confirmed"}
+    assert entity_contradictions(traj(("list_bookings", hotel), ("get_booking", flight)), specs) == [
+        "call 1 (get_booking): booking_id B1 booking_type: 'hotel' -> 'flight'"]
+    cancelled = {"booking_id": "B1", "booking_type": "hotel", "status": "cancelled"}
+    assert entity_contradictions(traj(("list_bookings", hotel), ("cancel_booking", {}), ("get_booking", cancelled)),
+                                 specs) == []  # a write between: the status may change

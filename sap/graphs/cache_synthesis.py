@@ -16,6 +16,7 @@ from langgraph.types import Command
 
 from sap.agents.judge import Judge, RuleJudge, Verdict
 from sap.agents.replies import assistant_reply
+from sap.cache.coherence import entity_contradictions
 from sap.cache.index import CacheIndex
 from sap.cache.query import QueryDraft, QueryWriter, RuleQueryWriter, echo_problems
 from sap.cache.sampling import Sample, SampledStep, Sampler, TemplateAbandoned
@@ -118,7 +119,8 @@ def write_query(state: CacheState, runtime: Ctx) -> dict[str, Any]:
 
 
 def check(state: CacheState, runtime: Ctx) -> dict[str, Any]:
-    """The echo check, the replay of every step through the cache executor and the code check."""
+    """The echo check, the replay of every step through the cache executor, entity coherence across the joined
+    responses and the code check."""
     ctx = runtime.context
     drawn, draft = sample_from_state(state["sample"]), QueryDraft.model_validate(state["draft"])
     problems = echo_problems(drawn, draft)
@@ -134,6 +136,10 @@ def check(state: CacheState, runtime: Ctx) -> dict[str, Any]:
             return {"status": "dropped", "drop_reason": f"replay through the cache: call {k} ({call.name}) gave "
                                                         f"{res.error or 'a different response'}",
                     "drop_kind": DropReason.CACHE_REPLAY.value}
+    problems = entity_contradictions(traj, ctx.specs)
+    if problems:
+        return {"status": "dropped", "drop_reason": "code check: incoherent cached responses: " + "; ".join(problems),
+                "drop_kind": DropReason.CODE_CHECK.value}
     problems = code_check(traj, ctx.specs, leaks=False)  # leaks: the judge (rewritable)
     if problems:
         return {"status": "dropped", "drop_reason": "code check: " + "; ".join(problems),
