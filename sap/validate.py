@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,31 +59,18 @@ def validate_record(record: dict[str, Any], toolset: Toolset, line: int = 0) -> 
     return problems
 
 
-def _open_cache(cache_db: str | None) -> Callable[[str], Toolset]:
-    """Opens a cache by name from `cache_db` (sqlite:///sap.db by default; never created here), to replay
-    cache-mode records on."""
-    def open_cache(name: str) -> Toolset:
-        from sap.cache.store import CacheStore
-        from sap.store.runs import existing_store
-
-        try:
-            return CacheStore(existing_store(cache_db or "sqlite:///sap.db")).load(name).toolset()
-        except KeyError as exc:
-            raise ValueError(exc.args[0]) from None
-
-    return open_cache
-
-
 def validate_file(path: str | Path, toolset_name: str | None = None,
                   cache_db: str | None = None) -> tuple[int, list[Problem]]:
     """(records checked, problems) for a JSONL file; the toolset is `toolset_name` if given, else each record's
     meta.toolset (a built-in name, never a module path: data never names code), and cache-mode records replay on
     their cache in `cache_db`."""
+    from sap.cache.store import cache_opener  # here: sqlalchemy only for files that ask for it
+
     loaded: dict[str, Toolset] = {}
     count, problems = 0, []
     for line, record in read_records(path):
         toolset = toolset_for_data((record.get("meta") or {}).get("toolset"), toolset_name, f"{path}:{line}", loaded,
-                                   _open_cache(cache_db))
+                                   cache_opener(cache_db))
         problems += validate_record(record, toolset, line)
         count += 1
     return count, problems

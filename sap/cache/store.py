@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from sqlalchemy import JSON, Integer, String, UniqueConstraint, func, select
 from sqlalchemy.orm import Mapped, mapped_column
@@ -169,3 +169,17 @@ class CacheStore:
     def save_index(self, cache: str, entries: Iterable[Entry]) -> int:
         """Store entries of an in-memory index; how many were new."""
         return self.add(cache, ((e.function, e.args, e.response) for e in entries))
+
+
+def cache_opener(db_url: str | None) -> Callable[[str], Toolset]:
+    """Opens a cache by name from the run database `db_url` (sqlite:///sap.db by default; never created here), to
+    replay or play cache-mode records on; a missing cache is a ValueError naming it and the caches there."""
+    def open_cache(name: str) -> Toolset:
+        from sap.store.runs import existing_store
+
+        try:
+            return CacheStore(existing_store(db_url or "sqlite:///sap.db")).load(name).toolset()
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
+
+    return open_cache

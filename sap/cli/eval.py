@@ -57,6 +57,8 @@ def add_eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", required=True, help="sap records (JSONL from sap synthesize) or a BFCL multi-turn "
                    "question file")
     p.add_argument("--answers", help="BFCL possible_answer file (default: possible_answer/<same name> beside --data)")
+    p.add_argument("--db", default="sqlite:///sap.db", help="run database holding the caches that cache-mode records "
+                   "(cache:NAME) play on")
     p.add_argument("-o", "--output", help="JSONL of per-task rewards: task_id, rewards (K progress rewards), mean, "
                    "graduated; one line per task as soon as its K rollouts are done")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -74,7 +76,7 @@ def run_eval(args: argparse.Namespace) -> int:
         check_writable(args.output)
     cfg = model_config(args)
     w_atomic, w_orch = reward_weights(args)
-    tasks = load_tasks(args.data, args.answers, args.toolset)
+    tasks = load_tasks(args.data, args.answers, args.toolset, args.db)
     out = LineWriter(args.output) if args.output else None
     try:
         result = evaluate(tasks, cfg, k=args.k, max_steps=args.max_steps, concurrency=args.concurrency,

@@ -24,9 +24,11 @@ __all__ = ["ERROR_KINDS", "EvalResult", "EvalTask", "EvalTurn", "ROLE", "Rollout
            "evaluate", "load_tasks", "run_rollout", "score_rollout", "summarize", "task_from_record", "task_rewards"]
 
 
-def load_tasks(path: str | Path, answers: str | Path | None = None, toolset: str | None = None) -> list[EvalTask]:
+def load_tasks(path: str | Path, answers: str | Path | None = None, toolset: str | None = None,
+               cache_db: str | None = None) -> list[EvalTask]:
     """The tasks of a JSONL file of sap records, or of a BFCL multi-turn question file (with its possible_answer
-    file: `answers`, or possible_answer/<same name> beside it). The format is the first record's."""
+    file: `answers`, or possible_answer/<same name> beside it). The format is the first record's; cache-mode
+    records play on their cache in the run database `cache_db`."""
     rows = list(read_records(path))
     if not rows:
         raise ValueError(f"{path}: no records")
@@ -45,7 +47,9 @@ def load_tasks(path: str | Path, answers: str | Path | None = None, toolset: str
     if fmt != "sap":
         raise ValueError(f"{path}: OpenAI-messages records carry no executable initial state; give sap records "
                          f"(from sap synthesize) or a BFCL multi-turn question file")
-    return tasks_from_records(rows, path, toolset)
+    from sap.cache.store import cache_opener  # here: sqlalchemy only for the files that ask for it
+
+    return tasks_from_records(rows, path, toolset, cache_opener(cache_db))
 
 
 @dataclass

@@ -64,14 +64,15 @@ def task_from_record(record: dict[str, Any], toolset: Toolset) -> EvalTask:
 
 
 def tasks_from_records(records: Iterable[tuple[int, dict[str, Any]]], path: str | Path,
-                       toolset: str | None = None) -> list[EvalTask]:
+                       toolset: str | None = None,
+                       open_cache: Callable[[str], Toolset] | None = None) -> list[EvalTask]:
     """Tasks of (line, record) pairs; each record's toolset is `toolset` if given, else its meta.toolset (a
-    built-in name, never a module path: data never names code)."""
+    built-in name, never a module path: data never names code; a `cache:NAME` opened by `open_cache`)."""
     toolsets: dict[str, Toolset] = {}
     tasks = []
     for line, record in records:
         record_toolset = toolset_for_data((record.get("meta") or {}).get("toolset"), toolset, f"{path}:{line}",
-                                          toolsets)
+                                          toolsets, open_cache)
         try:
             tasks.append(task_from_record(record, record_toolset))
         except (KeyError, TypeError, ValueError) as exc:
