@@ -67,3 +67,18 @@ templates:
       - function: get_hotel
         bind: {hotel_id: {step: 0, path: "$.hotels[*].id"}}
 """
+
+
+def replay_script(records: list[dict]) -> list:
+    """Scripted model replies that replay each record's own assistant messages: its tool calls, then its answers."""
+    from sap.testing import Reply, ToolCalls
+
+    script: list = []
+    for record in records:
+        for m in record["messages"][1:]:
+            if m["role"] == "assistant" and m.get("tool_calls"):
+                script.append(ToolCalls(tuple((tc["function"]["name"], tc["function"]["arguments"])
+                                              for tc in m["tool_calls"])))
+            elif m["role"] == "assistant":
+                script.append(Reply(m["content"] or "ok"))
+    return script

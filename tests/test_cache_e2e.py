@@ -9,7 +9,7 @@ import pytest
 
 from sap.cache.query import RuleQueryWriter
 from sap.cli import main
-from helpers import travel_cache
+from helpers import replay_script, travel_cache
 from sap.executors.python_object import PythonObjectExecutor
 
 
@@ -189,23 +189,15 @@ def test_a_thing_that_changes_with_no_write_between_is_a_contradiction():
 def test_sap_eval_plays_cache_records_on_their_cache(collected, tmp_path, capsys):
     """`sap eval --data <cache records> --db`: the tasks run on the cache, and a model replaying the records' own
     calls scores 1.0; a --db that does not exist is named."""
-    from sap.testing import Reply, ScriptedLLMServer, ToolCalls
+    from sap.testing import ScriptedLLMServer
 
     root, templates, db = collected
     out = tmp_path / "few.jsonl"
     assert main(["cache", "synthesize", "--cache", "travel", "--templates", str(templates), "-n", "3", "-o", str(out),
                  "--db", f"sqlite:///{db}", "--seed", "9"]) == 0
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    script: list = []
-    for record in records:
-        for m in record["messages"][1:]:
-            if m["role"] == "assistant" and m.get("tool_calls"):
-                script.append(ToolCalls(tuple((tc["function"]["name"], tc["function"]["arguments"])
-                                              for tc in m["tool_calls"])))
-            elif m["role"] == "assistant":
-                script.append(Reply(m["content"] or "ok"))
     capsys.readouterr()
-    with ScriptedLLMServer(script) as server:
+    with ScriptedLLMServer(replay_script(records)) as server:
         assert main(["eval", "--data", str(out), "--assistant-model", "openai/scripted", "--api-base",
                      server.api_base, "--db", f"sqlite:///{db}", "-k", "1", "--concurrency", "1", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

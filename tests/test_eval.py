@@ -14,6 +14,7 @@ from sap.eval import evaluate, load_tasks, task_rewards
 from sap.export.records import to_record
 from sap.llm import ModelConfig
 from sap.model import ArgProvenance, Tag, ToolCall, Trajectory, Turn
+from helpers import replay_script
 from sap.testing import Reply, ScriptedLLMServer, ToolCalls
 from sap.toolsets import load_toolset
 
@@ -305,19 +306,6 @@ def test_every_bfcl_v4_multi_turn_ground_truth_call_replays_on_its_tasks_executo
     assert len(watchlists) >= 20 and all(isinstance(w, list) and len(w) > 100 and "..." not in w for w in watchlists)
 
 
-def _replay_script(records: list[dict]) -> list:
-    """Scripted replies that replay each record's own assistant messages: its tool calls, then its answers."""
-    script: list = []
-    for record in records:
-        for m in record["messages"][1:]:
-            if m["role"] == "assistant" and m.get("tool_calls"):
-                script.append(ToolCalls(tuple((tc["function"]["name"], tc["function"]["arguments"])
-                                              for tc in m["tool_calls"])))
-            elif m["role"] == "assistant":
-                script.append(Reply(m["content"] or "ok"))
-    return script
-
-
 def test_replaying_synthesized_records_scores_one_on_everything(tmp_path: Path):
     from sap.api import synthesize
 
@@ -325,7 +313,7 @@ def test_replaying_synthesized_records_scores_one_on_everything(tmp_path: Path):
     path = tmp_path / "store.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     tasks = load_tasks(path)
-    with ScriptedLLMServer(_replay_script(records)) as server:
+    with ScriptedLLMServer(replay_script(records)) as server:
         summary = evaluate(tasks, config(server)).summary
     assert (summary["turn_accuracy"], summary["call_accuracy"], summary["reward"], summary["progress"]) == (1, 1, 1, 1)
     assert sum(summary["errors"].values()) == 0
