@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sap.errors import SapError
 from sap.eval.bfcl import record_toolset
 from sap.export.records import to_record
 from sap.model import ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
@@ -13,7 +14,7 @@ from sap.provenance.external import bfcl_dialogue, infer_nodes, load_bfcl, named
 from sap.provenance.fields import iter_fields
 
 
-class NotASeed(ValueError):
+class NotASeed(SapError, ValueError):
     """A BFCL task that cannot seed variants (a turn without calls, a gold call that fails), naming why."""
 
 
