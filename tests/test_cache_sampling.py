@@ -130,3 +130,34 @@ def test_required_step_cannot_depend_on_an_optional_one():
 def test_template_roundtrips_through_json():
     template = parse_templates(CHAIN, SPECS)[0]
     assert Template.model_validate_json(template.model_dump_json()) == template
+
+
+def test_arguments_bound_through_one_listing_come_from_the_same_item():
+    """A hotel and one of its rooms, both bound from one search: a cached booking that pairs a hotel with another
+    hotel's room is never drawn, and the sources point into the same hotel."""
+    specs = {s.name: s for s in (_spec("search_rooms", "city"), _spec("book", "hotel_id", "room_id"))}
+    template = parse_templates("""
+templates:
+  - name: search-book
+    steps:
+      - function: search_rooms
+      - function: book
+        bind:
+          hotel_id: {step: 0, path: "$.hotels[*].id"}
+          room_id: {step: 0, path: "$.hotels[*].rooms[*].room_id"}
+""", specs)[0]
+    index = CacheIndex()
+    index.add("search_rooms", {"city": "Oslo"}, {"hotels": [{"id": "H1", "rooms": [{"room_id": "R1"}]},
+                                                            {"id": "H2", "rooms": [{"room_id": "R2"}]}]})
+    index.add("book", {"hotel_id": "H1", "room_id": "R2"}, {"booking": "mixed"})  # H2's room booked at H1
+    index.add("book", {"hotel_id": "H2", "room_id": "R2"}, {"booking": "B2"})
+    for seed in range(20):
+        _, book = Sampler(index).sample(template, random.Random(seed)).steps
+        assert book.args == {"hotel_id": "H2", "room_id": "R2"}
+        assert book.sources == {"hotel_id": (0, "$.hotels[1].id"), "room_id": (0, "$.hotels[1].rooms[0].room_id")}
+    index = CacheIndex()
+    index.add("search_rooms", {"city": "Oslo"}, {"hotels": [{"id": "H1", "rooms": [{"room_id": "R1"}]},
+                                                            {"id": "H2", "rooms": [{"room_id": "R2"}]}]})
+    index.add("book", {"hotel_id": "H1", "room_id": "R2"}, {"booking": "mixed"})
+    with pytest.raises(TemplateAbandoned, match="from one item"):
+        Sampler(index, max_restarts=3).sample(template, random.Random(0))

@@ -4,13 +4,14 @@ reverse index and intersect; an empty intersection restarts the chain, and a tem
 `max_restarts` restarts."""
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass, field
 from typing import Any
 
 from sap.cache.index import CacheIndex
 from sap.cache.keys import value_key
-from sap.cache.templates import Template, extract
+from sap.cache.templates import Template, extract, path_tokens
 from sap.errors import SapError
 
 
@@ -42,6 +43,31 @@ class Sample:
         """Per step, the arguments the user must state: those not taken from an earlier response."""
         return [{"function": s.function, "arguments": {p: v for p, v in s.args.items() if p not in s.sources}}
                 for s in self.steps]
+
+
+def _shared_items(a: str, b: str) -> int:
+    """How many leading tokens two binding paths share (`$.hotels[*].id` and `$.hotels[*].rooms[*].room_id`: 2,
+    the hotels list and its item)."""
+    n = 0
+    for x, y in zip(path_tokens(a), path_tokens(b)):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def one_item_paths(bind: dict[str, Any], found: dict[str, list[tuple[str, Any]]],
+                   args: dict[str, Any]) -> dict[str, str] | None:
+    """Concrete source paths of an entry's bound arguments such that arguments bound from one upstream step through
+    a shared listing come from the same item of it (a hotel and one of that hotel's rooms); None if there are none."""
+    options = [[p for p, v in found[param] if value_key(v) == value_key(args[param])] for param in bind]
+    for combo in itertools.product(*options):
+        paths = dict(zip(bind, combo))
+        if all(path_tokens(paths[x])[:k] == path_tokens(paths[y])[:k]
+               for x, y in itertools.combinations(bind, 2) if bind[x].step == bind[y].step
+               for k in [_shared_items(bind[x].path, bind[y].path)]):
+            return paths
+    return None
 
 
 class Sampler:
@@ -83,12 +109,12 @@ class Sampler:
                 pool = ids if pool is None else pool & ids
                 if not pool:
                     return None, f"step {s} ({step.function}): no cached entry takes {param} from step {b.step}"
-            pick = sorted(pool)
+            placed = {i: one_item_paths(step.bind, found, self.index.entries[i].args) for i in sorted(pool)}
+            pick = [i for i, paths in placed.items() if paths is not None]
+            if not pick:
+                return None, f"step {s} ({step.function}): no cached entry takes its bound values from one item"
             entry = self.index.entries[pick[rng.randrange(len(pick))]]
-            sources = {}
-            for param, b in step.bind.items():
-                key = value_key(entry.args[param])
-                path = next(p for p, v in found[param] if value_key(v) == key)
-                sources[param] = (b.step, path)
+            paths = placed[entry.id]
+            sources = {param: (b.step, paths[param]) for param, b in step.bind.items()}
             chosen[s] = SampledStep(s, step.function, entry.id, entry.args, entry.response, sources)
         return [chosen[s] for s in sorted(chosen)], ""
