@@ -76,6 +76,13 @@ def test_a_compound_list_name_counts_entries_not_lists():
     assert "two entries: ALPH and GORI" in reply and "watchlists" not in reply, reply
 
 
+def test_lists_grouped_by_a_key_read_as_groups():
+    sent = {"messages": {"USR005": ["Hey Sarah, are you ready?"], "USR007": ["Loved it", "See you"]}}
+    reply = assistant_reply([_call("get_order_details", sent)], SPECS, random.Random(0))
+    assert "USR005: Hey Sarah, are you ready?; USR007: Loved it and See you" in reply, reply
+    assert "there is one" not in reply
+
+
 def test_the_rule_messenger_replies_without_the_tool_name_or_a_dump():
     turn = Turn(index=0, state="s", transition=0, calls=[_call("get_order_details", ORDER)])
     written = RuleMessenger().write([turn], SPECS, random.Random(3))

@@ -412,11 +412,21 @@ def _say(value: Any, key: str) -> str:
             return _address(value)
         if _subject(value, key)[0]:
             return _label(value, field_words(key))
+        if all(isinstance(v, list) for v in value.values()):  # lists grouped by a key (messages by receiver)
+            return "; ".join(f"{k}: {_group(v, k)}" for k, v in list(value.items())[:MOST_FACTS])
         return "; ".join(f"{field_words(k)} {_say(v, k)}" for k, v in list(value.items())[:MOST_FACTS]
                          if v not in (None, "", [], {}) and not k.startswith("_"))
     if isinstance(value, list):
         return _list_phrase(value, key)
     return "none" if value is None else str(value)
+
+
+def _group(items: list[Any], key: str) -> str:
+    """One group of a grouped listing in words: its first few elements and a count of the rest, or "none"."""
+    if not items:
+        return "none"
+    rest = len(items) - SHOWN
+    return _join([_say(i, key) for i in items[:SHOWN]] + ([f"{_count(rest)} more"] if rest > 0 else []))
 
 
 def _person(value: dict[str, Any]) -> str | None:
