@@ -4,7 +4,8 @@ calls) and replayed by `sap validate`, and the user text's diversity (self-BLEU-
 of up to 400 user requests, bare confirmations left out) beside the same figures for BFCL's own user turns
 (BFCL_v4_multi_turn_base.json); per toolset also the tools no record calls and, for BFCL classes, the share of
 records calling each of BFCL's five most-tested tools of the class beside BFCL's own share (its possible_answer
-file); one table per toolset, then one JSON line.
+file); one table per toolset, then, over the BFCL sets together, the share of argument values taken from an
+earlier call's result and from an earlier turn's (`bfcl_depth`), then one JSON line.
 
 Each table also gives the turn shape: calls per turn (over the user requests that make calls; a bare yes to a
 policy's recap counts with the request it confirms), the share of calls the user
@@ -180,6 +181,25 @@ def fresh_set(toolset: str, n: int, seed: int, mix: dict[str, float],
     return summary.records, time.perf_counter() - start
 
 
+def earlier_turn_outputs(records: list[dict[str, Any]]) -> int:
+    """Arguments bound from the result of a call of an earlier turn (prev_output across turns, not a same-turn
+    prerequisite's)."""
+    return sum(a.get("tag") == "prev_output" and (a.get("source") or {}).get("turn", p["turn"]) < p["turn"]
+               for r in records for p in r["provenance"] for a in p["args"].values())
+
+
+def bfcl_depth(rows: list[dict[str, Any]]) -> dict[str, float] | None:
+    """The BFCL sets together: the share of argument values from an earlier call's result, and from an earlier
+    turn's (the ground-truth issue's measure, and its stricter reading); None without BFCL sets."""
+    bfcl = [r for r in rows if r["toolset"].startswith("bfcl/")]
+    args = sum(r["arguments"] for r in bfcl)
+    if not args:
+        return None
+    return {"sets": len(bfcl), "arguments": args,
+            "prev_output_share": round(sum(r["depth"]["prev_output_share"] * r["arguments"] for r in bfcl) / args, 4),
+            "earlier_turn_share": round(sum(r["earlier_turn_outputs"] for r in bfcl) / args, 4)}
+
+
 def quality_row(toolset: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     """The audit of one set plus its `sap validate` pass count."""
     from sap.audit import audit_records
@@ -190,6 +210,7 @@ def quality_row(toolset: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     valid = sum(not validate_record(r, ts, i) for i, r in enumerate(records))
     return {"toolset": toolset, "records": len(records), "validate_pass": valid, **report.summary(),
             "turn_shape": turn_shape(records, report.summary()["checks"]["dictated_call"]["count"]),
+            "earlier_turn_outputs": earlier_turn_outputs(records),
             "chains": dataset_stats(records)["chains"], "diversity": diversity(user_sample(records, 0)),
             "coverage": tool_coverage(toolset, records, bfcl_tool_shares())}
 
@@ -272,8 +293,12 @@ def main() -> None:
         print_table(row, reference)
         rows.append(row)
     totals = {key: sum(r["checks"][key]["count"] for r in rows) for key in (rows[0]["checks"] if rows else {})}
-    print(json.dumps({"n": args.n, "seed": args.seed, "mix": args.mix, "user_style": args.user_style, "totals": totals, "bfcl_user_text": reference,
-                      "toolsets": rows}))
+    depth = bfcl_depth(rows)
+    if depth:
+        print(f"\nBFCL sets together ({depth['sets']}, {depth['arguments']} arguments): from an earlier call's result "
+              f"{depth['prev_output_share']:.1%}, from an earlier turn's {depth['earlier_turn_share']:.1%}")
+    print(json.dumps({"n": args.n, "seed": args.seed, "mix": args.mix, "user_style": args.user_style, "totals": totals,
+                      "bfcl_depth": depth, "bfcl_user_text": reference, "toolsets": rows}))
 
 
 if __name__ == "__main__":
