@@ -197,7 +197,8 @@ def _beyond_bound(name: str, schema: dict[str, Any], bound: dict[str, Any]) -> d
     low, _, rest = name.partition("_")
     other = {"max": "min_", "min": "max_"}.get(low, "") + rest
     value = bound.get(other) if rest else None
-    if schema.get("type") not in ("number", "integer") or isinstance(value, bool) or not isinstance(value, (int, float)):
+    if schema.get("type") not in ("number", "integer") or isinstance(value, bool) \
+            or not isinstance(value, (int, float)):
         return schema
     return {**schema, "minimum": value} if low == "max" else {**schema, "maximum": value}
 

@@ -153,6 +153,16 @@ def holds_as_much(candidate: dict[str, tuple[int, set[str]]], seed: dict[str, tu
                for path, (count, marks) in seed.items())
 
 
+def _first_fitting(toolset: Toolset, draws: list[int], wanted: dict[str, tuple[int, set[str]]]
+                   ) -> tuple[int, dict[str, Any]] | None:
+    """(seed, c0) of the first drawn c0 that holds as much as `wanted` (a seed c0's profile), or None."""
+    for draw in draws:
+        c0 = toolset.sample_config(draw)
+        if holds_as_much(c0_profile(c0), wanted):
+            return draw, c0
+    return None
+
+
 class VariantPlanner:
     """Plans a round: the seed's skeleton with every function that kept failing in earlier rounds (the memory)
     replaced by a same-role substitute not tried yet, a fresh c0 seed, and the narrative written by `planner`."""
@@ -172,12 +182,11 @@ class VariantPlanner:
         turns = [[replace(s, tool=substitutions.get(s.tool, s.tool)) for s in slots] for slots in skeleton_of(seed)]
         wanted = c0_profile(seed.c0)
         draws = [variant_c0_seed(seed.id, index, round_, k) for k in range(C0_DRAWS)]
-        fitting = next((d for d in draws if holds_as_much(c0_profile(toolset.sample_config(d)), wanted)), None)
-        c0_seed = draws[0] if fitting is None else fitting
+        fitting = _first_fitting(toolset, draws, wanted)
         own = fitting is None and toolset.sample_config(seed.seed) != seed.c0  # a world the sampler did not make
+        c0_seed, c0 = fitting or (draws[0], seed.c0 if own else toolset.sample_config(draws[0]))
         specs = {t.name: t for t in toolset.tools}
-        narrative = self.planner.narrate(NarrativeRequest(toolset.name, seed.c0 if own else
-                                                          toolset.sample_config(c0_seed),
+        narrative = self.planner.narrate(NarrativeRequest(toolset.name, c0,
                                                           [[task_phrase(specs[s.tool]) for s in slots] for slots in turns]))
         return VariantPlan(turns, c0_seed, narrative, substitutions, own_c0=own)
 
@@ -199,7 +208,7 @@ def binding_matches(binding: Binding, slot: CallSlot) -> bool:
     return all(name in binding.args_prov for name in slot.tags)
 
 
-def _a_setting(schema: dict[str, Any]) -> bool:
+def _carries_intent(schema: dict[str, Any]) -> bool:
     """Whether a parameter is a setting that carries the request's intent: a choice among few values (an enum, a
     flag, a list of enum members: "START", lock, all four doors) or a position on a bounded scale (a brake pedal
     pressed fully, 1.0 of 0..1). A variant keeps the seed's, where a name, an amount or a date is drawn anew."""
@@ -214,7 +223,8 @@ class TopologyPlanner:
     A binding whose edges differ, or that repeats an earlier call of the tool (refused as a repeat, it would leave
     the variant one call short), is redrawn (up to `tries` times, each with a seed derived from the request's; the
     later half with the earlier calls' values among those to avoid), else the first is returned and the topology
-    check decides. The seed's settings (`_a_setting`) stay as they were, through the planner's `combinations`."""
+    check decides. The seed's settings (`_carries_intent`) stay as they were, through the planner's
+    `combinations`."""
 
     def __init__(self, inner: Planner, plan: VariantPlan, tries: int = 16) -> None:
         self.inner, self.plan, self.tries = inner, plan, tries
@@ -225,7 +235,8 @@ class TopologyPlanner:
         base = req.rng.getrandbits(64)
         first = None
         done = [h.call.args_exec for h in req.history if h.call.ok and h.call.name == req.spec.name]
-        settings = {name: value for name, value in slot.stated.items() if _a_setting(req.spec.properties.get(name, {}))}
+        settings = {name: value for name, value in slot.stated.items()
+                    if _carries_intent(req.spec.properties.get(name, {}))}
         combinations = [settings] if settings else req.combinations
         for k in range(self.tries):
             avoid = done if k >= self.tries // 2 else []  # late tries steer clear of the earlier calls' values

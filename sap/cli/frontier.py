@@ -3,6 +3,7 @@ per-task zones, the rollout log and the summary."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tomllib
@@ -69,7 +70,10 @@ def _seeds(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     rows = list(read_records(args.data))
     if not rows:
         raise ValueError(f"{args.data}: no records")
-    if "question" in rows[0][1] and "provenance" not in rows[0][1]:  # a BFCL question file
+    first = None
+    with contextlib.suppress(ValueError):  # an unknown first record is named by the check below
+        first = detect_format(rows[0][1])
+    if first == "bfcl":
         rows = _bfcl_rows(args)
     for line, record in rows:
         try:

@@ -10,7 +10,14 @@ from sap.errors import SapError
 from sap.eval.bfcl import record_toolset
 from sap.export.records import to_record
 from sap.model import ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
-from sap.provenance.external import bfcl_dialogue, infer_nodes, load_bfcl, named_arguments, parse_call
+from sap.provenance.external import (
+    bfcl_dialogue,
+    bfcl_user_text,
+    infer_nodes,
+    load_bfcl,
+    named_arguments,
+    parse_call,
+)
 from sap.provenance.fields import iter_fields
 
 
@@ -78,10 +85,8 @@ def bfcl_seed_record(record: dict[str, Any]) -> dict[str, Any]:
                 call = call.model_copy(update={"result": res.value, "ok": True})
                 calls.append((t, i, call))
                 made.append(call)
-            messages = record["question"][t]
-            messages = [messages] if isinstance(messages, dict) else messages
-            user = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
-            turns.append(Turn(index=t, state=f"t{t + 1}", transition=t, calls=made, user_message=user))
+            turns.append(Turn(index=t, state=f"t{t + 1}", transition=t, calls=made,
+                              user_message=bfcl_user_text(record["question"][t])))
     finally:
         if hasattr(ex, "close"):
             ex.close()

@@ -8,7 +8,7 @@ from typing import Any
 
 from sap.eval.tasks import EvalTask, EvalTurn
 from sap.model import Toolset
-from sap.provenance.external import bfcl_dialogue, infer_nodes, parse_call
+from sap.provenance.external import bfcl_dialogue, bfcl_user_text, infer_nodes, parse_call
 from sap.rewards.calls import GoldCall
 from sap.toolsets import UnknownToolset, load_toolset
 from sap.toolsets.bfcl import LONG_CONTEXT, PREFIX, backend_class
@@ -62,8 +62,7 @@ def task_from_bfcl(record: dict[str, Any]) -> EvalTask:
     tags = iter(infer_nodes(bfcl_dialogue(record)))
     turns = []
     for t, messages in enumerate(record["question"]):
-        messages = [messages] if isinstance(messages, dict) else messages
-        text = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+        text = bfcl_user_text(messages)
         gold = []
         for call in record["ground_truth"][t] if t < len(record["ground_truth"]) else []:
             name, args = parse_call(call)

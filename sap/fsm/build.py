@@ -176,7 +176,8 @@ _IDENTIFIER = re.compile(r"(?:^|_)ids?$", re.I)
 def _a_setting(spec: ToolSpec, name: str) -> bool:
     """Whether a parameter is a setting the user chooses (a number or a flag), not a thing it names (an integer
     `order_id` names an order)."""
-    return spec.properties.get(name, {}).get("type") in ("number", "integer", "boolean") and not _IDENTIFIER.search(name)
+    kind = spec.properties.get(name, {}).get("type")
+    return kind in ("number", "integer", "boolean") and not _IDENTIFIER.search(name)
 
 
 def action_tools(roles: dict[str, ToolRole]) -> list[str]:

@@ -158,7 +158,8 @@ def topology(state: VariantState, runtime: Ctx) -> dict[str, Any]:
     record["id"] = f"{state['seed_record']['id']}.v{state.get('index', 0)}"
     record["meta"] = {**record["meta"], "rods": {
         "seed_id": state["seed_record"]["id"], "variant": state.get("index", 0), "round": state["round"],
-        "c0_seed": made.c0_seed, "own_c0": made.own_c0, "substitutions": made.substitutions, "narrative": made.narrative,
+        "c0_seed": made.c0_seed, "own_c0": made.own_c0, "substitutions": made.substitutions,
+        "narrative": made.narrative,
         "memory": state.get("memory", [])}}
     return {"records": [record], "status": "kept", "reason": None}
 

@@ -429,6 +429,12 @@ def replay_bfcl(record: dict[str, Any]) -> list[ReplayedCall] | None:
         ex.close()
 
 
+def bfcl_user_text(messages: Any) -> str:
+    """The user's words of one BFCL question turn (a message or a list of them, possibly empty)."""
+    messages = [messages] if isinstance(messages, dict) else messages
+    return "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+
+
 def bfcl_dialogue(record: dict[str, Any], replay: bool = True) -> Dialogue:
     """The dialogue of a BFCL question record merged with its ground truth (see `load_bfcl`).
 
@@ -447,10 +453,7 @@ def bfcl_dialogue(record: dict[str, Any], replay: bool = True) -> Dialogue:
                  kind=_bfcl_kind(rid), turns=len(questions))
     replayed = iter(replay_bfcl(record) or []) if replay else iter(())
     for turn, messages in enumerate(questions):
-        if isinstance(messages, dict):
-            messages = [messages]
-        text = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
-        d.events.append(("user", turn, text))
+        d.events.append(("user", turn, bfcl_user_text(messages)))
         for call in truth[turn] if turn < len(truth) else []:
             try:
                 name, args = parse_call(call)

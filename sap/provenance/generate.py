@@ -340,6 +340,10 @@ def _typical_range(name: str, schema: dict[str, Any], c0: Any = None) -> dict[st
     """`schema` with the usual range of a quantity at the ends its bounds leave open: the span of the values c0
     holds of the quantity the name ends in (`min_price` -> the prices of c0's stocks), a card code's three digits,
     a cabin temperature in degrees Celsius, a speed in miles per hour, a road distance."""
+    given_lo = "minimum" in schema or "exclusiveMinimum" in schema
+    given_hi = "maximum" in schema or "exclusiveMaximum" in schema
+    if given_lo and given_hi:
+        return schema
     held = c0_values(name.rsplit("_", 1)[-1], c0, (int, float)) if c0 is not None else []
     low = name.lower()
     if len(held) >= 2:
@@ -350,8 +354,6 @@ def _typical_range(name: str, schema: dict[str, Any], c0: Any = None) -> dict[st
         typical = next((span for word, span in _TYPICAL_SPANS if word in low), None)
     if typical is None:
         return schema
-    given_lo = "minimum" in schema or "exclusiveMinimum" in schema
-    given_hi = "maximum" in schema or "exclusiveMaximum" in schema
     out = {**({} if given_lo else {"minimum": typical[0]}), **({} if given_hi else {"maximum": typical[1]}), **schema}
     lo, hi = out.get("minimum", out.get("exclusiveMinimum")), out.get("maximum", out.get("exclusiveMaximum"))
     if lo >= hi and given_lo != given_hi:  # the one given end lies beyond the typical span: the span moves to it

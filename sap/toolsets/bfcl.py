@@ -54,8 +54,8 @@ BFCL_COMBINATIONS = [
 # conversion the fuel to add, the fuel level a gallon amount to convert. TravelAPI verifies only its own user, whose
 # names c0 holds as `user_first_name` and `user_last_name`. MessageAPI's get_user_id answers with a `user_id`, the
 # receiver a message goes to. TradingBot names stocks by symbol: a company's symbol (get_symbol_by_name), the watch
-# list's entries and a sector's `stock_list` are the stocks the other tools look up, watch, filter or sell. MathAPI answers every operation with a bare `result`, which the next operation's
-# operands take.
+# list's entries and a sector's `stock_list` are the stocks the other tools look up, watch, filter or sell. MathAPI
+# answers every operation with a bare `result`, which the next operation's operands take.
 ENTRY_NAMES = ["current_directory_content", "$.GorillaFileSystem.root.*.contents.*~"]
 OPERANDS = ("a", "b", "number", "value", "base", "part", "whole")
 VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {

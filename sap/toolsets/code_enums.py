@@ -1,9 +1,10 @@
 """Valid values of string parameters read from a method's own code: the keys of the dict it tests them against
-or looks them up in with a fallback answer, or the literals of an if/elif chain comparing them with `==`; and the combinations of values several parameters are
-tested for together."""
+or looks them up in with a fallback answer, or the literals of an if/elif chain comparing them with `==`; and the
+combinations of values several parameters are tested for together."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 import textwrap
@@ -65,8 +66,10 @@ def _fallback_lookups(func: ast.AST, params: set[str], tables: dict[str, list[st
     return found
 
 
+@functools.cache
 def _source_function(method: Callable[..., Any]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The parsed definition of `method`, or None if its source is unavailable."""
+    """The parsed definition of `method` (parsed once for `checked_values` and `accepted_combinations`), or None if
+    its source is unavailable."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
     except (OSError, TypeError, SyntaxError):
