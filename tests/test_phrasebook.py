@@ -65,6 +65,7 @@ def _write(tmp_path: Path, text: str) -> Path:
      'when = [{ if = { overwrite = true }, requests = ["move {source} over {destination}"] }]\n', "mv", "when[0].if",
      "'overwrite'"),
     ('[tools.mv]\nrequests = ["move {source}"]\n[tools.mv.nouns]\nsrc = "file"\n', "mv", "nouns", "'src'"),
+    ('[tools.mv]\nrequests = ["[move|shift {source} to {destination}"]\n', "mv", "requests", "unclosed '['"),
 ])
 def test_a_bad_phrase_file_is_refused_naming_file_tool_and_field(tmp_path, body, tool, field, words):
     path = _write(tmp_path, body)
@@ -73,6 +74,16 @@ def test_a_bad_phrase_file_is_refused_naming_file_tool_and_field(tmp_path, body,
     text = str(err.value)
     assert str(path) in text and f"tool {tool!r}" in text and words in text
     assert field is None or f"field {field!r}" in text
+
+
+def test_alternations_read_every_way_and_each_reading_is_checked(tmp_path):
+    path = _write(tmp_path, '[tools.mv]\nrequests = ["[move|shift] {source} [over |]to {destination}[| for me]"]\n')
+    readings = load_phrase_file(path, SPECS).tools["mv"].requests
+    assert len(readings) == 8 and "shift {source} over to {destination} for me" in readings
+    assert "move {source} to {destination}" in readings and not any("  " in r or "[" in r for r in readings)
+    bad = _write(tmp_path, '[tools.mv]\nrequests = ["move {source} [to {destination}|into {target}]"]\n')
+    with pytest.raises(PhraseBookError, match=r"\{target\}"):
+        load_phrase_file(bad, SPECS)
 
 
 def _toolset_of_file(path: Path) -> str:

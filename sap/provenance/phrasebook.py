@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from sap.alternation import AlternationError, expand_all
 from sap.errors import ToolsetError
 from sap.model import ToolSpec
 from sap.provenance.paraphrase import synonym_spans, varied_pattern
@@ -82,6 +83,15 @@ def _strings(raw: Any, file: str, tool: str | None, field: str) -> tuple[str, ..
     return tuple(s.strip() for s in raw)
 
 
+def _readings(texts: tuple[str, ...], file: str, tool: str | None, field: str) -> tuple[str, ...]:
+    """Phrases with their [a|b] alternations expanded (every reading, so each is checked and drawn), or a
+    PhraseBookError naming the field."""
+    try:
+        return tuple(expand_all(texts))
+    except AlternationError as exc:
+        raise PhraseBookError(str(exc), file=file, tool=tool, field=field) from exc
+
+
 def _check_placeholders(texts: tuple[str, ...], params: Mapping[str, Any], file: str, tool: str, field: str) -> None:
     """Every placeholder must name a parameter of the tool."""
     for i, text in enumerate(texts):
@@ -105,6 +115,7 @@ def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases
     goals = _strings(raw.get("goals", []), file, name, "goals")
     _check_placeholders(requests, params, file, name, "requests")
     _check_placeholders(goals, params, file, name, "goals")
+    requests, goals = _readings(requests, file, name, "requests"), _readings(goals, file, name, "goals")
     found = raw.get("found")
     if found is not None:
         found = _strings([found], file, name, "found")[0]
@@ -121,7 +132,7 @@ def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases
                                       field=f"{field}.if")
         texts = _strings(entry.get("requests"), file, name, f"{field}.requests")
         _check_placeholders(texts, params, file, name, f"{field}.requests")
-        when.append(Conditional(dict(entry["if"]), texts))
+        when.append(Conditional(dict(entry["if"]), _readings(texts, file, name, f"{field}.requests")))
     if not requests and not when:
         raise PhraseBookError("needs `requests` or `when`", file=file, tool=name)
     nouns = raw.get("nouns", {})
@@ -169,7 +180,8 @@ def load_phrase_file(path: Path, specs: Mapping[str, ToolSpec]) -> PhraseBook:
         if name not in specs:
             raise PhraseBookError(f"unknown tool (the toolset has: {', '.join(sorted(specs))})", file=file, tool=name)
         tools[name] = _tool_phrases(name, table, specs[name], file)
-    return PhraseBook(tools, _strings(raw.get("intros", []), file, None, "intros"))
+    intros = _strings(raw.get("intros", []), file, None, "intros")
+    return PhraseBook(tools, _readings(intros, file, None, "intros"))
 
 
 def phrase_file_names(toolset: str) -> list[str]:
@@ -212,7 +224,7 @@ def _conditionals() -> dict[str, list[Conditional]]:
     for path in sorted(PHRASE_DIR.glob("*.toml")):
         for name, table in tomllib.loads(path.read_text(encoding="utf-8")).get("tools", {}).items():
             for entry in table.get("when", []):
-                out.setdefault(name, []).append(Conditional(dict(entry["if"]), tuple(entry["requests"])))
+                out.setdefault(name, []).append(Conditional(dict(entry["if"]), tuple(expand_all(entry["requests"]))))
     return out
 
 
@@ -230,6 +242,12 @@ def _merge_split(part: str, first: bool) -> tuple[str, str]:
         if start < cut < end:
             cut = start
     return part[:cut], part[cut:]
+
+
+@lru_cache(maxsize=None)
+def phrase_regex(text: str) -> re.Pattern[str]:
+    """`phrase_pattern` compiled, case-insensitive (cached: a phrase book's conditional readings are many)."""
+    return re.compile(phrase_pattern(text), re.I)
 
 
 def phrase_pattern(text: str) -> str:
@@ -257,6 +275,6 @@ def conveyed(message: str, tool: str, param: str, value: Any) -> bool:
     wording conveys the value ("unlock the doors" for unlock = true) without writing it."""
     for entry in _conditionals().get(tool, []):
         if param in entry.cond and entry.cond[param] == value and \
-                any(re.search(phrase_pattern(r), message, re.I) for r in entry.requests):
+                any(phrase_regex(r).search(message) for r in entry.requests):
             return True
     return False
