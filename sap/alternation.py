@@ -45,13 +45,14 @@ def _sequence(text: str, pos: int) -> tuple[list[str], int]:
 
 
 def expansions(text: str) -> list[str]:
-    """Every phrase a text with [a|b] groups reads as, spaces tidied ("[just |]check  it" -> "just check it",
-    "check it"), duplicates dropped, in order."""
+    """Every phrase a text with [a|b] groups reads as, spaces tidied inside ("[just |]check  it" -> "just check
+    it", "check it"; a leading or trailing space is kept: ", then {y}" and " and {y}" are both pieces), duplicates
+    and blank readings dropped, in order."""
     found, pos = _sequence(text, 0)
     if pos < len(text):
         raise AlternationError(f"'{text[pos]}' outside a group at character {pos} in {text!r}")
-    tidy = (re.sub(r"\s+([,.;:!?])", r"\1", re.sub(r"\s{2,}", " ", e)).strip() for e in found)
-    return list(dict.fromkeys(t for t in tidy if t))
+    tidy = (re.sub(r"(?<=\S)\s+([,.;:!?])", r"\1", re.sub(r"\s{2,}", " ", e)) for e in found)
+    return list(dict.fromkeys(t for t in tidy if t.strip()))
 
 
 def expand_all(texts: Iterable[str]) -> list[str]:

@@ -19,6 +19,10 @@ def test_duplicate_readings_are_dropped_in_order():
     assert expand_all(["[a|a] b", "a b", "c"]) == ["a b", "c"]
 
 
+def test_a_piece_keeps_its_leading_space():
+    assert expansions(" and [then |]{y}") == [" and then {y}", " and {y}"]
+
+
 @pytest.mark.parametrize("text, words", [("[a|b", "unclosed '['"), ("a]b", "']' outside a group"),
                                          ("a|b", "'|' outside a group")])
 def test_brackets_that_do_not_pair_are_refused_naming_the_place(text, words):

@@ -6,63 +6,108 @@ import random
 import re
 from collections.abc import Sequence
 
-_OPENERS = ["Could you {x}?", "Can you {x}?", "Please {x}.", "{X}, please.", "I'd like you to {x}.",
-            "Would you {x}?", "I need you to {x}.", "Go ahead and {x}.", "Could you please {x}?",
-            "When you get a chance, {x}.", "Would you be able to {x}?", "I was hoping you could {x}.",
-            "Quick one: {x}.", "Can you please {x}?", "{X} - thanks.", "Do me a favor and {x}.",
-            "If you could {x}, that would be great.", "I'd appreciate it if you could {x}.", "Can I ask you to {x}?",
-            "Mind if I ask you to {x}?", "Could you {x} for me?", "Would you kindly {x}?", "Hoping you can {x}.",
-            "{X} when you have a second.", "Okay so, {x}.", "Right, {x}.", "So I need you to {x}.",
-            "Help me out and {x}.", "Any chance you could {x}?", "{X} if you can.", "First thing: {x}.",
-            "{X}, if that's alright.", "Please could you {x}?", "How about you {x}?",
-            "Let's see, {x}.", "You can {x} now.", "Could you go ahead and {x}?", "Be a star and {x}.",
-            "{X} - that's the main thing.", "It'd help a lot if you could {x}.", "Here's what I need: {x}.",
-            "Could I get you to {x}?", "See if you can {x}.", "I'm after one thing: {x}.", "{X}, would you?",
-            "{X} whenever you're ready.", "Try to {x}.", "My request: {x}.", "You could {x} for me."]
-_GREETINGS = ["Hi!", "Hello.", "Hey there.", "Hi there!", "Good morning!", "Hey!", "Good afternoon.", "Hiya.",
-              "Morning!", "Evening!", "Hi, hope you're well."]
-_LEAD_SENTENCES = ["Thanks.", "Great.", "OK.", "Perfect, thanks.", "Got it.", "Thank you!", "Alright.", "Nice.",
-                   "That's helpful.", "Good to know.", "Cool.", "Super, thanks.", "Okay, great.", "Makes sense.",
-                   "Lovely.", "Thanks for that.", "Hmm, OK.", "Right.", "Brilliant.", "Good stuff.", "Noted.",
-                   "Excellent.", "Wonderful, cheers.", "Fair enough.", "Okay, noted.", "Ah, good.", "Sounds good.",
-                   "Interesting.", "Great, that helps.", "Appreciate it.", "Okay, that works.", "Perfect.",
-                   "Ah, I see.", "That's what I expected.", "Nice one.", "Fab."]
-_LEAD_CLAUSES = ["Now", "Next,", "Also,", "And", "Alright,", "One more thing:", "Now,", "Then", "OK, now", "After that,",
-                 "Moving on,", "While we're at it,", "Another thing:", "On top of that,", "Next up,", "Oh, and",
-                 "Following on from that,", "In the meantime,", "Separately,", "On another note,", "Meanwhile,",
-                 "With that done,", "Good, so", "Okay, so", "Before I forget,", "Additionally,", "Now then,",
-                 "Right, next:", "Switching gears,", "Building on that,", "As a next step,", "Oh, also,",
-                 "Next on my list:", "Alright then,", "Last thing for now:"]
-_CHAINS = [", then {y}", " and then {y}", ", and after that {y}", " and {y}", ", and once that's done, {y}",
-           ", and also {y}", "; then {y}", " and afterwards {y}", ", plus {y}", ", followed by {y}", ", then go on to {y}",
-           " before you {y}", ", and when you're done {y}", ", and next {y}", "; after that, {y}"]
-_SECOND_SENTENCES = ["Then {y}.", "After that, {y}.", "Once that's done, {y}.", "Also, {y}.", "And then {y}.",
-                     "When that's done, please {y}.", "Then please {y}.", "Afterwards, {y}.", "Next, {y}.",
-                     "When you're done with that, {y}.", "After that, could you {y}?", "Then could you also {y}?",
-                     "With that out of the way, {y}.", "Following that, {y}.", "Then I'd like you to {y}.",
-                     "Once you've got that, {y}.", "After you do that, {y}.", "Second, {y}.",
-                     "Then, if it's not too much, {y}.", "Straight after, {y}.", "Then I need you to {y}."]
-_STATEMENT_LEADS = ["Also, {y}.", "Oh, and {y}.", "And {y}.", "Besides that, {y}.", "One other thing: {y}.",
-                    "Plus, {y}.", "On a related note, {y}."]
+from sap.alternation import expand_all
+
+# Every pool below is written with [a|b] alternations (sap/alternation.py) and read in all its expansions, so two
+# messages rarely share their wording around the request.
+_OPENERS = expand_all([
+    "[Could|Can|Would|Will] you [please |possibly |maybe |kindly |][go ahead and |]{x}[| for me]?",
+    "[Please|Kindly] {x}[| for me].",
+    "{X}[, please| please| for me| - thanks| if you can| when you have a sec| whenever it suits you].",
+    "I'd [like|really like] you to {x}[| for me].",
+    "I'd [appreciate it|be grateful|be glad|be happy] if you could {x}.",
+    "[I need|I'll need|I want|I'd want] you to {x}[| now| next| for me].",
+    "[When|Whenever] you [get|have] a [chance|moment|minute|second], {x}.",
+    "Would you be [able|willing] to {x}?",
+    "I was [hoping|wondering if] you could {x}.",
+    "[Quick one|Quick request|Small thing|Easy one]: {x}.",
+    "Do me a [favor|favour|quick favour] and {x}.",
+    "If you could {x}, that would be [great|brilliant|a big help|perfect|lovely].",
+    "[Can|Could|May] I ask you to {x}?",
+    "Mind [if I ask you to {x}|helping me out: {x}]?",
+    "[Hoping|I'm hoping] you can {x}.",
+    "[Okay|OK|Alright|Right|So], {x}.",
+    "Help me [out |]and {x}.",
+    "Any chance you could {x}[| today| soon]?",
+    "[First|First thing|To start|To begin with|For starters]: {x}.",
+    "How about you {x}[| now| first]?",
+    "[Let's see|Let me think|Hmm], {x}.",
+    "Be a [star|gem|sweetheart|hero] and {x}.",
+    "It'd [help a lot|be really handy|save me a lot of time|make my day] if you could {x}.",
+    "Here's what [I need|I want|I'm after]: {x}.",
+    "Could I get you to {x}?",
+    "See if you can {x}.",
+    "[My request|The task|What I need] [is this|for now]: {x}.",
+    "{X}, [would you|could you|will you|can you]?",
+    "{X} [whenever you're ready|when you're free|once you're ready|at your leisure].",
+    "[Try to|Try and|Please try to] {x}.",
+    "You could {x} for me[| if that's okay| if it's no bother].",
+    "[Got|Have] a [sec|moment|minute]? {X}.",
+    "[Is it possible|Would it be possible] [to|for you to] {x}?",
+    "[Just|Simply] {x}[| for me| please].",
+])
+_GREETINGS = expand_all([
+    "[Hi|Hello|Hey|Hiya|Howdy|Greetings][| there][!|.]", "Good [morning|afternoon|evening][!|.]",
+    "[Morning|Evening|Afternoon][!|.]", "Hi, [hope you're well|hope you're doing well|hope your day's going well].",
+    "[Hello|Hi|Hey] [again|there], [it's me|quick question|I need a hand].", "Hey, [thanks for picking this up.|got a minute?]",
+    "[Hello|Hi], [I could use some help|I need a bit of help|I've got a few things for you][.|!]"])
+_LEAD_SENTENCES = expand_all([
+    "[Thanks|Thank you|Cheers|Ta][.|!| for that.| so much.]", "[Great|Perfect|Brilliant|Lovely|Excellent|Super|Nice|"
+    "Wonderful|Fab|Awesome|Cool][.|!|, thanks.|, that helps.|, that's what I needed.]",
+    "[OK|Okay|Alright|Right|Fine][.|, got it.|, noted.|, makes sense.|, good to know.]",
+    "[Got it|Noted|Understood|Makes sense|Fair enough|Sounds good|That works|Good to know|Appreciate it][.|!]",
+    "[Ah|Oh|Hmm][, I see.|, okay.|, good.|, interesting.|, right.]",
+    "That's [helpful|useful|what I expected|good to know|a relief|handy|exactly what I needed][.|, thanks.]",
+    "[Nice one|Good stuff|Nicely done|Well done|Spot on][.|!]"])
+_LEAD_CLAUSES = expand_all([
+    "Now", "[Now|Next|Also|Alright|Then|So|Okay|Right|Meanwhile|Additionally|Separately|Besides],",
+    "And", "Then", "[OK|Okay|Good|Alright|Right], [now|so]", "[One more thing|Another thing|Something else|"
+    "Next on my list|Last thing for now|Next item|Also important]:", "[After that|Following on from that|With that done|"
+    "With that sorted|Now that's done|Moving on|While we're at it|On top of that|In the meantime|On another note|"
+    "Switching gears|Building on that|As a next step|Before I forget|Changing topic|Next up|While I think of it],",
+    "Oh, [and|also|one more thing,]", "Now then,"])
+_CHAINS = expand_all([
+    ", then {y}", " and then {y}", ", [and |]after that[,|] {y}", " and {y}", ", and once that's [done|finished|sorted], {y}",
+    ", and also {y}", "; then {y}", " and afterwards {y}", ", plus {y}", ", followed by {y}", ", then go on to {y}",
+    " before you {y}", ", and when you're [done|finished|through] {y}", ", and next {y}", "; after that, {y}",
+    ", and [straight|right] after that {y}", "; [once|when] that's [done|out of the way], {y}", " and, after that, {y}"])
+_SECOND_SENTENCES = expand_all([
+    "[Then|Next|Afterwards|After that] {y}.", "[Then|After that|Afterwards|Next|Following that|Straight after|Second|"
+    "Once you have that|After you do that|When you're done with that|With that out of the way|Once that's done|"
+    "When that's done], {y}.",
+    "[Then|After that|Next|Afterwards][,|] [could|can|would] you [also |]{y}?", "[Then|After that|Next][,|] please {y}.",
+    "And then {y}.", "Also, {y}.", "Then [I'd like|I need|I want] you to {y}.", "Then, if it's not too much [trouble|to ask], {y}.",
+    "[After|Once] that's [done|sorted|finished], [I'd like|I need] you to {y}.", "[The next step|Step two|Next up] is to {y}.",
+    "[When|Once] you've [got that|done that|finished that], [please |]{y}."])
+_STATEMENT_LEADS = expand_all([
+    "[Also|Besides that|Plus|On a related note|Separately|By the way], {y}.", "[And|Oh, and] {y}.",
+    "[One other thing|Another thing|Something else]: {y}."])
 _AHEAD_LEADS = ["", "Oh, and ", "Also, ", "By the way, ", "Before I forget, ", "Just so you know, ", "One more detail: ",
-                "Side note: ", "Heads up, ", "While I think of it, "]
-_AHEAD_CORES = ["the {n} I'll want later is {v}", "later on I'll want {v} for the {n}", "the {n} should be {v} further on",
-                "{v} is the {n} for a later step", "use {v} as the {n} when we get there", "the {n} for afterwards is {v}",
-                "keep {v} in mind as the {n}", "I'm going to need the {n} set to {v} down the line",
-                "save {v} for the {n} later", "we'll need {v} as the {n} at some point",
-                "the {n} will end up being {v}", "make a note of {v} as the {n} for later"]
+                "Side note: ", "Heads up, ", "While I think of it, ", "For later, ", "Note for later: "]
+_AHEAD_CORES = expand_all([
+    "the {n} I'll want [later|down the line|further on|afterwards] is {v}", "[later on|down the line|further on] I'll "
+    "[want|need] {v} for the {n}", "the {n} should be {v} [further on|later|afterwards]", "{v} is the {n} for a later step",
+    "use {v} as the {n} when we get [there|to it|that far]", "the {n} for afterwards is {v}",
+    "keep {v} in mind as the {n}", "I'm going to need the {n} set to {v} [down the line|later|in a bit]",
+    "save {v} for the {n} [later|for later]", "we'll need {v} as the {n} [at some point|later|in a bit]",
+    "the {n} will end up being {v}", "make a note of {v} as the {n}[| for later]", "remember {v} for the {n} later"])
 _AHEAD = [lead + (core if lead else core[:1].upper() + core[1:]) + "." for lead in _AHEAD_LEADS for core in _AHEAD_CORES]
-_CLOSERS = [" Thanks!", " Thank you.", " Thanks a lot.", " Appreciate it.", " Cheers.", " Many thanks.",
-            " Thanks so much.", " Much appreciated.", " Thanks in advance!", " You're a star.", " Ta!", " Thanks a bunch.",
-            " I owe you one.", " Thanks, that'd be a big help.", " Grateful as always.", " Thank you kindly.",
-            " Thanks heaps.", " That would really help."]
-_FACT_FRAMES = ["{x}.", "{x}.", "For reference, {x}.", "In case you need it, {x}.", "Just so you have it, {x}.",
-                "Oh, {x}.", "FYI, {x}."]
-_TAILS = [" for me", " if you can", " real quick", " right away", " when you get a moment", " please", " now",
-          " as well", " too", " for me please", " if possible", " whenever you can", " at your convenience", " today",
-          " while you're at it", " if you don't mind", " asap", " when you have a minute", " before I head out",
-          " since I'm in a bit of a rush", " so I can plan the rest of my day", " before my next meeting",
-          " while I grab a coffee", " so I know where things stand", " before I forget"]
+_CLOSERS = [" " + c for c in expand_all([
+    "[Thanks|Thank you][!|.| a lot.| so much.| in advance!| kindly.]", "[Many thanks|Cheers|Ta|Thanks heaps|"
+    "Thanks a bunch][!|.]",
+    "[Appreciate it|Much appreciated|Grateful as always|You're a star|I owe you one|You're a lifesaver][.|!]",
+    "[That|This] would [really help|be a big help|save me a lot of hassle|make things easier][.|!]",
+    "Thanks, that'd be a [big|huge|real] help."])]
+_FACT_FRAMES = expand_all(["{x}.", "{x}.", "{x}.", "[For reference|In case you need it|Just so you have it|FYI|For the record|"
+                           "If it helps|So you know|For what it's worth][,|:] {x}.", "Oh, {x}.", "[Also|By the way], {x}."])
+_TAILS = [" " + t for t in expand_all([
+    "for me[| please]", "if [you can|possible|you don't mind|that's alright|it's no trouble]", "[real quick|right away|asap|now|today]",
+    "when you [get|have] a [moment|minute|second|chance]", "please", "[as well|too|while you're at it]",
+    "[whenever you can|at your convenience|when it suits you]",
+    "before [I head out|my next meeting|the end of the day|lunch|I forget|I log off]",
+    "since I'm [in a bit of a rush|short on time|about to head out]",
+    "so I [can plan the rest of my day|know where things stand|can move on|can get on with my day]",
+    "while I [grab a coffee|make a call|check something else]"])]
 
 
 def capitalized(text: str) -> str:
@@ -70,16 +115,18 @@ def capitalized(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-_MODALS = ["Could you", "Can you", "Would you", "Will you", "Could you possibly", "Can you please", "Would you please",
-           "Could you quickly", "Can you just", "Could you kindly", "Would you mind helping me and", "Might you",
-           "Can you maybe", "Could you try to", "Would you be so kind as to", "Are you able to", "Can you go ahead and",
-           "Could you also", "Can you quickly", "Would you just"]
-_FRAMES = ["I need you to", "I'd like you to", "I want you to", "I'm hoping you can", "I'd love it if you could",
-           "It'd be great if you could", "I'd be grateful if you could", "Please", "Kindly", "Just", "Help me and",
-           "Your job now:", "Okay,", "So,", "Right,", "Hey, could you", "Now I need you to", "I'd really like you to",
-           "What I'd like is for you to", "Ideally you'd", "The next step is to", "Let's have you", "Go on and",
-           "If it's no trouble,", "I'm asking you to", "All I need is for you to", "Basically,", "Alright,",
-           "Honestly, just", "My ask:"]
+_MODALS = expand_all([
+    "[Could|Can|Would|Will|Might] you", "[Could|Can|Would] you [possibly|please|quickly|just|kindly|maybe|also]",
+    "Would you mind helping me [and|out and]", "Could you try to", "Would you be so kind as to",
+    "Are you able to", "[Can|Could] you go ahead and", "Is there any way you could", "Do you think you could"])
+_FRAMES = expand_all([
+    "[I need|I want|I'd like|I'd really like|I would like] you to", "I'm hoping you can", "I'd love it if you could",
+    "It'd be [great|ideal|handy|super helpful] if you could", "I'd be [grateful|thankful|happy] if you could",
+    "Please", "Kindly", "Just", "Help me and", "[Your job now|Your next job|Next task for you]:", "[Okay|So|Right|Alright|Well],",
+    "Now I [need|want] you to", "What I'd like is for you to", "Ideally you'd",
+    "The [next step|plan] is to", "Let's have you", "Go on and", "If it's no trouble,", "I'm asking you to",
+    "All I need is for you to", "Basically,", "Honestly, just", "My ask:", "[Ok|Okay|Alright], next I'd like you to",
+    "What I'm after is for you to", "The idea is to", "For this one, please", "I'd like to have you"])
 
 
 def _echoes(lead: str, body: str) -> bool:
@@ -87,6 +134,9 @@ def _echoes(lead: str, body: str) -> bool:
     you also ...")."""
     words = re.findall(r"[a-z']{3,}", lead.lower())
     return bool(set(words) & set(re.findall(r"[a-z']+", body.lower())[:5]))
+
+
+_STUTTER = re.compile(r"\b(for me|just|please|go ahead and|also|now|too|as well|first|if you can)(?:,?\s+\1)+\b", re.I)
 
 
 def opened(request: str, rng: random.Random) -> str:
@@ -102,7 +152,8 @@ def opened(request: str, rng: random.Random) -> str:
         template = rng.choice(_OPENERS)
     if rng.random() < 0.25:
         request += rng.choice(_TAILS)
-    return capitalized(template.replace("{X}", capitalized(request)).replace("{x}", request))
+    text = capitalized(template.replace("{X}", capitalized(request)).replace("{x}", request))
+    return _STUTTER.sub(r"\1", text)  # an opener's words the request repeats ("just just", "for me for me")
 
 
 def joined(requests: Sequence[str], rng: random.Random) -> str:

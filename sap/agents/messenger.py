@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from sap.agents.composer import ahead_note, compose_message
+from sap.alternation import expand_all
 from sap.agents.requests import (
     Wording,
     conveyed_arguments,
@@ -26,21 +27,33 @@ from sap.provenance.phrasebook import PLACEHOLDER, phrase_book, placeholders
 from sap.provenance.selectors import ordinal
 from sap.text import describe_value, humanize, result_noun, words_of
 
-_REVEAL_ONE = ["Oh, it's {v}.", "Sorry - it's {v}.", "The {n} is {v}.", "Right, {v}.", "It's {v}.",
-               "Sorry, I should have said: {v}.", "Use {v}.", "{v}, please.", "Good point - {v}.", "Ah, {v}.",
-               "My bad, it's {v}.", "Go with {v}.", "The one I want is {v}.", "That'd be {v}.",
-               "Oops, forgot that: {v}.", "Make it {v}.", "{v} is the one.", "Should be {v}.",
-               "Let's go with {v} for the {n}.", "For the {n}, use {v}."]
-_NAMED = ["I'm {v}", "I'm {v}", "my name is {v}", "this is {v}", "the name's {v}"]
-_OWN = ["my {n} is {v}", "my {n} is {v}", "{v} is my {n}", "the {n} on my account is {v}"]
-_GIVEN = ["the {n} is {v}", "the {n} should be {v}"]
-_WHICH = ["The one I mean is {r}.", "I'm talking about {r}.", "That's {r}.", "I mean {r}."]
-_LATER = ["Later on I'll also want you to {p}.", "After that, I'll need you to {p}.", "At some point I'll ask you to {p}.",
-          "Heads up: later I'll want you to {p}.", "Further on, I'm planning to have you {p}.",
-          "Down the line I'll want to {p}.", "I'll also want to {p} at some point."]
-_FIRST = ["You may need to {p} first.", "Go ahead and {p} first.", "Feel free to {p} first.", "{P} first if needed."]
-_REVEAL_MANY = ["Sorry - {x}.", "Oh, right: {x}.", "Of course: {x}.", "Sure, {x}.", "Good catch - {x}.",
-                "My mistake: {x}.", "Ah yes, {x}.", "Here you go: {x}.", "Right, so {x}."]
+_REVEAL_ONE = expand_all([
+    "[Oh|Sorry|Ah|Oops|Right|Of course|My bad|Good point], [it's|that's|it should be|that'd be] {v}.", "The {n} is {v}.",
+    "It's {v}[| by the way].", "Sorry, I should have said: {v}.", "[Use|Go with|Make it|Try] {v}[| please| for that].",
+    "{v}, please.", "The one I [want|mean|have in mind] is {v}.", "[Oops|Whoops|Sorry], forgot [that|to say]: {v}.",
+    "{v} is the one[| I meant| I want].", "Should be {v}.", "Let's go with {v} for the {n}.",
+    "For the {n}, [use|take|go with] {v}.", "[I meant|I'm after|I want] {v}[| for the {n}]."])
+_NAMED = ["I'm {v}", "I'm {v}", "my name is {v}", "this is {v}", "the name's {v}", "{v} here", "it's {v} speaking"]
+_OWN = ["my {n} is {v}", "my {n} is {v}", "{v} is my {n}", "the {n} on my account is {v}", "my {n} should be {v}",
+        "you'll find my {n} is {v}"]
+_GIVEN = ["the {n} is {v}", "the {n} should be {v}", "the {n} to use is {v}", "take {v} as the {n}"]
+_WHICH = expand_all([
+    "[The one I mean|The one I'm after|The one I want|What I have in mind] is {r}.",
+    "I'm [talking about|thinking of|referring to|after] {r}.", "[That's|It's] {r}[| I mean].", "I mean {r}.",
+    "[Specifically|To be specific|To be clear|Just to be clear], [I mean|it's|that's] {r}."])
+_LATER = expand_all([
+    "[Later on|Down the line|At some point|A bit later|Once we get there|After that][,|] I'll [also |]"
+    "[want|need|ask] you to {p}.",
+    "[Heads up|Just so you know|Fair warning|Also|By the way]: [later|at some point|after this] "
+    "I'll [want|need] you to {p}.", "I'm [planning|going] to have you {p} [later|at some point|down the line|after this].",
+    "[The|My] plan is for you to {p} [later|after that|at some point].",
+    "[Down the line|Later], I'll [also |]want to {p}.", "I'll [also |]want to {p} [at some point|later on|after this]."])
+_FIRST = expand_all([
+    "You [may|might|will probably|will likely] [need|have] to {p} first.", "[Go ahead and|Feel free to|Remember to|Be sure to] "
+    "{p} first.", "{P} first [if needed|if you have to|if that's required|if necessary]."])
+_REVEAL_MANY = expand_all([
+    "[Sorry|Good catch|My mistake|Whoops|Oh, right|Of course|Ah yes|Here you go|Right, so|Sure][ -|:|,] {x}.",
+    "[I forgot to say|I should have mentioned|I left that out]: {x}."])
 
 
 class Messenger(Protocol):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sap.agents.judge import content_words, stem
+from sap.alternation import expand_all
 from sap.provenance.paraphrase import vary
 from sap.model import Selector, Tag, ToolCall, ToolSpec, item_key, key_field, split_item_key
 from sap.provenance.phrasebook import DETERMINER, PLACEHOLDER, PhraseBook, ToolPhrases, placeholders
@@ -21,26 +22,32 @@ from sap.text import describe_value, first_sentence, task_phrase, words_of
 
 _STATUS = r"(?:pending|delivered|processed|cancelled|current|existing|active|upcoming)"  # a state word before a noun
 _PREPOSITION = r"(?:on|at|for|to|into|in|from|by|with|until|under|onto|as|of|about|called|named)"
-_SAME_TURN = ["that {n}", "the {n} that turns up", "the {n} you get from that", "the resulting {n}",
-              "whatever {n} comes back", "the {n} it shows", "the {n} that comes out of it", "the {n} you end up with",
-              "the {n} from that step", "whichever {n} it gives you"]
-_LAST_TURN = ["the {n} you just found", "that {n}", "the {n} from your last answer", "that same {n}",
-              "the {n} you just gave me", "the {n} you just showed me", "this {n}", "the {n} we just looked at",
-              "the {n} from a moment ago", "the {n} you just mentioned", "the {n} you came back with",
-              "the {n} you just pulled up", "the {n} in your reply", "the {n} you just listed",
-              "the {n} you reported", "the {n} we got just now"]
-_EARLIER = ["the {n} you found earlier", "the {n} from before", "that {n} from earlier", "the {n} you gave me earlier",
-            "the {n} we saw before", "the {n} you showed me earlier", "the {n} from a while ago",
-            "the earlier {n}", "the {n} you dug up before", "the {n} that came up earlier on",
-            "the {n} from one of your earlier answers", "the {n} we found a bit ago", "the {n} you looked up before",
-            "the {n} from further up"]
-_STATED = ["the {n} I mentioned earlier", "the same {n} as before", "the {n} I gave you before",
-           "that {n} I told you about", "my {n} from before", "the {n} I said earlier", "the {n} I brought up",
-           "the {n} I shared before", "the {n} I noted earlier", "the {n} from my earlier message",
-           "the {n} I flagged before", "the {n} I passed you earlier", "the {n} I told you"]
-_STATED_LATEST = ["the {n} I mentioned last", "the most recent {n} I gave you", "the latest {n} I mentioned",
-                  "the {n} I gave you most recently", "the last {n} I told you"]
-_STATED_NTH = ["the {o} {n} I mentioned", "the {o} {n} I gave you", "the {o} {n} I told you about"]
+# Reference pools are written with [a|b] alternations (sap/alternation.py), read in all their expansions. Only
+# the pools for a latest selector hold recency words ("latest", "most recent", "last"): a reader and `sap audit`
+# take those as which one is meant.
+_SAME_TURN = expand_all([
+    "that {n}", "the {n} that [turns|comes|shows] up", "the {n} you get [from that|out of that|back]", "the resulting {n}",
+    "whatever {n} [comes back|you get|it gives you|turns up]", "the {n} it [shows|gives you|returns|reports]",
+    "the {n} that comes out of it", "the {n} you end up with", "the {n} from that step", "whichever {n} it gives you",
+    "the {n} [you find|you see|that appears] there"])
+_LAST_TURN = expand_all([
+    "the {n} you [just |][found|showed me|gave me|mentioned|pulled up|listed|reported|came back with|turned up|dug up]",
+    "that [same |]{n}", "this {n}", "the {n} [in|from] your [reply|answer|message][| just now| a moment ago]",
+    "the {n} we [just |][looked at|got|saw|found]", "the {n} from a [moment|minute|second] ago",
+    "the {n} you [mentioned|showed|named] [just now|a moment ago|right there|above]"])
+_EARLIER = expand_all([
+    "the {n} you [found|gave me|showed me|looked up|dug up|pointed out|came up with] [earlier|before|a while ago|earlier on]",
+    "the {n} from [before|earlier|earlier on|a while back|further up]", "that {n} from [earlier|before|a bit ago]",
+    "the {n} we [saw|found|looked at|came across] [before|earlier|a bit ago]", "the earlier {n}",
+    "the {n} that came up [earlier|before|earlier on]", "the {n} from one of your earlier [answers|replies]"])
+_STATED = expand_all([
+    "the {n} I [mentioned|gave you|told you|said|shared|noted|flagged|passed you|brought up] [earlier|before|a bit ago]",
+    "the same {n} as before", "that {n} I told you about", "my {n} from [before|earlier]",
+    "the {n} from my earlier message", "the {n} I [already |]gave you", "the {n} I brought up"])
+_STATED_LATEST = expand_all([
+    "the {n} I [mentioned|gave you|told you|said] last", "the [most recent|latest] {n} I [gave you|mentioned|told you]",
+    "the {n} I gave you most recently", "the last {n} I [told you|gave you|mentioned]"])
+_STATED_NTH = expand_all(["the {o} {n} I [mentioned|gave you|told you about|listed|named]"])
 _EXTRA_LEADS = [", with {x}", ", using {x}", "; use {x}", " - {x}", ", and go with {x}", "; I want {x}",
                 ", taking {x}", ", going with {x}"]
 
@@ -125,12 +132,13 @@ class Wording:
         return self.phrases(tool).nouns.get(param) or parameter_noun(self.specs[tool], param)
 
 
-_WHERE = ["in that list", "on that list", "you listed", "in the results", "from that listing", "shown there",
-          "in what you found", "that came up", "in the list you gave me", "there", "in your list", "on the list you showed",
-          "among those results", "you came up with", "in the rundown you gave", "from what you pulled up",
-          "in those results", "you turned up"]
-_WHERE_LATEST = ["in the latest list", "in the most recent results", "from the most recent listing",
-                 "in the last list you gave me", "in your latest results", "from the last lookup", "in the most recent list"]
+_WHERE = expand_all([
+    "[in|on] [that|the|your] list", "in [the|those|your] results", "from [that|the|your] listing", "shown there",
+    "you listed", "that came up", "[in|from] what you [found|pulled up|showed me]", "among [those|the] results",
+    "in the rundown you gave", "you [turned up|came up with|dug up]", "[on|in] the list you [showed|gave] me", "there"])
+_WHERE_LATEST = expand_all([
+    "in the [latest|most recent|last] [list|results|listing|rundown]", "from the [latest|most recent|last] "
+    "[lookup|listing|search]", "in your [latest|most recent|last] [results|list|answer]"])
 _WITH = ["whose {f} is {v}", "with {f} {v}", "that has {f} {v}", "where the {f} is {v}", "with the {f} {v}",
          "showing {f} {v}", "listed with {f} {v}", "that shows {v} as its {f}", "marked {f} {v}", "with {v} as the {f}"]
 _CALLED = ["called {v}", "named {v}", "called {v}"]  # a name field: "the item called Coffee Maker"
@@ -144,8 +152,10 @@ def criterion(sel: Selector, rng: random.Random) -> str:
     return rng.choice(_CALLED if field.lower() in _NAME_FIELDS else _WITH).format(f=field, v=value)
 
 
-_LATEST = ["from the most recent results", "you found last", "from the latest lookup", "that came up last",
-           "from your latest answer", "in the last results", "from your most recent answer", "you looked up last"]
+_LATEST = expand_all([
+    "[from|in] the [most recent|latest] results", "from the [most recent|latest|last] [lookup|search]",
+    "you [found|looked up|pulled up] last",
+    "that came up last", "from your [latest|most recent|last] [answer|reply]"])
 
 
 _VAGUE_HEADS = {"id", "number", "name", "value", "type", "level", "mode", "setting", "option", "amount", "list", "text"}
@@ -188,10 +198,10 @@ def output_reference(noun: str, sel: Selector, value: Any, rng: random.Random) -
     return f"the {noun} " + rng.choice(_LATEST)
 
 
-_FOUND = ["you found", "you just found", "you showed me", "that came up", "you pulled up", "we saw", "you got",
-          "you turned up", "you mentioned", "you gave me", "from your answer", "from the results", "you looked up",
-          "you came back with", "you listed", "you dug up", "you reported", "from that lookup", "we got back",
-          "in your reply"]
+_FOUND = expand_all([
+    "you [found|showed me|pulled up|got|turned up|mentioned|gave me|looked up|came back with|listed|dug up|reported|"
+    "came across|brought up]", "that came up", "we [saw|got back|found]",
+    "from [your answer|the results|that lookup|your reply|that search]", "in your [reply|answer]"])
 _WHEN = {"same": ["", " there", " in that step", " from that"],
          "just": ["", " just now", " a moment ago", " right there", " above"],
          "earlier": [" earlier", " before", " a while ago", " earlier on", " the first time"]}

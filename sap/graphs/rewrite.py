@@ -38,6 +38,7 @@ from sap.agents.messenger import ClarifyRequest, Mention, RuleMessenger, reveal_
 from sap.provenance.phrasebook import phrase_book
 from sap.agents.requests import Wording
 from sap.agents.withheld import WithheldRequest, WithheldValue
+from sap.alternation import expand_all
 from sap.errors import SapError
 from sap.executors.base import replay_fresh
 from sap.llm import LLMRoleError
@@ -64,21 +65,17 @@ _CANNOT = ["I'm sorry, but I can't {task} with the tools I have available right 
            "I'm not able to {task} with my current tools, so I can't complete this request for now."]
 _CANNOT_PLAIN = ["I'm sorry, but I can't do that with the tools I have available right now.",
                  "Unfortunately none of the tools I currently have can handle that request, so I'm unable to do it."]
-_HANDOFF = ["I've added the tool for that now, please go ahead.",
-            "I've just given you access to the tool you need. Please go ahead with my request.",
-            "The tool for that is available to you now; please continue.",
-            "Okay, you should have what you need for that now. Try again?",
-            "I've sorted out access on my end - you can do it now.",
-            "That capability is switched on for you now, so please carry on.",
-            "You've got the right tool now. Go ahead with what I asked.",
-            "Access is enabled now; could you give it another go?",
-            "I just turned that on for you. Please continue with my request.",
-            "Fixed - you can handle that request now, please proceed.",
-            "Right, that should be available to you now. Carry on, please.",
-            "I've given you what you were missing, so go ahead and finish it.",
-            "Try once more - you've got access to that now.",
-            "It's enabled on your side now; please pick up where you left off.",
-            "Sorted. You now have the tool for it, so please do it."]
+_HANDOFF = expand_all([
+    "I've [added|enabled|switched on|set up] the tool for that [now|on my end], [please go ahead|go ahead|carry on|try again]"
+    "[.|!]", "I've just given you access to the tool you need. [Please go ahead with my request.|Give it another try.]",
+    "The tool for that is available to you now; [please continue|carry on|go ahead]."
+    , "[Okay|OK|Right], you should have what you need for that now. [Try again|Give it another go|Can you do it now]?",
+    "I've sorted out access on my end - you can do it now.", "That [capability|feature] is [switched on|enabled|available] "
+    "for you now, so [please carry on|go ahead|have another go].", "You've got the right tool now. [Go ahead with what I "
+    "asked.|Please do it.|Try it again.]", "Access is enabled now; [could|can|would] you give it another go?",
+    "I just turned that on for you. [Please continue with my request.|Try again, please.]",
+    "[Fixed|Done|Sorted] - you can handle that request now[, please proceed|, go ahead|]."
+    , "It's enabled on your side now; please pick up where you left off."])
 
 
 @dataclass(frozen=True)

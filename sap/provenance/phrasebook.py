@@ -87,7 +87,7 @@ def _readings(texts: tuple[str, ...], file: str, tool: str | None, field: str) -
     """Phrases with their [a|b] alternations expanded (every reading, so each is checked and drawn), or a
     PhraseBookError naming the field."""
     try:
-        return tuple(expand_all(texts))
+        return tuple(dict.fromkeys(t.strip() for t in expand_all(texts)))
     except AlternationError as exc:
         raise PhraseBookError(str(exc), file=file, tool=tool, field=field) from exc
 
