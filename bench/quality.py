@@ -5,7 +5,8 @@ of up to 400 user requests, bare confirmations left out) beside the same figures
 (BFCL_v4_multi_turn_base.json); per toolset also the tools no record calls and, for BFCL classes, the share of
 records calling each of BFCL's five most-tested tools of the class beside BFCL's own share (its possible_answer
 file); one table per toolset, then, over the BFCL sets together, the share of argument values taken from an
-earlier call's result and from an earlier turn's (`bfcl_depth`), then one JSON line.
+earlier call's result and from an earlier turn's (`bfcl_depth`), then one JSON line. Per set also the text's shape: assistant texts that dump a
+structure, user texts with a third-person verb where a request needs the base form.
 
 Each table also gives the turn shape: calls per turn (over the user requests that make calls; a bare yes to a
 policy's recap counts with the request it confirms), the share of calls the user
@@ -168,6 +169,32 @@ def tool_coverage(toolset: str, records: list[dict[str, Any]], bfcl: dict[str, d
     return out
 
 
+_RAW = re.compile(r"[{}\[\]]|['\"]\s*:|\b(?:True|False|None)\b|\bitem\(s\)|\bdone \(")  # a dumped structure's marks
+_BASE_SLOT = r"\b(?:you|to|please|Please|I|can't|cannot|and|then|Then)\s+(?:also\s+|just\s+|quickly\s+)?"
+
+
+def third_person_forms(toolset: str) -> set[str]:
+    """The third-person verbs the toolset's descriptions open with ("Checks", "Presses"), lower-case."""
+    verbs = {str(t.description).split()[0].lower().strip(".,:") for t in load_toolset(toolset).tools
+             if str(t.description).split()}
+    return {v for v in verbs if re.fullmatch(r"[a-z]+(?:es|s)", v) and not v.endswith("ss")}
+
+
+def text_shape(toolset: str, records: list[dict[str, Any]]) -> dict[str, int]:
+    """Assistant texts that dump a structure (braces, brackets, Python reprs, "item(s)", "done (...)"; quoted text
+    aside), and user
+    texts with a third-person verb where a request needs the base form ("can you checks", "to presses")."""
+    said = [m["content"] for r in records for m in r["messages"]
+            if m.get("role") == "assistant" and isinstance(m.get("content"), str) and m["content"].strip()]
+    users = [m["content"] for r in records for m in r["messages"]
+             if m.get("role") == "user" and isinstance(m.get("content"), str)]
+    forms = third_person_forms(toolset)
+    wrong = re.compile(_BASE_SLOT + "(?:" + "|".join(map(re.escape, sorted(forms))) + r")\b", re.I) if forms else None
+    unquoted = [re.sub(r"“[^”]*”?", "", t) for t in said]  # quoted file text may hold brackets of its own
+    return {"assistant_texts": len(said), "assistant_dumps": sum(bool(_RAW.search(t)) for t in unquoted),
+            "user_texts": len(users), "third_person": sum(bool(wrong and wrong.search(t)) for t in users)}
+
+
 def diversity(texts: Sequence[str]) -> dict[str, float]:
     """Self-BLEU-4 and distinct-2 of a sample."""
     return {"self_bleu4": round(self_bleu(texts), 3), "distinct2": round(distinct(texts), 3), "sample": len(texts)}
@@ -212,7 +239,7 @@ def quality_row(toolset: str, records: list[dict[str, Any]]) -> dict[str, Any]:
             "turn_shape": turn_shape(records, report.summary()["checks"]["dictated_call"]["count"]),
             "earlier_turn_outputs": earlier_turn_outputs(records),
             "chains": dataset_stats(records)["chains"], "diversity": diversity(user_sample(records, 0)),
-            "coverage": tool_coverage(toolset, records, bfcl_tool_shares())}
+            "coverage": tool_coverage(toolset, records, bfcl_tool_shares()), "text_shape": text_shape(toolset, records)}
 
 
 def request_turns(record: dict[str, Any]) -> list[int]:
@@ -257,6 +284,9 @@ def print_table(row: dict[str, Any], reference: dict[str, float]) -> None:
     for tool, share in cover.get("bfcl_top_tools", {}).items():
         print(f"  BFCL top tool {tool:<28} records calling it: sap {share['sap']:.0%}, BFCL {share['bfcl']:.0%}"
               f"{'' if share['ok'] else '  (below half of BFCL)'}")
+    text = row["text_shape"]
+    print(f"  assistant texts dumping a structure: {text['assistant_dumps']} of {text['assistant_texts']}; user texts "
+          f"with a third-person request verb: {text['third_person']} of {text['user_texts']}")
     div, leak = row["diversity"], row["checks"]["internals_leak"]
     print(f"  user text: self-BLEU-4 {div['self_bleu4']:.3f} (BFCL {reference.get('self_bleu4', float('nan')):.3f}), "
           f"distinct-2 {div['distinct2']:.3f} (BFCL {reference.get('distinct2', float('nan')):.3f}) on "
