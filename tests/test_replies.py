@@ -5,7 +5,7 @@ import random
 import re
 
 from sap.agents.messenger import RuleMessenger
-from sap.agents.replies import assistant_reply
+from sap.agents.replies import assistant_reply, describe_result
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Turn
 from sap.provenance.leaks import find_leaks
 
@@ -121,3 +121,12 @@ def test_a_write_is_acknowledged_without_the_docstring_or_its_alternatives():
         assert "locked the doors of the vehicle" not in said and "lock status is locked" in said, said
         moved = assistant_reply([bare], {"mv": MOVE}, random.Random(seed))
         assert "moved the file into an existing folder" in moved and " or " not in moved, moved
+
+
+def test_yes_no_fields_read_as_states_and_numbered_fields_as_ordinals():
+    diff = describe_result({"diff_lines": "", "file_name1": "a.txt", "file_name2": "b.txt", "identical": True}, "diff")
+    assert "first file name is a.txt" in diff and "second file name is b.txt" in diff and "they are identical" in diff
+    assert "identical: yes" not in diff and "file name 1" not in diff
+    wc = describe_result({"file_name": "a.txt", "number_of_chars": 96, "appended": False}, "wc")
+    assert "the number of chars is 96" in wc and "it was not appended" in wc and "number of number" not in wc
+    assert "it is locked" in describe_result({"is_locked": True}, "lockDoors")

@@ -294,14 +294,31 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
             verb = "read" if _is_plural(field_words(key)) else "reads"
             out.append(f"the {field_words(key)} {verb} \u201c{_say(value, key).strip(chr(0x201c) + chr(0x201d))}\u201d")
         elif isinstance(value, bool):
-            out.append(f"{field_words(key)}: {_say(value, key)}")
+            out.append(_flag_clause(field_words(key), value))
         elif key in ("today", "now"):
             out.append(f"{key} is {_say(value, key)}")
         elif re.fullmatch(r"[a-z]+ed", key):  # a participle ("removed", "appended"): what it names
             out.append(f"{key}: {_say(value, key)}")
         else:
-            out.append(_field_clause(field_words(key), _say(value, key), value))
+            out.append(_field_clause(_numbered(field_words(key)), _say(value, key), value))
     return out
+
+
+def _flag_clause(words: str, value: bool) -> str:
+    """A yes/no field as a clause: a state word said of the thing ("identical" -> "they are identical", "appended"
+    -> "it was not appended"), any other field as "<field>: yes"."""
+    state = re.sub(r"^(?:is|was|has been)\s+", "", words)
+    if " " in state:
+        return f"{words}: {'yes' if value else 'no'}"
+    subject, verb = ("they", "are") if state in ("identical", "equal", "same", "different") else \
+        ("it", "was") if state.endswith("ed") and state == words else ("it", "is")
+    return f"{subject} {verb}{'' if value else ' not'} {state}"
+
+
+def _numbered(words: str) -> str:
+    """A field numbered by a digit as an ordinal ("file name 1" -> "first file name")."""
+    match = re.fullmatch(r"(.+?)\s*([1-3])", words)
+    return f"{('first', 'second', 'third')[int(match.group(2)) - 1]} {match.group(1)}" if match else words
 
 
 def _field_clause(words: str, said: str, value: Any) -> str:
@@ -310,7 +327,7 @@ def _field_clause(words: str, said: str, value: Any) -> str:
     if not _is_plural(words):
         return f"the {words} is {said}"
     if isinstance(value, int) and not isinstance(value, bool):
-        return f"the number of {words} is {said}"
+        return f"the {words} is {said}" if words.startswith("number of") else f"the number of {words} is {said}"
     return f"the {words} are {said}"
 
 
