@@ -129,4 +129,4 @@ def test_yes_no_fields_read_as_states_and_numbered_fields_as_ordinals():
     assert "identical: yes" not in diff and "file name 1" not in diff
     wc = describe_result({"file_name": "a.txt", "number_of_chars": 96, "appended": False}, "wc")
     assert "the number of chars is 96" in wc and "it was not appended" in wc and "number of number" not in wc
-    assert "it is locked" in describe_result({"is_locked": True}, "lockDoors")
+    assert describe_result({"is_locked": True}, "lockDoors") == "It is locked."
