@@ -200,6 +200,19 @@ def test_a_withheld_value_is_left_out_without_announcing_it(withheld):
         assert "{" not in message and "  " not in message, message
 
 
+@pytest.mark.parametrize("withheld", ["state", "zip", "city"])
+def test_a_withheld_part_of_an_address_is_left_out_not_named_vaguely(withheld):
+    from sap.agents.requests import _leave_out
+
+    phrases = ["set my default address to {address1} {address2} in {city}, {state} {zip}",
+               "update my account address: {address1}, {address2}, {city}, {state}, zip {zip}"]
+    for phrase in phrases:
+        for seed in range(10):
+            said = _leave_out(phrase, withheld, withheld, random.Random(seed))
+            assert "{" + withheld + "}" not in said and "one of the" not in said and f"a {withheld}" not in said, said
+            assert not re.search(r",\s*,|,\s*$", said), said
+
+
 def test_a_withheld_yes_no_value_is_not_conveyed_by_a_conditional_wording():
     specs = {t.name: t for t in load_toolset("filesystem").tools}
     for seed in range(20):

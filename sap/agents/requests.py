@@ -262,6 +262,8 @@ def _leave_out(text: str, param: str, noun: str, rng: random.Random) -> str:
     x" -> "move a file to x"."""
     slot = re.escape("{" + param + "}")
     dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{DETERMINER}\s+)?{slot}", "", text, count=1)
+    if dropped == text:  # one part of a run of values ("{city}, {state} {zip}", ", zip {zip}"): left out with its comma
+        dropped = re.sub(rf",\s*(?:[A-Za-z]+\s+){{0,2}}{slot}(?=\s*(?:,|\{{|$))|{slot}\s*,?\s*(?=\{{)|(?<=\}})\s+{slot}", "", text, count=1)
     if dropped != text:
         return dropped
     vague = rng.choice([article(noun), f"one of the {plural(noun)}"])
