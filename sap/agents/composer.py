@@ -139,6 +139,10 @@ def _echoes(lead: str, body: str) -> bool:
 _STUTTER = re.compile(r"\b(for me|just|please|go ahead and|also|now|too|as well|first|if you can)(?:,?\s+\1)+\b", re.I)
 
 
+_SOFTENED = re.compile(r"\b(?:please|for me|if you can|if possible|thanks|when you can|asap|now|today|too|as well)$",
+                       re.I)
+
+
 def opened(request: str, rng: random.Random) -> str:
     """A request as a sentence with an opener ("Could you ...?", "..., please.")."""
     roll = rng.random()
@@ -150,8 +154,8 @@ def opened(request: str, rng: random.Random) -> str:
         template = rng.choice(_FRAMES) + " {x}."
     else:
         template = rng.choice(_OPENERS)
-    if rng.random() < 0.25:
-        request += rng.choice(_TAILS)
+    if rng.random() < 0.25 and re.search(r"\{[xX]\}[?.]$", template) and not _SOFTENED.search(request):
+        request += rng.choice(_TAILS)  # one softener at the end: never after the opener's or the phrase's own
     text = capitalized(template.replace("{X}", capitalized(request)).replace("{x}", request))
     return _STUTTER.sub(r"\1", text)  # an opener's words the request repeats ("just just", "for me for me")
 
