@@ -213,6 +213,14 @@ def test_a_withheld_part_of_an_address_is_left_out_not_named_vaguely(withheld):
             assert not re.search(r",\s*,|,\s*$", said), said
 
 
+def test_a_withheld_amount_takes_its_unit_with_it():
+    from sap.agents.requests import _leave_out
+
+    for phrase in ["fill the tank with {fuelAmount} gallons of fuel", "refuel with {fuelAmount} gallons, fill the tank"]:
+        said = _leave_out(phrase, "fuelAmount", "amount of fuel", random.Random(0))
+        assert "gallons" not in said and "of fuel" not in said.replace("fill the tank", ""), said
+
+
 def test_a_withheld_yes_no_value_is_not_conveyed_by_a_conditional_wording():
     specs = {t.name: t for t in load_toolset("filesystem").tools}
     for seed in range(20):

@@ -250,6 +250,11 @@ def found_reference(noun: str, sel: Selector | None, value: Any, rng: random.Ran
     return f"{whose}my {now}{thing} " + criterion(sel, rng)
 
 
+_UNIT = re.compile(r"\s*(?:%|\s(?:degrees(?:\s+(?:Fahrenheit|Celsius))?|Fahrenheit|Celsius|miles|mph|gallons|liters|"
+                   r"percent|dollars|USD|shares|meters|digits)\b)")
+_WITH_UNIT = rf"(?:{_UNIT.pattern}(?:\s+of\s+[a-z]+)?)?"  # a dropped slot's unit ("gallons of fuel") goes too
+
+
 def _droppable(text: str, param: str) -> bool:
     """Whether a withheld slot sits after a preposition (dropped with it) or right after the opening verb."""
     slot = re.escape("{" + param + "}")
@@ -258,12 +263,13 @@ def _droppable(text: str, param: str) -> bool:
 
 
 def _leave_out(text: str, param: str, noun: str, rng: random.Random) -> str:
-    """The phrase with a withheld slot left out: "book a flight on {date}" -> "book a flight", "move {file} to
-    x" -> "move a file to x"."""
+    """The phrase with a withheld slot left out: "book a flight on {date}" -> "book a flight", "fill the tank with
+    {amount} gallons of fuel" -> "fill the tank" (its unit goes with it), "move {file} to x" -> "move a file to x"."""
     slot = re.escape("{" + param + "}")
-    dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{DETERMINER}\s+)?{slot}", "", text, count=1)
+    dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{DETERMINER}\s+)?{slot}{_WITH_UNIT}", "", text, count=1)
     if dropped == text:  # one part of a run of values ("{city}, {state} {zip}", ", zip {zip}"): left out with its comma
-        dropped = re.sub(rf",\s*(?:[A-Za-z]+\s+){{0,2}}{slot}(?=\s*(?:,|\{{|$))|{slot}\s*,?\s*(?=\{{)|(?<=\}})\s+{slot}", "", text, count=1)
+        dropped = re.sub(rf",\s*(?:[A-Za-z]+\s+){{0,2}}{slot}(?=\s*(?:,|\{{|$))|{slot}\s*,?\s*(?=\{{)|(?<=\}})\s+{slot}",
+                         "", text, count=1)
     if dropped != text:
         return dropped
     vague = rng.choice([article(noun), f"one of the {plural(noun)}"])
@@ -285,7 +291,7 @@ def plan_phrase(entry: ToolPhrases, call: ToolCall, param: str, wording_noun: Ca
         if other == param:
             continue
         slot = re.escape("{" + other + "}")
-        dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{DETERMINER}\s+)?{slot}", "", text, count=1)
+        dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{DETERMINER}\s+)?{slot}{_WITH_UNIT}", "", text, count=1)
         if dropped != text:
             text = dropped
             continue
@@ -318,9 +324,6 @@ class Argument:
 
 _SAME_THING = {"folder": ("directory",), "directory": ("folder",), "file": ("document",)}  # a phrase's word for a
 # noun that a reference to it replaces ("make a directory {dir_name}" -> "make the folder I mentioned")
-_UNIT = re.compile(r"\s*(?:%|\s(?:degrees(?:\s+(?:Fahrenheit|Celsius))?|Fahrenheit|Celsius|miles|mph|gallons|liters|"
-                   r"percent|dollars|USD|shares|meters|digits)\b)")
-
 
 def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
     """A phrase with its slots filled (withheld ones, and any the call does not have, left out); side-by-side
