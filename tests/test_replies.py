@@ -130,3 +130,12 @@ def test_yes_no_fields_read_as_states_and_numbered_fields_as_ordinals():
     wc = describe_result({"file_name": "a.txt", "number_of_chars": 96, "appended": False}, "wc")
     assert "the number of chars is 96" in wc and "it was not appended" in wc and "number of number" not in wc
     assert describe_result({"is_locked": True}, "lockDoors") == "It is locked."
+
+
+def test_a_stock_order_counts_shares_and_a_notice_is_its_own_sentence():
+    order = describe_result({"id": 17514, "order_type": "Buy", "symbol": "NVDA", "price": 208.51, "amount": 4,
+                             "status": "Cancelled"}, "get_order_details")
+    assert order.startswith("Order 17514 is Cancelled") and "four shares" in order and "$4.00" not in order
+    notice = describe_result({"notification": "No significant price changes in the selected stocks."}, "notify")
+    assert notice == "No significant price changes in the selected stocks."
+    assert describe_result({"status": False}, "trading_get_login_status") != "It is not status."

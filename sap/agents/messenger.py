@@ -39,7 +39,7 @@ _OWN = ["my {n} is {v}", "my {n} is {v}", "{v} is my {n}", "the {n} on my accoun
 _GIVEN = ["the {n} is {v}", "the {n} should be {v}", "the {n} to use is {v}", "take {v} as the {n}"]
 _WHICH = expand_all([
     "[The one I mean|The one I'm after|The one I want|What I have in mind] is {r}.",
-    "I'm [talking about|thinking of|referring to|after] {r}.", "[That's|It's] {r}[| I mean].", "I mean {r}.",
+    "I'm [talking about|thinking of|referring to|after] {r}.", "It's {r}[| I mean].", "I mean {r}.",
     "[Specifically|To be specific|To be clear|Just to be clear], [I mean|it's|that's] {r}."])
 _LATER = expand_all([
     "[Later on|Down the line|At some point|A bit later|Once we get there|After that][,|] I'll [also |]"

@@ -34,6 +34,9 @@ WRITE_VERBS = {"set", "update", "modify", "add", "remove", "delete", "create", "
 IRREGULAR = {"send": "sent", "set": "set", "make": "made", "get": "got", "find": "found", "write": "wrote",
              "buy": "bought", "pay": "paid", "read": "read", "run": "ran", "take": "took", "give": "gave", "put": "put",
              "cut": "cut", "shut": "shut", "begin": "began", "go": "went", "do": "did", "turn": "turned"}
+STATE_WORDS = {"identical", "equal", "same", "different", "available", "open", "active", "empty", "valid", "online",
+               "running", "visible", "public", "private", "complete", "ready", "due"}  # a yes/no field said as a state
+SHARE_KEYS = {"amount", "quantity"}  # a count of shares where the object is a stock order (it names a symbol)
 SHORT_STRING = 160  # longest string value quoted whole; longer ones end at a word boundary with "…"
 MOST_FACTS = 4  # fields of one object stated at most
 WRITE_LEADS = ["Done. ", "All set. ", "Okay, that's done. ", "That's taken care of. ", "Finished. ", ""]
@@ -223,8 +226,10 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: set[str]) -> str:
     subject, used = _subject(obj, noun)
     status_key = next((k for k in obj if field_words(k).split()[-1:] == ["status"] and isinstance(obj[k], str)
                        and k not in used), None)
-    message_key = next((k for k in obj if field_words(k).split()[-1:] in (["status"], ["result"], ["message"])
-                        and isinstance(obj[k], str) and len(obj[k].split()) > 1
+    message_key = next((k for k in obj if isinstance(obj[k], str) and len(obj[k].split()) > 1
+                        and (field_words(k).split()[-1:] in (["status"], ["result"], ["message"], ["notification"])
+                             or len(obj[k].split()) >= 4 and obj[k][:1].isupper() and "\n" not in obj[k]
+                             and not _names_thing(k))
                         and (k != status_key or obj[k][:1].isupper())), None)
     message = _message(obj[message_key]) if message_key else ""
     if message_key:  # a message of the result's own ("Navigating to ...", "'a.txt' removed")
@@ -241,6 +246,13 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: set[str]) -> str:
             facts = [f"the {field_words(status_key)} is {_say(obj[status_key], status_key)}"] + facts
         text = _sentence(_join(facts))
     return " ".join(t for t in (_sentence(message), text) if t)
+
+
+def _names_thing(key: str) -> bool:
+    """Whether a field holds a thing's own text rather than a message about the result (a title, name, content,
+    description, address or comment)."""
+    return re.search(r"name|title|content|text|description|address|comment|body|subject|question|answer|bio",
+                     key, re.I) is not None
 
 
 def _message(text: str) -> str:
@@ -295,6 +307,8 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
             out.append(f"the {field_words(key)} {verb} \u201c{_say(value, key).strip(chr(0x201c) + chr(0x201d))}\u201d")
         elif isinstance(value, bool):
             out.append(_flag_clause(field_words(key), value))
+        elif key in SHARE_KEYS and isinstance(value, int) and "symbol" in obj:
+            out.append(f"it is for {_count(value) if value <= 12 else value} share{'' if value == 1 else 's'}")
         elif key in ("today", "now"):
             out.append(f"{key} is {_say(value, key)}")
         elif re.fullmatch(r"[a-z]+ed", key):  # a participle ("removed", "appended"): what it names
@@ -308,7 +322,7 @@ def _flag_clause(words: str, value: bool) -> str:
     """A yes/no field as a clause: a state word said of the thing ("identical" -> "they are identical", "appended"
     -> "it was not appended"), any other field as "<field>: yes"."""
     state = re.sub(r"^(?:is|was|has been)\s+", "", words)
-    if " " in state:
+    if " " in state or not (state.endswith("ed") or state in STATE_WORDS or state != words):
         return f"{words}: {'yes' if value else 'no'}"
     subject, verb = ("they", "are") if state in ("identical", "equal", "same", "different") else \
         ("it", "was") if state.endswith("ed") and state == words else ("it", "is")
@@ -484,6 +498,8 @@ def _tool_noun(tool: str) -> str:
         if w in CUT_WORDS or w == "to":
             words = words[:i]
             break
+    while len(words) > 1 and words[-1].lower() in ("details", "info", "information"):  # "order details 1" -> "order 1"
+        words = words[:-1]
     return " ".join(words) or "result"
 
 
