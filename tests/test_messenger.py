@@ -93,3 +93,11 @@ def test_a_lead_in_never_repeats_a_word_the_request_opens_with():
         text = compose_message(["tell me the symbol Nvidia trades under"], [], False, [], random.Random(seed))
         opening = text[:text.lower().index("tell me")]  # the lead-in and the opener, not a tail ("my next meeting")
         assert len(re.findall(r"(?i)\bnext\b", opening)) <= 1 and len(re.findall(r"(?i)\balso\b", opening)) <= 1, text
+
+
+def test_a_lead_in_keeps_the_case_of_ok_and_i():
+    from sap.agents.composer import compose_message
+
+    for seed in range(200):
+        message = compose_message(["OK, pull up my messages"], [], False, [], random.Random(seed))
+        assert "oK" not in message, message

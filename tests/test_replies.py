@@ -139,3 +139,10 @@ def test_a_stock_order_counts_shares_and_a_notice_is_its_own_sentence():
     notice = describe_result({"notification": "No significant price changes in the selected stocks."}, "notify")
     assert notice == "No significant price changes in the selected stocks."
     assert describe_result({"status": False}, "trading_get_login_status") != "It is not status."
+
+
+def test_a_ticket_is_named_as_a_ticket_and_its_author_as_created_by():
+    text = describe_result({"id": 1, "title": "Roadmap issue", "status": "Open", "priority": 2,
+                            "created_by": "Liam Tanaka"}, "get_ticket")
+    assert text.startswith("Roadmap issue (ticket 1) is Open") and "created by Liam Tanaka" in text
+    assert "the created by" not in text and "result 1" not in text

@@ -228,7 +228,7 @@ def compose_message(requests: Sequence[str], ahead: Sequence[str], first: bool,
         lead = rng.choice(_LEAD_SENTENCES) + " "
     elif roll < 0.6 and not _echoes(clause := rng.choice(_LEAD_CLAUSES), body):
         lead = clause + " "
-        body = body if body.startswith(("I ", "I'")) else body[:1].lower() + body[1:]
+        body = body if re.match(r"I\b|[A-Z]{2}", body) else body[:1].lower() + body[1:]  # "I", "OK" keep their case
     message = lead + body
     for sentence in ahead:
         message += " " + sentence

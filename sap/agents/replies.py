@@ -338,6 +338,8 @@ def _numbered(words: str) -> str:
 def _field_clause(words: str, said: str, value: Any) -> str:
     """"the <field> is <value>", agreeing with a plural field: a count as "the number of removed files is 2",
     other values with "are" ("the tags are #a and #b")."""
+    if re.fullmatch(r"[a-z]+ed (?:by|to|on|at|for|from)", words):  # "created by Rosa Chen", not "the created by is"
+        return f"{words} {said}"
     if not _is_plural(words):
         return f"the {words} is {said}"
     if isinstance(value, int) and not isinstance(value, bool):
@@ -491,9 +493,11 @@ def _arg_facts(args: dict[str, Any], spec: ToolSpec | None) -> str:
 def _tool_noun(tool: str) -> str:
     """What a tool's result is about, in words: get_flight_status -> "flight status", calculate -> "result"."""
     words = field_words(tool).split()
-    while words and words[0].lower() in LEAD_VERBS | WRITE_VERBS | {"posting", "message", "ticket", "trading", "travel",
-                                                                     "all"}:
-        words = words[1:]
+    while len(words) > 1 and words[0].lower() in LEAD_VERBS | WRITE_VERBS | {"posting", "message", "ticket", "trading",
+                                                                              "travel", "all"}:
+        words = words[1:]  # the verb and a class prefix go; the last word stays ("get_ticket" -> "ticket")
+    if words and words[0].lower() in LEAD_VERBS | WRITE_VERBS:
+        words = []
     for i, w in enumerate(words):
         if w in CUT_WORDS or w == "to":
             words = words[:i]
