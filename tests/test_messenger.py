@@ -101,3 +101,10 @@ def test_a_lead_in_keeps_the_case_of_ok_and_i():
     for seed in range(200):
         message = compose_message(["OK, pull up my messages"], [], False, [], random.Random(seed))
         assert "oK" not in message, message
+
+
+def test_words_joined_phrases_say_twice_are_said_once_outside_quotes():
+    from sap.agents.composer import unstuttered
+
+    assert unstuttered('Put the card number on file on file and just just send "please please me".') == \
+        'Put the card number on file and just send "please please me".'

@@ -146,3 +146,7 @@ def test_a_ticket_is_named_as_a_ticket_and_its_author_as_created_by():
                             "created_by": "Liam Tanaka"}, "get_ticket")
     assert text.startswith("Roadmap issue (ticket 1) is Open") and "created by Liam Tanaka" in text
     assert "the created by" not in text and "result 1" not in text
+
+
+def test_a_verb_field_reads_as_a_clause():
+    assert describe_result({"expires_in": 2, "scope": "write"}, "authenticate_travel").startswith("It expires in 2")

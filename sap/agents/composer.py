@@ -136,11 +136,19 @@ def _echoes(lead: str, body: str) -> bool:
     return bool(set(words) & set(re.findall(r"[a-z']+", body.lower())[:5]))
 
 
-_STUTTER = re.compile(r"\b(for me|just|please|go ahead and|also|now|too|as well|first|if you can)(?:,?\s+\1)+\b", re.I)
+_STUTTER = re.compile(r"\b(for me|just|please|go ahead and|also|now|too|as well|first|if you can|on file)(?:,?\s+\1)+\b",
+                      re.I)
 
 
 _SOFTENED = re.compile(r"\b(?:please|for me|if you can|if possible|thanks|when you can|asap|now|today|too|as well)$",
                        re.I)
+
+
+def unstuttered(text: str) -> str:
+    """The text with words said twice in a row by joined phrases said once ("just just", "on file on file"); quoted
+    values are left as they are."""
+    parts = re.split(r'("[^"]*")', text)
+    return "".join(p if i % 2 else _STUTTER.sub(r"\1", p) for i, p in enumerate(parts))
 
 
 def opened(request: str, rng: random.Random) -> str:
@@ -156,8 +164,7 @@ def opened(request: str, rng: random.Random) -> str:
         template = rng.choice(_OPENERS)
     if rng.random() < 0.25 and re.search(r"\{[xX]\}[?.]$", template) and not _SOFTENED.search(request):
         request += rng.choice(_TAILS)  # one softener at the end: never after the opener's or the phrase's own
-    text = capitalized(template.replace("{X}", capitalized(request)).replace("{x}", request))
-    return _STUTTER.sub(r"\1", text)  # an opener's words the request repeats ("just just", "for me for me")
+    return capitalized(template.replace("{X}", capitalized(request)).replace("{x}", request))
 
 
 def joined(requests: Sequence[str], rng: random.Random) -> str:
@@ -234,4 +241,4 @@ def compose_message(requests: Sequence[str], ahead: Sequence[str], first: bool,
         message += " " + sentence
     if rng.random() < 0.15:
         message = message.rstrip() + rng.choice(_CLOSERS)
-    return message
+    return unstuttered(message)

@@ -340,6 +340,8 @@ def _field_clause(words: str, said: str, value: Any) -> str:
     other values with "are" ("the tags are #a and #b")."""
     if re.fullmatch(r"[a-z]+ed (?:by|to|on|at|for|from)", words):  # "created by Rosa Chen", not "the created by is"
         return f"{words} {said}"
+    if re.fullmatch(r"[a-z]+s (?:in|at|on|until|after)", words):  # "it expires in 2", not "the expires in is 2"
+        return f"it {words} {said}"
     if not _is_plural(words):
         return f"the {words} is {said}"
     if isinstance(value, int) and not isinstance(value, bool):
