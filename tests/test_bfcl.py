@@ -279,3 +279,14 @@ def test_a_c0_without_bookings_does_not_hide_the_booking_fields_of_another():
     fsm = RuleFSMBuilder().build(toolset)
     assert "get_booking_history" in fsm.producers["get_flight_cost"]["travel_from"]
     assert toolset.tool("book_flight").properties["travel_class"]["enum"] == ["economy", "business", "first"]
+
+
+def test_a_new_card_is_the_users_own_and_a_flight_may_go_to_the_nearest_airport():
+    """register_credit_card describes a new card: its number is never read off the cards already registered (the
+    write would register one of them again); book_flight may fly to the airport a search found nearest."""
+    fsm = RuleFSMBuilder().build(load_toolset("bfcl/TravelAPI"))
+    card_tags = {e.provenance_tag["register_credit_card"]["card_number"] for e in fsm.transitions
+                 if "register_credit_card" in e.action}
+    assert card_tags == {Tag.self_create}
+    assert "get_nearest_airport_by_city" in fsm.producers["book_flight"]["travel_to"]
+    assert fsm.producers["book_flight"].get("access_token") == ["authenticate_travel"]

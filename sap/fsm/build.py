@@ -157,6 +157,9 @@ def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(
         elif role.kind == "action" and (address_part(name) or _a_setting(role.spec, name)):
             tags[name] = Tag.self_create  # the user's new value: the current one (read back, or c0's) is what the
             # write replaces, and setting it again is a no-op (an address, a flow rate, a switch position)
+        elif role.kind == "action" and _new_of_its_kind(role, name):
+            tags[name] = Tag.self_create  # a new card's number, a new ticket's title: copied from an existing one of
+            # the same kind, the write would register that one again
         elif not initial and has_upstream:
             tags[name] = Tag.prev_output
         elif not initial and restate and name in stated:
@@ -171,6 +174,19 @@ def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(
 
 
 _IDENTIFIER = re.compile(r"(?:^|_)ids?$", re.I)
+_CREATES = re.compile(r"^(?:register|create|add|new|post|make|open)_([a-z]+(?:_[a-z]+)*)$")
+
+
+def _new_of_its_kind(role: ToolRole, name: str) -> bool:
+    """Whether an argument of a creating write (register_credit_card, create_ticket, post_tweet) describes the new
+    thing itself: only results about things of the same kind (the credit card list, a ticket) could feed it, so a
+    value read there belongs to one that exists already; ids, tokens and secrets of other things are not such."""
+    match = _CREATES.match(role.spec.name)
+    producers = role.producers.get(name, [])
+    if match is None or not producers or _IDENTIFIER.search(name) or re.search(r"token|secret|password", name):
+        return False
+    kind = match.group(1).rstrip("s")
+    return all(kind in p for p in producers)
 
 
 def _a_setting(spec: ToolSpec, name: str) -> bool:
@@ -245,7 +261,7 @@ class RuleFSMBuilder:
 
     def cache_key(self) -> str:
         """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
-        return f"rule:{self.probe_seeds}:named-restated:pre"
+        return f"rule:{self.probe_seeds}:named-restated:pre:new-of-kind"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """Probe the toolset, learn preconditions, classify its tools and lay out states and tagged transitions."""

@@ -77,7 +77,9 @@ VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
         "remove_stock_from_watchlist": {"symbol": ["watchlist"]},
         **{tool: {"stocks": ["stock_list", "watchlist"]} for tool in ("filter_stocks_by_price", "notify_price_change")},
     },
-    "TravelAPI": {"verify_traveler_information": {"first_name": ["user_first_name"], "last_name": ["user_last_name"]}},
+    "TravelAPI": {"verify_traveler_information": {"first_name": ["user_first_name"], "last_name": ["user_last_name"]},
+                  **{tool: {"travel_from": ["nearest_airport"], "travel_to": ["nearest_airport"]}
+                     for tool in ("book_flight", "get_flight_cost")}},  # "the airport nearest to Rivermist"
     "MessageAPI": {tool: {"receiver_id": ["user_id"]} for tool in ("send_message", "delete_message")},
     "MathAPI": {tool: {p: ["result"] for p in OPERANDS}
                 for tool in ("absolute_value", "add", "divide", "imperial_si_conversion", "logarithm", "multiply",
