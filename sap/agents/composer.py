@@ -176,9 +176,9 @@ def joined(requests: Sequence[str], rng: random.Random) -> str:
 
 
 def is_statement(request: str) -> bool:
-    """Whether a request is worded as the user's own statement ("I ordered it by mistake, cancel it"), which
-    stands as a sentence of its own rather than after "Could you"."""
-    return re.match(r"(?:I|I'm|I'd|I've|my|we)\b", request, re.I) is not None
+    """Whether a request is worded as the user's own statement ("I ordered it by mistake, cancel it", "let's ..."),
+    which stands as a sentence of its own rather than after "Could you"."""
+    return re.match(r"(?:I|I'm|I'd|I've|my|we|let's|what's|how)\b", request, re.I) is not None
 
 
 def _sentences(requests: Sequence[str], rng: random.Random) -> str:

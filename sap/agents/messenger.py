@@ -243,8 +243,9 @@ def user_facts(call: ToolCall, mentions: Sequence[Mention], wording: Wording, tu
         said = {k: m for k, m in said.items() if k not in prepared[1]}
     for m in said.values():
         own = m.marker == "FROM_CONFIG"  # the user's own facts: "my email address is ..."
-        out.append(rng.choice(_OWN if own else _GIVEN).format(n=wording.noun(call.name, m.param),
-                                                               v=said_value(m.value)))
+        pool = (_OWN if own else _GIVEN) if isinstance(m.value, str) else _OWN[:2] if own else _GIVEN[:2]
+        out.append(rng.choice(pool).format(n=wording.noun(call.name, m.param), v=said_value(m.value)))
+        # a number or flag leads no sentence ("0 is my tweet"): "my tweet is 0"
     which = []
     for m in mentions:  # which one they mean: one among several, or a thing from an earlier turn the step reads
         if m.param not in said and not m.verbatim and (m.selector is not None or m.marker == "FROM_HISTORY"):

@@ -272,7 +272,8 @@ def _leave_out(text: str, param: str, noun: str, rng: random.Random) -> str:
                          "", text, count=1)
     if dropped != text:
         return dropped
-    vague = rng.choice([article(noun), f"one of the {plural(noun)}"])
+    plural_noun = re.search(r"[^s]s$", noun.split()[-1]) is not None if noun.split() else False  # "users"
+    vague = f"some {noun}" if plural_noun else rng.choice([article(noun), f"one of the {plural(noun)}"])
     return re.sub(rf"(?:\b{DETERMINER}\s+)?{slot}", vague, text, count=1)
 
 

@@ -3,6 +3,7 @@ of the same tool, values the user stated for one parameter), shared by the plann
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -178,12 +179,12 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
 
 
 def humanize_key(key: str) -> str:
-    """A listing's key as a singular noun in words for one of its entries: `current_directory_content` -> "current
-    directory content", `stock_list` -> "stock"; a compound list name (`watchlist`) says nothing of what it lists:
+    """A listing's key as a singular noun in words for one of its entries: `stock_list` -> "stock"; a compound list
+    name (`watchlist`) or a container's contents (`current_directory_content`) says nothing of what it lists:
     "entry"."""
     if key.endswith("_list"):
         key = key[:-len("_list")]
-    elif key.lower().endswith("list"):
+    elif key.lower().endswith("list") or re.search(r"_contents?$", key):  # a folder's contents: "entry"
         return "entry"
     return singular(key).replace("_", " ")
 
