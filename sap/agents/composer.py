@@ -140,8 +140,8 @@ _STUTTER = re.compile(r"\b(for me|just|please|go ahead and|also|now|too|as well|
                       re.I)
 
 
-_SOFTENED = re.compile(r"\b(?:please|for me|if you can|if possible|thanks|when you can|asap|now|today|too|as well)$",
-                       re.I)
+_SOFTENED = re.compile(r"\b(?:please|for me|if you can|if possible|thanks|when you can|asap|now|today|too|as well)$"
+                       r"| - |\b(?:so|since|because|as) (?:I|I'm|I've|we|it|the|my)\b", re.I)  # or a clause of its own
 
 
 def unstuttered(text: str) -> str:
