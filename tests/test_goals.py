@@ -182,3 +182,18 @@ def test_a_goal_turn_names_what_a_prerequisite_finds_and_says_preparations_in_th
                 assert re.search(r"first\b", turn.user_message), turn.user_message
         assert not traj.virtual_history or all(isinstance(v["value"], str) for v in traj.virtual_history)
     assert navigated and prepared, (navigated, prepared)
+
+
+def test_a_booking_another_call_needs_is_asked_for_not_made_silently():
+    """A write with consequences of its own (a booking, a payment) that a later call requires first is one the
+    user asks for; preparation (the brake pedal before starting the engine) stays the assistant's to work out."""
+    from sap.model import ToolCall
+    from sap.provenance.goals import prerequisites
+
+    def call(name: str) -> ToolCall:
+        return ToolCall(call_id=name, name=name, args_exec={}, args_prov={})
+
+    requires = {"retrieve_invoice": ["book_flight"], "startEngine": ["pressBrakePedal"]}
+    writes = {"book_flight", "pressBrakePedal", "startEngine"}
+    assert prerequisites([call("book_flight"), call("retrieve_invoice")], 0, requires, writes) == []
+    assert prerequisites([call("pressBrakePedal"), call("startEngine")], 0, requires, writes) == [0]

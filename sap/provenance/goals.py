@@ -3,12 +3,18 @@ id, authentication, state preparation) and which the user asks for; the one rule
 messengers, the code check, the judge and the bench go by."""
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 
 from sap.model import FSM, StateType, Tag, ToolCall, Turn
 
 _BEFORE_AUTH = (StateType.INITIAL, StateType.AUTH_REQUIRED)
 USER_STYLES = ("goal", "explicit")  # goal: the user states goals; explicit: the user asks for every call
+# writes with consequences of their own (a booking, a payment, a post, a deletion): the user asks for them even
+# where another call needs them first; only preparation (press the brake, lock the doors, log in) goes unsaid
+CONSEQUENTIAL = re.compile(r"^(?:book|register|create|add|post|send|place|purchase|buy|transfer|pay|fund|withdraw|"
+                           r"cancel|delete|remove|rm|return|exchange|comment|retweet|follow|unfollow|mention|submit|"
+                           r"close|resolve|modify|update)(?:_|[A-Z]|$)")
 
 
 def prerequisites(calls: Sequence[ToolCall], turn: int, requires: Mapping[str, Collection[str]],
@@ -16,7 +22,8 @@ def prerequisites(calls: Sequence[ToolCall], turn: int, requires: Mapping[str, C
     """Indexes of the calls of turn `turn` the assistant works out itself: each call before the turn's last (its
     goal) that serves a later call of the turn, either a read (a tool not in `writes`) whose result gives a later
     call a value it found (not one of the read's own arguments echoed back), or a call of a tool the later call
-    requires first (`requires`: tool -> tools that must run before it)."""
+    requires first (`requires`: tool -> tools that must run before it) that only prepares for it (a
+    `CONSEQUENTIAL` write such as a booking is asked for by the user even where it is needed first)."""
     out = []
     for i, call in enumerate(calls[:-1]):
         later = calls[i + 1:]
@@ -24,7 +31,8 @@ def prerequisites(calls: Sequence[ToolCall], turn: int, requires: Mapping[str, C
             p.effective_tag() == Tag.prev_output and (p.turn, p.call) == (turn, i)
             and c.arg_value(name) not in call.args_exec.values()
             for c in later for name, p in c.args_prov.items())
-        if feeds or any(call.name in requires.get(c.name, ()) for c in later):
+        needed = any(call.name in requires.get(c.name, ()) for c in later) and not CONSEQUENTIAL.match(call.name)
+        if feeds or needed:
             out.append(i)
     return out
 
