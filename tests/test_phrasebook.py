@@ -86,6 +86,15 @@ def test_alternations_read_every_way_and_each_reading_is_checked(tmp_path):
         load_phrase_file(bad, SPECS)
 
 
+def test_a_draw_picks_an_entry_first_then_one_of_its_readings(tmp_path):
+    path = _write(tmp_path, '[tools.mv]\nrequests = ["[move|shift|put|carry|haul|take|send|push] {source} to '
+                            '{destination}", "relocate {source} into {destination}"]\n')
+    entry = load_phrase_file(path, SPECS).tools["mv"]
+    assert entry.weight("relocate {source} into {destination}") == 1.0 and entry.weight("haul {source} to "
+                                                                                          "{destination}") == 0.125
+    assert sum(entry.weight(r) for r in entry.requests) == pytest.approx(2.0)
+
+
 def _toolset_of_file(path: Path) -> str:
     """The toolset key a phrase file is for: bfcl_X.toml -> bfcl/X, tau2_retail.toml -> tau2/retail."""
     for prefix in ("bfcl", "tau2"):

@@ -216,11 +216,11 @@ def ahead_note(noun: str, value: str, rng: random.Random) -> str:
 
 def compose_message(requests: Sequence[str], ahead: Sequence[str], first: bool,
                     intros: Sequence[str], rng: random.Random, facts: Sequence[str] = (),
-                    after: Sequence[str] = ()) -> str:
+                    after: Sequence[str] = (), intro_weights: Sequence[float] = ()) -> str:
     """A turn's user message: an optional greeting and context on the first turn, a lead-in on later ones, the
     user's facts a goal turn needs, the requests (in one sentence or more) followed by the sentences that say
     which thing they mean and what to prepare (`after`), the sentences stating values ahead of use (`ahead`) and
-    an occasional thanks."""
+    an occasional thanks; an intro is drawn by `intro_weights` where given (an entry first, then its reading)."""
     body = " ".join([_sentences(requests, rng), *after]) if requests else " ".join(after)
     if facts:
         said = stated_facts(facts, rng)
@@ -228,7 +228,7 @@ def compose_message(requests: Sequence[str], ahead: Sequence[str], first: bool,
     lead = ""
     if first:
         if intros and rng.random() < 0.45:
-            lead = rng.choice(intros) + " "
+            lead = (rng.choices(intros, weights=intro_weights)[0] if intro_weights else rng.choice(intros)) + " "
         if rng.random() < 0.3:
             lead = rng.choice(_GREETINGS) + " " + lead
     elif (roll := rng.random()) < 0.3:

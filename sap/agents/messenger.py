@@ -206,7 +206,7 @@ class RuleMessenger:
             ahead = [announcement(v, turns, wording, turn, rng) for v in virtual if v["turn"] == turn.index]
             first = not any(t.user_message for t in out)  # greetings and intros open the dialogue only
             message = compose_message(requests, ahead, first, wording.book.intros if wording.book else (), rng,
-                                      facts, after)
+                                      facts, after, wording.book.intro_weights if wording.book else ())
             reply = assistant_reply(turn.calls, specs, rng)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out
@@ -267,7 +267,8 @@ def preparation(call: ToolCall, said: Mapping[str, Mention], wording: Wording,
                for text in c.requests if set(placeholders(text)) <= said.keys()]
     if not options:
         return None
-    text, covered = rng.choice(options)
+    phrases = wording.phrases(call.name)
+    text, covered = rng.choices(options, weights=[phrases.weight(t) for t, _ in options])[0]
     return PLACEHOLDER.sub(lambda m: said_value(call.args_exec[m.group(1)]), text), covered
 
 

@@ -287,7 +287,7 @@ def plan_phrase(entry: ToolPhrases, call: ToolCall, param: str, wording_noun: Ca
             and not re.match(r"(?:please|i|let|can|could)\b", r)]
     if not pool or param not in call.args_exec:
         return None
-    text = rng.choice(pool)
+    text = rng.choices(pool, weights=[entry.weight(r) for r in pool])[0]
     for other in placeholders(text):
         if other == param:
             continue
@@ -399,7 +399,7 @@ def request_phrase(entry: ToolPhrases, spec: ToolSpec, call: ToolCall, args: Map
     stated = {a.param for a in args.values() if not a.withheld}
     most = max(len(set(placeholders(p[0])) & stated) for p in pool)  # the phrases that weave in the most values
     pool = [p for p in pool if len(set(placeholders(p[0])) & stated) == most]
-    text, cond = rng.choice(pool)
+    text, cond = rng.choices(pool, weights=[entry.weight(p[0]) for p in pool])[0]  # an entry, then its reading
     if entry.written:  # a docstring's words are not varied (the code check recognises a varied conditional phrase)
         varied = vary(text, rng)
         text = varied if refers_to_task(varied, spec) else text

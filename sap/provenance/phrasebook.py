@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from sap.alternation import AlternationError, expand_all
+from sap.alternation import AlternationError, expand_all, expansions
 from sap.errors import ToolsetError
 from sap.model import ToolSpec
 from sap.provenance.paraphrase import synonym_spans, varied_pattern
@@ -56,6 +56,11 @@ class ToolPhrases:
     written: bool = True  # written for the tool (a phrase book), not derived from its docstring
     found: str | None = None
     items: Mapping[str, str] = field(default_factory=dict)  # array-of-objects param -> how one item is said
+    weights: Mapping[str, float] = field(default_factory=dict)  # reading -> 1 / its entry's readings
+
+    def weight(self, reading: str) -> float:
+        """How much a reading weighs in a draw (its entry's share; 1 for a phrase not read from a file)."""
+        return self.weights.get(reading, 1.0)
 
     def matching(self, args: Mapping[str, Any]) -> list[Conditional]:
         """The conditional entries whose condition the arguments meet."""
@@ -69,6 +74,7 @@ class PhraseBook:
 
     tools: Mapping[str, ToolPhrases]
     intros: tuple[str, ...]
+    intro_weights: tuple[float, ...] = ()  # per intro reading: 1 / its entry's readings
 
 
 def placeholders(text: str) -> list[str]:
@@ -83,13 +89,20 @@ def _strings(raw: Any, file: str, tool: str | None, field: str) -> tuple[str, ..
     return tuple(s.strip() for s in raw)
 
 
-def _readings(texts: tuple[str, ...], file: str, tool: str | None, field: str) -> tuple[str, ...]:
-    """Phrases with their [a|b] alternations expanded (every reading, so each is checked and drawn), or a
-    PhraseBookError naming the field."""
+def _readings(texts: tuple[str, ...], file: str, tool: str | None, field: str) -> tuple[tuple[str, ...],
+                                                                                        dict[str, float]]:
+    """Phrases with their [a|b] alternations expanded (every reading, so each is checked and drawn) and each
+    reading's weight, 1 / its entry's number of readings, so a draw picks an entry first and then one of its
+    readings (an entry with many readings is not picked more often); or a PhraseBookError naming the field."""
+    weights: dict[str, float] = {}
     try:
-        return tuple(dict.fromkeys(t.strip() for t in expand_all(texts)))
+        for text in texts:
+            readings = list(dict.fromkeys(r.strip() for r in expansions(text)))
+            for reading in readings:
+                weights[reading] = weights.get(reading, 0.0) + 1.0 / len(readings)
     except AlternationError as exc:
         raise PhraseBookError(str(exc), file=file, tool=tool, field=field) from exc
+    return tuple(weights), weights
 
 
 def _check_placeholders(texts: tuple[str, ...], params: Mapping[str, Any], file: str, tool: str, field: str) -> None:
@@ -115,7 +128,9 @@ def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases
     goals = _strings(raw.get("goals", []), file, name, "goals")
     _check_placeholders(requests, params, file, name, "requests")
     _check_placeholders(goals, params, file, name, "goals")
-    requests, goals = _readings(requests, file, name, "requests"), _readings(goals, file, name, "goals")
+    (requests, weights), (goals, goal_weights) = (_readings(requests, file, name, "requests"),
+                                                  _readings(goals, file, name, "goals"))
+    weights = {**goal_weights, **weights}
     found = raw.get("found")
     if found is not None:
         found = _strings([found], file, name, "found")[0]
@@ -132,7 +147,9 @@ def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases
                                       field=f"{field}.if")
         texts = _strings(entry.get("requests"), file, name, f"{field}.requests")
         _check_placeholders(texts, params, file, name, f"{field}.requests")
-        when.append(Conditional(dict(entry["if"]), _readings(texts, file, name, f"{field}.requests")))
+        readings, when_weights = _readings(texts, file, name, f"{field}.requests")
+        when.append(Conditional(dict(entry["if"]), readings))
+        weights = {**when_weights, **weights}
     if not requests and not when:
         raise PhraseBookError("needs `requests` or `when`", file=file, tool=name)
     nouns = raw.get("nouns", {})
@@ -144,7 +161,7 @@ def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases
         if not isinstance(noun, str) or not noun.strip():
             raise PhraseBookError("must be a non-empty string", file=file, tool=name, field=f"nouns.{key}")
     return ToolPhrases(name, requests, tuple(when), goals, {k: v.strip() for k, v in nouns.items()}, found=found,
-                       items=_item_phrases(raw.get("items", {}), params, file, name))
+                       items=_item_phrases(raw.get("items", {}), params, file, name), weights=weights)
 
 
 def _item_phrases(raw: Any, params: Mapping[str, Any], file: str, tool: str) -> dict[str, str]:
@@ -180,8 +197,8 @@ def load_phrase_file(path: Path, specs: Mapping[str, ToolSpec]) -> PhraseBook:
         if name not in specs:
             raise PhraseBookError(f"unknown tool (the toolset has: {', '.join(sorted(specs))})", file=file, tool=name)
         tools[name] = _tool_phrases(name, table, specs[name], file)
-    intros = _strings(raw.get("intros", []), file, None, "intros")
-    return PhraseBook(tools, _readings(intros, file, None, "intros"))
+    intros, weights = _readings(_strings(raw.get("intros", []), file, None, "intros"), file, None, "intros")
+    return PhraseBook(tools, intros, tuple(weights[i] for i in intros))
 
 
 def phrase_file_names(toolset: str) -> list[str]:
@@ -207,7 +224,8 @@ def _book_for(key: tuple[tuple[str, str], ...], specs_json: tuple[str, ...]) -> 
     books = [load_phrase_file(p, specs) for p in sorted(PHRASE_DIR.glob("*.toml")) if _fits(p, specs)]
     if not books:
         return None
-    return PhraseBook({n: t for b in books for n, t in b.tools.items()}, tuple(i for b in books for i in b.intros))
+    return PhraseBook({n: t for b in books for n, t in b.tools.items()}, tuple(i for b in books for i in b.intros),
+                      tuple(w for b in books for w in b.intro_weights))
 
 
 def phrase_book(specs: Mapping[str, ToolSpec]) -> PhraseBook | None:
