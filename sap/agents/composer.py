@@ -94,10 +94,13 @@ _AHEAD_CORES = expand_all([
 _AHEAD = [lead + (core if lead else core[:1].upper() + core[1:]) + "." for lead in _AHEAD_LEADS for core in _AHEAD_CORES]
 _CLOSERS = [" " + c for c in expand_all([
     "[Thanks|Thank you][!|.| a lot.| so much.| in advance!| kindly.]", "[Many thanks|Cheers|Ta|Thanks heaps|"
-    "Thanks a bunch][!|.]",
-    "[Appreciate it|Much appreciated|Grateful as always|You're a star|I owe you one|You're a lifesaver][.|!]",
-    "[That|This] would [really help|be a big help|save me a lot of hassle|make things easier][.|!]",
-    "Thanks, that'd be a [big|huge|real] help."])]
+    "Thanks a bunch|Much obliged|Bless you|Legend|Cheers, mate][!|.]",
+    "[Appreciate it|Much appreciated|Grateful as always|You're a star|I owe you one|You're a lifesaver|"
+    "You're the best|Big help|Lifesaver][.|!]",
+    "[That|This] [would|will|should] [really help|be a big help|save me a lot of hassle|make things easier|"
+    "take a weight off my mind|sort me out|make my week][.|!]",
+    "Thanks, that'd be a [big|huge|real] help.", "[Much|Very much] appreciated, [as always|truly|honestly].",
+    "[No rush|No hurry|Take your time][, though|][.|!]", "[Talk soon|Speak soon|Catch you later][.|!]"])]
 _FACT_FRAMES = expand_all(["{x}.", "{x}.", "{x}.", "[For reference|In case you need it|Just so you have it|FYI|For the record|"
                            "If it helps|So you know|For what it's worth][,|:] {x}.", "Oh, {x}.", "[Also|By the way], {x}."])
 _TAILS = [" " + t for t in expand_all([

@@ -66,16 +66,21 @@ _CANNOT = ["I'm sorry, but I can't {task} with the tools I have available right 
 _CANNOT_PLAIN = ["I'm sorry, but I can't do that with the tools I have available right now.",
                  "Unfortunately none of the tools I currently have can handle that request, so I'm unable to do it."]
 _HANDOFF = expand_all([
-    "I've [added|enabled|switched on|set up] the tool for that [now|on my end], [please go ahead|go ahead|carry on|try again]"
-    "[.|!]", "I've just given you access to the tool you need. [Please go ahead with my request.|Give it another try.]",
-    "The tool for that is available to you now; [please continue|carry on|go ahead]."
-    , "[Okay|OK|Right], you should have what you need for that now. [Try again|Give it another go|Can you do it now]?",
-    "I've sorted out access on my end - you can do it now.", "That [capability|feature] is [switched on|enabled|available] "
-    "for you now, so [please carry on|go ahead|have another go].", "You've got the right tool now. [Go ahead with what I "
-    "asked.|Please do it.|Try it again.]", "Access is enabled now; [could|can|would] you give it another go?",
-    "I just turned that on for you. [Please continue with my request.|Try again, please.]",
-    "[Fixed|Done|Sorted] - you can handle that request now[, please proceed|, go ahead|]."
-    , "It's enabled on your side now; please pick up where you left off."])
+    "I've [added|enabled|switched on|set up|unlocked] [the tool for that|what you needed|that feature|the missing piece]"
+    " [now|on my end], [please go ahead|go ahead|carry on|try again][.|!]",
+    "I've just given you access to [the tool you need|what was missing]. [Please go ahead with my request.|Give it "
+    "another try.|Have another go.]", "[It|That] is available to you now; [please continue|carry on|go ahead].",
+    "[Okay|OK|Right], you should have what you need [for that|to do it] now. [Try again|Give it another go|Can you do"
+    " it now]?", "I've sorted out access on my end - [you can do it now|have another go|try again].",
+    "That [capability|feature|option] is [switched on|enabled|available] for you now, so [please carry on|go ahead|have "
+    "another go].", "You've got [the right tool|access|what you need] now. [Go ahead with what I asked.|Please do it."
+    "|Try it again.]", "Access is enabled now; [could|can|would] you give it another go?",
+    "I just turned that on for you. [Please continue with my request.|Try again, please.|Go for it.]",
+    "[Fixed|Done|Sorted|All good] - you [can handle|should be able to do] that [request |]now[, please proceed|, go "
+    "ahead|].", "It's enabled on your side now; please pick up where you left off.",
+    "[Should work now|That ought to work now|You're unblocked now][.|!] [Please try again.|Go ahead.|Give it a go.]",
+    "[Permissions|Access] [updated|granted|sorted][.|!] [Try that again|Carry on with it|Go ahead with my request]"
+    "[, please|]."])
 
 
 @dataclass(frozen=True)
