@@ -228,6 +228,8 @@ def test_a_withheld_amount_takes_its_unit_with_it():
     for phrase in ["fill the tank with {fuelAmount} gallons of fuel", "refuel with {fuelAmount} gallons, fill the tank"]:
         said = _leave_out(phrase, "fuelAmount", "amount of fuel", random.Random(0))
         assert "gallons" not in said and "of fuel" not in said.replace("fill the tank", ""), said
+    assert _leave_out("book the Deluxe King for {guests} guests", "guests", "number of guests",
+                      random.Random(0)) == "book the Deluxe King"
 
 
 def test_a_withheld_yes_no_value_is_not_conveyed_by_a_conditional_wording():

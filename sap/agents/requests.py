@@ -77,7 +77,9 @@ def article(noun: str) -> str:
 
 
 def plural(noun: str) -> str:
-    """A naive plural: file -> files, address -> addresses, entry -> entries."""
+    """A naive plural: file -> files, address -> addresses, entry -> entries; a plural stays (guests)."""
+    if re.search(r"[^su]s$", noun) and not re.search(r"(?:ss|us|is)$", noun):
+        return noun
     if re.search(r"(?:s|sh|ch|x|z)$", noun):
         return noun + "es"
     if re.search(r"[^aeiou]y$", noun):
@@ -266,7 +268,10 @@ def _leave_out(text: str, param: str, noun: str, rng: random.Random) -> str:
     """The phrase with a withheld slot left out: "book a flight on {date}" -> "book a flight", "fill the tank with
     {amount} gallons of fuel" -> "fill the tank" (its unit goes with it), "move {file} to x" -> "move a file to x"."""
     slot = re.escape("{" + param + "}")
-    dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{DETERMINER}\s+)?{slot}{_WITH_UNIT}", "", text, count=1)
+    last = noun.split()[-1] if noun.split() else ""
+    counted = rf"(?:\s+(?:{re.escape(last)}|{re.escape(plural(last))})\b)?" if last else ""  # "for {n} guests"
+    dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{DETERMINER}\s+)?{slot}{_WITH_UNIT}{counted}", "", text,
+                     count=1)
     if dropped == text:  # one part of a run of values ("{city}, {state} {zip}", ", zip {zip}"): left out with its comma
         dropped = re.sub(rf",\s*(?:[A-Za-z]+\s+){{0,2}}{slot}(?=\s*(?:,|\{{|$))|{slot}\s*,?\s*(?=\{{)|(?<=\}})\s+{slot}",
                          "", text, count=1)
