@@ -32,3 +32,13 @@ def test_expression_parameters_get_arithmetic_a_calculator_accepts():
 def test_birth_dates_are_iso_dates():
     rng = random.Random(2)
     assert all(len(generate(n, {"type": "string"}, rng).split("-")) == 3 for n in ("dob", "date_of_birth"))
+
+
+def test_an_airline_destination_is_an_airport_code_and_a_file_destination_a_file():
+    iata = {"type": "string", "description": "The IATA code for the destination city such as 'JFK'."}
+    for seed in range(20):
+        code = generate("destination", iata, random.Random(seed))
+        assert isinstance(code, str) and code.isupper() and len(code) == 3, code
+    path = generate("destination", {"type": "string", "description": "The file or folder to move to."},
+                    random.Random(0))
+    assert not (path.isupper() and len(path) == 3), path

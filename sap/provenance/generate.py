@@ -196,10 +196,12 @@ def _dated(name: str, pattern: str, fake: Faker, c0: Any) -> str:
 
 
 def _airport_codes(schema: dict[str, Any], name: str, c0: Any) -> list[str]:
-    """Airport codes for a parameter that takes one ("the 3 letter code of the departing airport"): those c0
+    """Airport codes for a parameter that takes one ("the 3 letter code of the departing airport", "the IATA code
+    for the destination city", "the origin city airport in three letters"): those c0
     holds, else the documented examples, else major airports; [] for other parameters."""
     text = f"{name} {schema.get('description', '')}".lower()
-    if not (("airport" in text and ("code" in text or "airport" in name.lower())) or _TRIP_END.search(name)):
+    coded = "iata" in text or "airport" in text and re.search(r"code|letter", text) or "airport" in name.lower()
+    if not (coded or _TRIP_END.search(name)):
         return []
     held = [f for f in _strings(c0) if _AIRPORT_CODE.fullmatch(f)] if c0 is not None else []
     return list(dict.fromkeys(held)) or described_examples(schema) or _AIRPORTS
