@@ -273,6 +273,18 @@ def test_word_variation_leaves_placeholders_alone():
         assert "{folder}" in varied and "{file}" in varied, varied
 
 
+@pytest.mark.parametrize("phrase, never", [
+    ("double-check the doors are locked", r"double-(?!check)"), ("tell me whether it is open", r"fill me in on"),
+    ("show me what is in the file", r"give me what|display what"), ("make sure the doors are locked", r"double"),
+    ("we are close to empty", r"blank"), ("work out where we are", r"calculate where"),
+    ("fund my account", r"my profile")])
+def test_word_variation_keeps_the_sense(phrase, never):
+    from sap.provenance.paraphrase import vary
+
+    for seed in range(40):
+        assert not re.search(never, vary(phrase, random.Random(seed))), phrase
+
+
 def test_a_multi_line_value_is_quoted_on_one_line_and_still_stated():
     from sap.agents.requests import said_value
 
