@@ -234,8 +234,8 @@ def compose_message(requests: Sequence[str], ahead: Sequence[str], first: bool,
             lead = (rng.choices(intros, weights=intro_weights)[0] if intro_weights else rng.choice(intros)) + " "
         if rng.random() < 0.3:
             lead = rng.choice(_GREETINGS) + " " + lead
-    elif (roll := rng.random()) < 0.3:
-        lead = rng.choice(_LEAD_SENTENCES) + " "
+    elif (roll := rng.random()) < 0.3 and not _echoes(sentence := rng.choice(_LEAD_SENTENCES), body):
+        lead = sentence + " "  # never "Okay, that works. Okay, ..."
     elif roll < 0.6 and not _echoes(clause := rng.choice(_LEAD_CLAUSES), body):
         lead = clause + " "
         body = body if re.match(r"I\b|[A-Z]{2}", body) else body[:1].lower() + body[1:]  # "I", "OK" keep their case

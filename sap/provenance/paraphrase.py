@@ -37,7 +37,6 @@ SYNONYMS: list[tuple[str, list[str]]] = [
     (r"\bwhat's in\b", ["what's in", "what is inside", "the contents of"]),
     (r"\bthe file\b", ["the file", "the document"]),
     (r"\bcontents\b", ["contents", "content"]),
-    (r"\bof my\b", ["of my", "on my"]),
     (r"\bmy account\b", ["my account", "the account"]),
     (r"\bmy order\b(?! history)", ["my order", "the order", "order"]),
     (r"\binstead\b", ["instead", "rather", "this time"]),
@@ -95,7 +94,7 @@ def vary(text: str, rng: random.Random) -> str:
                         text[pos:start]) if word != text[start:end] else text[pos:start]  # "an empty" -> "a blank"
         out += [before, word]
         pos = end
-    return re.sub(r"\s{2,}", " ", "".join(out + [text[pos:]])).strip()
+    return re.sub(r"(?<=\S)\s+(?=[,.;:!?])", "", re.sub(r"\s{2,}", " ", "".join(out + [text[pos:]]))).strip()
 
 
 def _loose(text: str) -> str:
