@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from sap.errors import SapError
+
 MAX_EXPANSIONS = 512  # per written phrase: more is a typo'd group, not variety
 
 
-class AlternationError(ValueError):
+class AlternationError(SapError, ValueError):
     """A phrase whose brackets do not pair up or that expands to too many phrases."""
 
 

@@ -25,7 +25,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     8: ("sap.provenance", "sap.toolsets", "sap.testing"),
     9: ("sap.store", "sap.text", "sap.executors"),
     10: ("sap.llm", "sap.prompts", "sap.model", "sap.jsonutil", "sap.version", "sap.errors", "sap.drops",
-         "sap.lazy"),
+         "sap.lazy", "sap.alternation"),
 }
 
 
