@@ -313,3 +313,14 @@ def test_a_value_the_assistant_finds_anew_is_referred_to_as_it_stands_now():
         words = found_reference("street address", latest, "5390 Lakeview Road", random.Random(seed))
         assert states_selector(f"update the order to {words}", latest, "5390 Lakeview Road"), words
     assert not states_selector("update the order to my street address", latest, "5390 Lakeview Road")
+
+
+def test_a_reference_after_titled_or_called_is_said_with_with():
+    from sap.agents.requests import Argument, _fill
+
+    title = Argument("title", "title", "the title I mentioned earlier", False, False, "Login bug")
+    said = _fill("raise a ticket titled {title}", {"title": title}, random.Random(0))
+    assert said == "raise a ticket with the title I mentioned earlier", said
+    verbatim = Argument("title", "title", '"Login bug"', True, False, "Login bug")
+    assert _fill("raise a ticket titled {title}", {"title": verbatim}, random.Random(0)) == \
+        'raise a ticket titled "Login bug"'

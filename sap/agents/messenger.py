@@ -51,8 +51,8 @@ _LATER = expand_all([
     "[Eventually|Before we're done|Before the end of this|Sooner or later], [we'll|you'll] [need|have] to {p}.",
     "There's [one more|another] [job|task|thing] [coming|after this|for later]: {p}.", "Remind me that we still "
     "[need|have] to {p}.", "[Once this is sorted|When this is out of the way|After all that], [the next job|the plan]"
-    " is to {p}.", "[Down the line|Later], I'll [also |]want to {p}.", "I'll [also |]want to {p} [at some point|later on"
-    "|after this]."])
+    " is to {p}.", "[Down the line|Later], I'll [also |]want you to {p}.", "I'll [also |]want you to {p} [at some point|"
+    "later on|after this]."])
 _FIRST = expand_all([
     "You [may|might|will probably|will likely] [need|have] to {p} first.", "[Go ahead and|Feel free to|Remember to|Be sure to] "
     "{p} first.", "{P} first [if needed|if you have to|if that's required|if necessary]."])
