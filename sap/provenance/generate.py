@@ -301,7 +301,8 @@ def _string_for(name: str, rng: random.Random, c0: Any = None, schema: dict[str,
         return rng.choice(_FOLDERS)
     if any(k in n for k in ("summary", "title", "subject")):
         return fake.random_element(_TITLES)
-    if any(k in n for k in ("content", "text", "message", "body", "note", "reason", "description", "comment")):
+    if any(k in n for k in ("content", "text", "message", "body", "note", "reason", "description", "comment",
+                            "resolution", "feedback", "answer")):  # free text: a sentence, never "notes_photos"
         return fake.random_element(_SENTENCES)
     if "expression" in n or "formula" in n:
         return f"{rng.randint(2, 400)} {rng.choice('+-*')} {rng.randint(2, 60)}"
