@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import random
 import re
 
 import pytest
@@ -14,7 +15,7 @@ from sap.executors.base import replay
 from sap.export.records import record_to_trajectory, to_record
 from sap.graphs import rewrite as rw
 from sap.graphs.rewrite import RewriteContext, RewriteRejected, rewrite, rewrite_graph, split_turn
-from sap.model import ArgProvenance, Tag, ToolCall, Toolset, Trajectory, Turn
+from sap.model import ArgProvenance, Tag, ToolCall, Toolset, ToolSpec, Trajectory, Turn
 from sap.provenance.checks import code_check, mentions
 from sap.validate import validate_record
 from sap.provenance.phrasebook import phrase_book
@@ -383,3 +384,27 @@ def test_split_turn_reanchors_values_moved_to_the_reveal_turn():
     with pytest.raises(rw.RewriteError):  # the value is stated nowhere any more
         split_turn(base, 0, user_k='Open the box (the label I will give you; mode "fast").',
                    assistant_k="Which label?", user_next="Use the one on the lid.", revealed={json.dumps("red")})
+
+
+def test_a_hidden_prerequisite_is_refused_as_the_step_the_request_needs():
+    """MissFunc hiding a tool that the turn only calls as a prerequisite says the step is missing ("To do that I'd
+    first need to ..."), not that the user's request itself is impossible."""
+    from sap.graphs.rewrite import _CANNOT, _CANNOT_STEP, _plan_miss_func
+
+    def call(cid, name, result):
+        return ToolCall(call_id=cid, name=name, args_exec={}, args_prov={}, result=result)
+
+    specs = {"find_box": ToolSpec(name="find_box", description="Find the box.", parameters={"type": "object"}),
+             "open_box": ToolSpec(name="open_box", description="Open the box.", parameters={"type": "object"})}
+    base = Trajectory(id="t", toolset="x", seed=0, c0={}, turns=[
+        Turn(index=0, state="a", transition=0, user_message="Open my box.", assistant_message="ok",
+             calls=[call("call_0_0", "find_box", {"id": "B1"}), call("call_0_1", "open_box", {"open": True})],
+             prerequisites=[0])])
+    said = {}
+    for seed in range(30):
+        plan = _plan_miss_func(base, specs, random.Random(seed))
+        said[plan["tool"]] = plan["assistant_k"]
+    step_leads = {t.split("{task}")[0] for t in _CANNOT_STEP}
+    plain_leads = {t.split("{task}")[0] for t in _CANNOT}
+    assert any(said["find_box"].startswith(lead) for lead in step_leads), said["find_box"]
+    assert any(said["open_box"].startswith(lead) for lead in plain_leads), said["open_box"]

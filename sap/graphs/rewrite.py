@@ -63,6 +63,10 @@ _ASK_MANY = ["Could you tell me {x}?", "I need a bit more information first: {x}
 _CANNOT = ["I'm sorry, but I can't {task} with the tools I have available right now, so I can't do that yet.",
            "Unfortunately none of the tools I currently have lets me {task}, so I'm unable to carry out that request.",
            "I'm not able to {task} with my current tools, so I can't complete this request for now."]
+_CANNOT_STEP = ["To do that I'd first need to {task}, and none of the tools I have right now lets me, so I can't do "
+                "it yet.", "I can't finish that yet: it needs me to {task} first, and I have no tool for that at the "
+                "moment.", "That request needs a step I can't take right now - I'd have to {task}, and my current "
+                "tools can't."]  # the hidden tool is a prerequisite of what the user asked for
 _CANNOT_PLAIN = ["I'm sorry, but I can't do that with the tools I have available right now.",
                  "Unfortunately none of the tools I currently have can handle that request, so I'm unable to do it."]
 _HANDOFF = expand_all([
@@ -380,7 +384,9 @@ def _plan_miss_func(base: Trajectory, specs: dict[str, ToolSpec], rng: random.Ra
     last = ""
     for k, tool in options:
         task = _task_words(specs[tool]) if tool in specs else ""
-        text = rng.choice(_CANNOT).format(task=task) if task else ""
+        step = all(i in base.turns[k].prerequisites for i, c in enumerate(base.turns[k].calls) if c.name == tool)
+        text = rng.choice(_CANNOT_STEP if step else _CANNOT).format(task=task) if task else ""  # a prerequisite:
+        # the step the user's request needs, not the request itself
         if not task or names_tool(text, list(specs)):
             text = rng.choice(_CANNOT_PLAIN)
         plan = {"turn": k, "tool": tool, "user_k": base.turns[k].user_message, "assistant_k": text,
