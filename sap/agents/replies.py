@@ -34,8 +34,9 @@ WRITE_VERBS = {"set", "update", "modify", "add", "remove", "delete", "create", "
 IRREGULAR = {"send": "sent", "set": "set", "make": "made", "get": "got", "find": "found", "write": "wrote",
              "buy": "bought", "pay": "paid", "read": "read", "run": "ran", "take": "took", "give": "gave", "put": "put",
              "cut": "cut", "shut": "shut", "begin": "began", "go": "went", "do": "did", "turn": "turned"}
-STATE_WORDS = {"identical", "equal", "same", "different", "available", "open", "active", "empty", "valid", "online",
-               "running", "visible", "public", "private", "complete", "ready", "due"}  # a yes/no field said as a state
+PAIR_STATES = {"identical", "equal", "same", "different"}  # said of two things: "they are identical"
+STATE_WORDS = PAIR_STATES | {"available", "open", "active", "empty", "valid", "online", "running", "visible", "public",
+                             "private", "complete", "ready", "due"}  # a yes/no field said as a state
 SHARE_KEYS = {"amount", "quantity"}  # a count of shares where the object is a stock order (it names a symbol)
 SHORT_STRING = 160  # longest string value quoted whole; longer ones end at a word boundary with "…"
 MOST_FACTS = 4  # fields of one object stated at most
@@ -324,7 +325,7 @@ def _flag_clause(words: str, value: bool) -> str:
     state = re.sub(r"^(?:is|was|has been)\s+", "", words)
     if " " in state or not (state.endswith("ed") or state in STATE_WORDS or state != words):
         return f"{words}: {'yes' if value else 'no'}"
-    subject, verb = ("they", "are") if state in ("identical", "equal", "same", "different") else \
+    subject, verb = ("they", "are") if state in PAIR_STATES else \
         ("it", "was") if state.endswith("ed") and state == words else ("it", "is")
     return f"{subject} {verb}{'' if value else ' not'} {state}"
 
