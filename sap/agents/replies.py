@@ -493,13 +493,16 @@ def _arg_facts(args: dict[str, Any], spec: ToolSpec | None) -> str:
     return ", ".join(f"{field_words(k)} {_say(v, k)}" for k, v in shown)
 
 
+_VERBS = LEAD_VERBS | WRITE_VERBS
+_TOOL_PREFIXES = _VERBS | {"posting", "message", "ticket", "trading", "travel", "all"}  # a verb or a BFCL class's word
+
+
 def _tool_noun(tool: str) -> str:
     """What a tool's result is about, in words: get_flight_status -> "flight status", calculate -> "result"."""
     words = field_words(tool).split()
-    while len(words) > 1 and words[0].lower() in LEAD_VERBS | WRITE_VERBS | {"posting", "message", "ticket", "trading",
-                                                                              "travel", "all"}:
+    while len(words) > 1 and words[0].lower() in _TOOL_PREFIXES:
         words = words[1:]  # the verb and a class prefix go; the last word stays ("get_ticket" -> "ticket")
-    if words and words[0].lower() in LEAD_VERBS | WRITE_VERBS:
+    if words and words[0].lower() in _VERBS:
         words = []
     for i, w in enumerate(words):
         if w in CUT_WORDS or w == "to":
