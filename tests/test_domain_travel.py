@@ -376,3 +376,20 @@ def test_load_scenario_deep_copies():
     state = system._state()
     assert state["traveler"]["wallet_balance"] != -1
     assert state["hotels"][config["hotels"][0]["hotel_id"]]["rooms"][0]["rooms_left"] != 99
+
+
+def test_a_booking_moves_to_dates_the_user_gives_not_dates_read_off_a_result():
+    """modify_booking_dates documents check_in/check_out as "the new" dates: they are the user's new values on every
+    edge of the rule FSM (read off the booking they are its own dates, a no-op the domain refuses; read off a search
+    they are the dates the booking was made for)."""
+    from sap.fsm.build import RuleFSMBuilder
+    from sap.model import Tag
+    from sap.toolsets import load_toolset
+
+    fsm = RuleFSMBuilder().build(load_toolset("travel"))
+    tags = {(name, e.provenance_tag["modify_booking_dates"][name]) for e in fsm.transitions
+            if "modify_booking_dates" in e.action for name in ("check_in", "check_out")}
+    assert tags == {("check_in", Tag.self_create), ("check_out", Tag.self_create)}
+    booking_tags = {e.provenance_tag["modify_booking_dates"]["booking_id"] for e in fsm.transitions
+                    if "modify_booking_dates" in e.action}
+    assert Tag.prev_output in booking_tags  # the booking itself is still found, not made up

@@ -157,9 +157,9 @@ def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(
         elif role.kind == "action" and (address_part(name) or _a_setting(role.spec, name)):
             tags[name] = Tag.self_create  # the user's new value: the current one (read back, or c0's) is what the
             # write replaces, and setting it again is a no-op (an address, a flow rate, a switch position)
-        elif role.kind == "action" and _new_of_its_kind(role, name):
-            tags[name] = Tag.self_create  # a new card's number, a new ticket's title: copied from an existing one of
-            # the same kind, the write would register that one again
+        elif role.kind == "action" and (_new_of_its_kind(role, name) or _described_new(role.spec, name)):
+            tags[name] = Tag.self_create  # a new card's number, a new ticket's title, a booking's new dates: copied
+            # from an existing one, the write would register that one again or change nothing
         elif not initial and has_upstream:
             tags[name] = Tag.prev_output
         elif not initial and restate and name in stated:
@@ -187,6 +187,16 @@ def _new_of_its_kind(role: ToolRole, name: str) -> bool:
         return False
     kind = match.group(1).rstrip("s")
     return all(kind in p for p in producers)
+
+
+_NEW_VALUE = re.compile(r"^(?:the\s+)?new\b", re.I)
+
+
+def _described_new(spec: ToolSpec, name: str) -> bool:
+    """Whether a write's parameter is documented as the new value it sets ("The new arrival date"), not a name of
+    something that exists (ids are never such)."""
+    description = str(spec.properties.get(name, {}).get("description", ""))
+    return bool(_NEW_VALUE.match(description.strip())) and not _IDENTIFIER.search(name)
 
 
 def _a_setting(spec: ToolSpec, name: str) -> bool:
@@ -261,7 +271,7 @@ class RuleFSMBuilder:
 
     def cache_key(self) -> str:
         """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
-        return f"rule:{self.probe_seeds}:named-restated:pre:new-of-kind"
+        return f"rule:{self.probe_seeds}:named-restated:pre:new-of-kind:described-new"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """Probe the toolset, learn preconditions, classify its tools and lay out states and tagged transitions."""
