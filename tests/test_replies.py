@@ -150,3 +150,22 @@ def test_a_ticket_is_named_as_a_ticket_and_its_author_as_created_by():
 
 def test_a_verb_field_reads_as_a_clause():
     assert describe_result({"expires_in": 2, "scope": "write"}, "authenticate_travel").startswith("It expires in 2")
+
+
+def test_a_search_reply_gives_what_was_found_not_what_was_asked():
+    """A read's result that repeats its own arguments (a hotel search's dates and guests) is answered with what it
+    found (the hotels), not with the request read back; with nothing else found, the echo is still said."""
+    spec = ToolSpec(name="search_hotels", description="Search hotels in a location for dates.", read_only=True,
+                    parameters={"type": "object", "properties": {"check_in": {}, "check_out": {}, "guests": {}},
+                                "required": []})
+    args = {"check_in": "2025-05-29", "check_out": "2025-05-31", "guests": 2}
+    result = {**args, "city": "Cape Town", "nights": 2,
+              "hotels": [{"hotel_id": "H1", "name": "Park Hotel", "price": 90.0},
+                         {"hotel_id": "H2", "name": "Plaza Residences", "price": 120.0}]}
+    call = ToolCall(call_id="call_0_0", name="search_hotels", args_exec=args, result=result, ok=True,
+                    args_prov={k: ArgProvenance(tag=Tag.self_create) for k in args})
+    text = assistant_reply([call], {"search_hotels": spec}, random.Random(0))
+    assert "Park Hotel" in text and "Plaza Residences" in text, text
+    assert "2025-05-29" not in text and "guests" not in text, text
+    echo_only = call.model_copy(update={"result": {**args}})
+    assert "2025-05-29" in assistant_reply([echo_only], {"search_hotels": spec}, random.Random(0))

@@ -61,7 +61,8 @@ def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
     if problem is not None:
         return failure_reply(task, problem, specs or ({spec.name: spec} if spec else {}), rng)
     write = is_write(task, spec)
-    facts = describe_result(call.result, call.name, set(call.args_exec) if write else set())
+    facts = describe_result(call.result, call.name, set(call.args_exec) if write else set(),
+                            echoed=set() if write else _echoed(call.result, call.args_exec))
     if write:
         if facts:  # the result says what changed: the docstring's wording of the task adds nothing
             return rng.choice(WRITE_LEADS) + facts
@@ -205,9 +206,9 @@ def _past(verb: str) -> str:
     return v + "ed"
 
 
-def describe_result(result: Any, tool: str, changed: set[str] = frozenset()) -> str:
+def describe_result(result: Any, tool: str, changed: set[str] = frozenset(), echoed: set[str] = frozenset()) -> str:
     """The facts of a result as sentences ("" for an empty one); `changed` names a write's arguments, whose fields
-    are the ones to state."""
+    are the ones to state; `echoed` a read's fields that only repeat what was asked, said only if nothing else is."""
     if result is None or result == "" or result == {}:
         return ""
     noun = _tool_noun(tool)
@@ -216,13 +217,19 @@ def describe_result(result: Any, tool: str, changed: set[str] = frozenset()) -> 
     if isinstance(result, dict):
         if _is_collection(result):
             return _sentence(_list_phrase(_collection_items(result), noun))
-        return _object_sentence(result, noun, changed)
+        return _object_sentence(result, noun, changed, echoed)
     if isinstance(result, str) and len(result.split()) > 1:  # a message of its own ("Certificate ... added")
         return _sentence(_message(result))
     return _sentence(f"the {noun} is {_say(result, noun)}")
 
 
-def _object_sentence(obj: dict[str, Any], noun: str, changed: set[str]) -> str:
+def _echoed(result: Any, args: dict[str, Any]) -> set[str]:
+    """The top-level fields of a read's result that repeat one of its own arguments (a search's dates and guests)."""
+    asked = [v for v in args.values() if v not in (None, "", [], {})]
+    return {k for k, v in result.items() if any(v == a for a in asked)} if isinstance(result, dict) else set()
+
+
+def _object_sentence(obj: dict[str, Any], noun: str, changed: set[str], echoed: set[str] = frozenset()) -> str:
     """An object in words: who or what it is, its status, then its salient fields (a write's changed ones)."""
     subject, used = _subject(obj, noun)
     status_key = next((k for k in obj if field_words(k).split()[-1:] == ["status"] and isinstance(obj[k], str)
@@ -236,7 +243,8 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: set[str]) -> str:
     if message_key:  # a message of the result's own ("Navigating to ...", "'a.txt' removed")
         used = used | {message_key}
         status_key = None if status_key == message_key else status_key
-    facts = _facts(obj, used | ({status_key} if status_key else set()), changed)
+    skip = used | ({status_key} if status_key else set())
+    facts = _facts(obj, skip | echoed, changed) or _facts(obj, skip, changed)
     if subject and status_key:
         head = f"{subject} is {_say(obj[status_key], status_key)}"
         text = _sentence(head + (f"; {_join(facts)}" if facts else ""))
