@@ -95,6 +95,24 @@ def test_a_lead_in_never_repeats_a_word_the_request_opens_with():
         assert len(re.findall(r"(?i)\bnext\b", opening)) <= 1 and len(re.findall(r"(?i)\balso\b", opening)) <= 1, text
 
 
+def test_a_first_message_greets_once_and_asks_for_help_once():
+    """A greeting is not put before an intro that greets itself ("Hi, I could use some help. Hello, I could use a
+    hand with a trip.") or that asks for help already."""
+    from sap.agents.composer import compose_message
+    from sap.provenance.phrasebook import phrase_book
+    from sap.toolsets import load_toolset
+
+    intros = phrase_book({t.name: t for t in load_toolset("travel").tools}).intros
+    greet = re.compile(r"(?i)\b(?:hi|hello|hey|hiya|howdy|greetings|good (?:morning|afternoon|evening))\b")
+    for seed in range(3000):
+        text = compose_message(["find me a hotel"], [], True, intros, random.Random(seed))
+        assert len(greet.findall(text)) <= 1, text
+        sentences = re.split(r"(?<=[.!?])\s+", text)
+        opening = " ".join(sentences[:next(i for i, t in enumerate(sentences) if "find me" in t.lower())])
+        # greeting and intro (the request's frame may ask for help, a closer thank for it)
+        assert len(re.findall(r"(?i)\b(?:help|hand)\b", opening)) <= 1, text
+
+
 def test_a_lead_in_keeps_the_case_of_ok_and_i():
     from sap.agents.composer import compose_message
 

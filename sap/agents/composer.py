@@ -125,7 +125,7 @@ _MODALS = expand_all([
 _FRAMES = expand_all([
     "[I need|I want|I'd like|I'd really like|I would like] you to", "I'm hoping you can", "I'd love it if you could",
     "It'd be [great|ideal|handy|super helpful] if you could", "I'd be [grateful|thankful|happy] if you could",
-    "Please", "Kindly", "Just", "Help me and", "[Your job now|Your next job|Next task for you]:", "[Okay|So|Right|Alright|Well],",
+    "Please", "Kindly", "Just", "[Your job now|Your next job|Next task for you]:", "[Okay|So|Right|Alright|Well],",
     "Now I [need|want] you to", "What I'd like is for you to", "Ideally you'd",
     "The [next step|plan] is to", "Let's have you", "Go on and", "If it's no trouble,", "I'm asking you to",
     "All I need is for you to", "Basically,", "Honestly, just", "My ask:", "[Ok|Okay|Alright], next I'd like you to",
@@ -137,6 +137,21 @@ def _echoes(lead: str, body: str) -> bool:
     you also ...")."""
     words = re.findall(r"[a-z']{3,}", lead.lower())
     return bool(set(words) & set(re.findall(r"[a-z']+", body.lower())[:5]))
+
+
+_GREETING_WORD = re.compile(r"(?:hi|hello|hey|hiya|howdy|greetings|morning|afternoon|evening|good (?:morning|afternoon|"
+                            r"evening))\b", re.I)
+
+
+def _greets(intro: str) -> bool:
+    """Whether an intro opens with a greeting of its own ("Hi there, I need a hand with a trip.")."""
+    return bool(_GREETING_WORD.match(intro.strip()))
+
+
+def _asks_help(text: str) -> bool:
+    """Whether `text` asks for help ("help", "a hand", "a few things"): a greeting that does after an intro that
+    does reads twice ("Hi, I could use some help. I need a hand with a trip.")."""
+    return re.search(r"\b(?:help|hand|few things)\b", text.lower()) is not None
 
 
 _STUTTER = re.compile(r"\b(for me|just|please|go ahead and|also|now|too|as well|first|if you can|on file)(?:,?\s+\1)+\b",
@@ -232,8 +247,10 @@ def compose_message(requests: Sequence[str], ahead: Sequence[str], first: bool,
     if first:
         if intros and rng.random() < 0.45:
             lead = (rng.choices(intros, weights=intro_weights)[0] if intro_weights else rng.choice(intros)) + " "
-        if rng.random() < 0.3:
-            lead = rng.choice(_GREETINGS) + " " + lead
+        if rng.random() < 0.3 and not _greets(lead):
+            greeting = rng.choice(_GREETINGS)
+            if not (_asks_help(lead) and _asks_help(greeting)):
+                lead = greeting + " " + lead
     elif (roll := rng.random()) < 0.3 and not _echoes(sentence := rng.choice(_LEAD_SENTENCES), body):
         lead = sentence + " "  # never "Okay, that works. Okay, ..."
     elif roll < 0.6 and not _echoes(clause := rng.choice(_LEAD_CLAUSES), body):
