@@ -13,7 +13,7 @@ from sap.fsm.conditions import ConditionError, parse
 from sap.fsm.policy_walk import policy_actions
 from sap.fsm.verify import verify_fsm
 from sap.fsm.walk import NoPathError, sample_path
-from sap.model import FSM, FSMState, StateType, Transition
+from sap.model import FSM, FSMState, StateType, Tag, Transition
 from sap.toolsets import load_toolset
 from sap.toolsets.tau2_bench import INSTALL_HINT, Tau2Unavailable
 
@@ -137,3 +137,24 @@ def test_a_replanned_path_through_an_edge_whose_condition_fails_is_refused():
     assert path_problems(req, [0, 1, 2], [0, 2]) == []
     assert path_problems(req, [0, 1, 2], [0, 1]) == [
         "transitions[1]: 1 needs 'after:search', which does not hold after ['ping']"]
+
+
+def test_a_lookup_that_finds_what_another_read_needs_is_one_turn():
+    """A read fed by another read's result (the weather where a booked flight lands, a listed booking's details)
+    has a two-call turn: the lookup the assistant works out, then the read the user asks for."""
+    fsm = RuleFSMBuilder().build(load_toolset("travel"))
+    pairs = {tuple(e.action) for e in fsm.transitions if len(e.action) == 2}
+    assert {("list_bookings", "get_booking"), ("get_flight_details", "get_weather")} <= pairs
+    for e in fsm.transitions:
+        if tuple(e.action) == ("list_bookings", "get_booking"):
+            assert e.provenance_tag["get_booking"]["booking_id"] == Tag.prev_output
+
+
+@needs_tau2
+def test_a_replacement_is_found_where_alternatives_are_listed():
+    """new_item_ids replaces item_ids: only the product's variants feed it, not the order lookups that find the
+    order and its items (an item of the order is no variant to exchange for)."""
+    fsm = RuleFSMBuilder().build(RETAIL)
+    for tool in ("exchange_delivered_order_items", "modify_pending_order_items"):
+        assert fsm.producers[tool]["new_item_ids"] == ["get_product_details"]
+        assert "get_order_details" in fsm.producers[tool]["item_ids"]

@@ -310,3 +310,15 @@ def test_dates_stay_inside_c0_calendar():
     for seed in range(20):
         b = RulePlanner().bind(_rich_request(seed))
         assert "2026-03-01" <= b.args_exec["check_in"] <= "2026-03-20"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_bare_id_is_chosen_by_what_c0_says_beside_it(seed):
+    """A profile lists order ids bare; c0 knows their statuses: exchanging items of a delivered order takes the
+    delivered one, not a pending one the profile lists first."""
+    c0 = {"orders": {"#W1": {"order_id": "#W1", "status": "pending"}, "#W2": {"order_id": "#W2", "status": "pending"},
+                     "#W3": {"order_id": "#W3", "status": "delivered"}}}
+    profile = HistoryCall(0, 0, call("get_user_details", {"user_id": "u"}, result={"orders": ["#W1", "#W2", "#W3"]}))
+    tool = spec("exchange_delivered_order_items", "Exchange items in a delivered order.", {"order_id": STR})
+    b = bind(request(tool, {"order_id": Tag.prev_output}, turn=1, c0=c0, history=[profile], seed=seed))
+    assert b.args_exec["order_id"] == "#W3"

@@ -171,13 +171,22 @@ class _CallContext:
             allowed = fits if allowed is None else allowed & fits
         return allowed
 
+    def known_siblings(self, value: Any) -> frozenset[str]:
+        """What c0 and the earlier results say beside `value` elsewhere (an order id listed bare in a profile has
+        its status in the user's orders): the user knows which of its orders is delivered."""
+        if not isinstance(value, str):
+            return frozenset()
+        docs = [self.req.c0] + [h.call.result for h in self.req.history if h.call.ok]
+        return frozenset().union(*(index_of(d).siblings_of.get(value, frozenset()) for d in docs))
+
     def rank(self, cand: Candidate, doc: tuple[int, int] | None, bad: frozenset[str]) -> tuple[int, int, int, int]:
         """Preference: match score; an element the user has seen (an earlier turn's reply names only the first
-        few of a listing: "the ninth file there" would point at one it never showed); sibling values the tool or
-        the last error asks for (pending, hotel) and not those that came with failed values (delivered,
-        cancelled); nearness to the other picks of this call."""
+        few of a listing: "the ninth file there" would point at one it never showed); sibling values, beside it
+        here or elsewhere in c0 and earlier results, the tool or the last error asks for (pending, hotel) and not
+        those that came with failed values (delivered, cancelled); nearness to the other picks of this call."""
         seen = doc is None or doc[0] == self.req.turn or all(int(i) < SHOWN for i in _INDEX.findall(cand.path))
-        hint = len(cand.siblings & self.words) + len(cand.siblings & (self.error_words - bad)) - 2 * len(cand.siblings & bad)
+        siblings = cand.siblings | self.known_siblings(cand.value)
+        hint = len(siblings & self.words) + len(siblings & (self.error_words - bad)) - 2 * len(siblings & bad)
         near = max((_common_prefix(cand.path, p) for d, p in self.sources if d == doc), default=0)
         return cand.score, int(seen), hint, near
 

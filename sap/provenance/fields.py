@@ -200,10 +200,22 @@ class FieldIndex:
         self.by_name: dict[str, list[tuple[int, Field]]] = {}
         self.doc = doc
         self._entities: list[dict[str, Any]] | None = None
+        self._siblings: dict[str, frozenset[str]] | None = None
         self.fields = list(iter_fields(doc))
         for order, f in enumerate(self.fields):
             for name in set(f.names):
                 self.by_name.setdefault(name, []).append((order, f))
+
+    @property
+    def siblings_of(self) -> dict[str, frozenset[str]]:
+        """string value -> the short strings beside it wherever it stands in the document (an order id's status in
+        the user's order map), computed on first use."""
+        if self._siblings is None:
+            self._siblings = {}
+            for f in self.fields:
+                if isinstance(f.value, str) and f.siblings:
+                    self._siblings[f.value] = self._siblings.get(f.value, frozenset()) | f.siblings
+        return self._siblings
 
     @property
     def entities(self) -> list[dict[str, Any]]:
