@@ -105,6 +105,9 @@ def test_derived_templates_bind_real_dependencies(collected):
     hotel = loaded["search_hotels->get_hotel_details"].steps[1].bind["hotel_id"]
     assert (hotel.step, hotel.path) == (0, "$.hotels[*].hotel_id")
     assert any(len(t.steps) == 3 for t in loaded.values())
+    # chosen by coverage: every travel tool is in some template (convert_currency, which feeds nothing, alone)
+    assert {s.function for t in loaded.values() for s in t.steps} == {s.name for s in load_toolset("travel").tools}
+    assert "search_locations->search_flights->get_weather" in loaded and len(loaded["convert_currency"].steps) == 1
     for t in loaded.values():
         for k, step in enumerate(t.steps[1:], 1):
             assert any(b.step == k - 1 for b in step.bind.values()), t.name  # each step consumes the one before

@@ -187,11 +187,17 @@ def derive_templates(toolset: Toolset, max_steps: int = 3, max_templates: int = 
                      probe_seeds: int = 3) -> list[Template]:
     """Chains of 2..max_steps functions where every step after the first takes at least one argument from the step
     before it; each argument the chain can feed is bound to the best-matching (then latest) feeding step, and no
-    field feeds two arguments of one step. The first `max_templates` of them taken round robin over their first
-    function, so the cut keeps every starting tool and consecutive slots (slot i runs template i) start
-    differently (alphabetical order gave the first eight slots of travel the same first call)."""
-    graph = feeds(toolset, probe_seeds)
-    names = sorted(t.name for t in toolset.tools)
+    field feeds two arguments of one step. A tool no chain holds gets a one-step template. `max_templates` of them
+    are chosen by coverage (`by_coverage`) and ordered round robin over their first function, so consecutive slots
+    (slot i runs template i) start differently."""
+    return chain_templates(feeds(toolset, probe_seeds), sorted(t.name for t in toolset.tools), max_steps,
+                           max_templates)
+
+
+def chain_templates(graph: dict[str, dict[str, dict[str, tuple[str, int]]]], names: list[str], max_steps: int,
+                    max_templates: int) -> list[Template]:
+    """The templates `derive_templates` makes from a feeding graph (consumer -> param -> producer -> (path,
+    score)) over the functions `names`."""
     found: list[Template] = []
     frontier: list[list[Step]] = [[Step(function=n)] for n in names]
     for _ in range(max_steps - 1):
@@ -214,7 +220,37 @@ def derive_templates(toolset: Toolset, max_steps: int = 3, max_templates: int = 
                     grown.append(chain + [Step(function=name, bind=dict(sorted(bind.items())))])
         found += [Template(name="->".join(s.function for s in c), steps=c) for c in grown]
         frontier = grown
-    return round_robin(found)[:max_templates]
+    chained = {s.function for t in found for s in t.steps}
+    found += [Template(name=n, steps=[Step(function=n)]) for n in names if n not in chained]
+    return round_robin(by_coverage(found, max_templates))
+
+
+def coverage_units(template: Template) -> set[tuple[str, ...]]:
+    """What a template exercises: each of its tools, and each feeding edge (producer tool, consumer tool)."""
+    steps = template.steps
+    return ({("tool", s.function) for s in steps}
+            | {("edge", steps[b.step].function, s.function) for s in steps for b in s.bind.values()})
+
+
+def by_coverage(templates: list[Template], limit: int) -> list[Template]:
+    """At most `limit` templates chosen greedily: each pick covers the most tools and feeding edges not covered yet
+    in this round (ties: the first function started fewest picks so far, then the given order); when no template
+    adds anything the round ends and coverage starts again, so every tool and edge is covered before any repeats."""
+    units = [coverage_units(t) for t in templates]
+    left = list(range(len(templates)))
+    picked: list[int] = []
+    covered: set[tuple[str, ...]] = set()
+    starts: Counter = Counter()
+    while left and len(picked) < limit:
+        best = max(left, key=lambda i: (len(units[i] - covered), -starts[templates[i].steps[0].function], -i))
+        if not units[best] - covered and covered:
+            covered = set()  # a new round
+            continue
+        picked.append(best)
+        left.remove(best)
+        covered |= units[best]
+        starts[templates[best].steps[0].function] += 1
+    return [templates[i] for i in picked]
 
 
 def round_robin(templates: list[Template]) -> list[Template]:
