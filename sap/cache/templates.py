@@ -7,11 +7,13 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Hashable, Iterator
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sap.cache.index import CacheIndex
+from sap.cache.keys import value_key
 from sap.errors import ConfigError
 from sap.fsm.probe import probe
 from sap.model import Toolset, ToolSpec
@@ -181,6 +183,61 @@ def feeds(toolset: Toolset, probe_seeds: int = 3) -> dict[str, dict[str, dict[st
                     (score, path), _ = max(seen.items(), key=lambda kv: (kv[0][0], kv[1], -len(kv[0][1])))
                     out.setdefault(consumer.name, {}).setdefault(param, {})[producer.name] = (path, score)
     return out
+
+
+def _leaves(doc: Any, where: str = "$") -> Iterator[tuple[str, Any]]:
+    """Every (concrete path, scalar value) in a JSON document."""
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            yield from _leaves(value, where + (f".{key}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key)
+                                               else f"[{json.dumps(key)}]"))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            yield from _leaves(value, f"{where}[{i}]")
+    else:
+        yield where, doc
+
+
+def _telling(value: Any) -> bool:
+    """Whether a value is specific enough that finding it in a response and in a later request means one fed the
+    other: a string of 3 or more characters, or a number of 10 or more (not 1, 2, true)."""
+    if isinstance(value, str):
+        return len(value) >= 3
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) >= 10
+
+
+def response_feeds(index: CacheIndex, specs: dict[str, ToolSpec]) -> dict[str, dict[str, dict[str, tuple[str, int]]]]:
+    """The feeding graph (as `feeds` gives it) read from recorded calls alone: a consumer parameter is fed by a
+    producer's generalized response path when a recorded request's value of it sits at that path in a recorded
+    response of the producer that did not get the value in its own request; the score is how many requests it
+    explains."""
+    found: dict[Hashable, Counter] = {}
+    for entry in index.entries.values():
+        asked = {value_key(v) for _, v in _leaves(entry.args)}
+        for path, value in _leaves(entry.response):
+            if _telling(value) and value_key(value) not in asked:
+                found.setdefault(value_key(value), Counter())[(entry.function, generalize(path))] += 1
+    seen: dict[tuple[str, str, str], Counter] = {}
+    for entry in index.entries.values():
+        props = specs[entry.function].properties if entry.function in specs else {}
+        for param, value in entry.args.items():
+            if param in props and _telling(value):
+                for (producer, path), _ in found.get(value_key(value), Counter()).items():
+                    if producer != entry.function:
+                        seen.setdefault((entry.function, param, producer), Counter())[path] += 1
+    out: dict[str, dict[str, dict[str, tuple[str, int]]]] = {}
+    for (consumer, param, producer), paths in sorted(seen.items()):
+        path, _ = max(paths.items(), key=lambda kv: (kv[1], -len(kv[0]), kv[0]))
+        out.setdefault(consumer, {}).setdefault(param, {})[producer] = (path, sum(paths.values()))
+    return out
+
+
+def derive_from_cache(index: CacheIndex, specs: dict[str, ToolSpec], max_steps: int = 3,
+                      max_templates: int = 100) -> list[Template]:
+    """Templates for a cache without a runnable toolset (an imported one): chains over the functions with entries,
+    fed as `response_feeds` reads the recorded requests and responses, chosen as `derive_templates` chooses."""
+    return chain_templates(response_feeds(index, specs), sorted(set(index.functions()) & set(specs)), max_steps,
+                           max_templates)
 
 
 def derive_templates(toolset: Toolset, max_steps: int = 3, max_templates: int = 100,

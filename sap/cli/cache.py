@@ -129,16 +129,29 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
 
 
 def _cmd_derive(args: argparse.Namespace) -> int:
-    from sap.cache.templates import derive_templates, dump_templates
+    from sap.cache.templates import coverage_units, derive_from_cache, derive_templates, dump_templates
     from sap.toolsets import load_toolset
 
     check_writable(args.output)
-    toolset = load_toolset(args.toolset)
-    templates = derive_templates(toolset, max_steps=args.max_steps, max_templates=args.max_templates)
+    if args.cache:  # no runnable toolset: chains read from the cache's recorded requests and responses
+        cache = _load_cache(_cache_store(args), args.cache)
+        name, tools = f"cache:{cache.name}", [s.name for s in cache.specs]
+        templates = derive_from_cache(cache.index, {s.name: s for s in cache.specs}, max_steps=args.max_steps,
+                                      max_templates=args.max_templates)
+    else:
+        toolset = load_toolset(args.toolset)
+        name, tools = toolset.name, [t.name for t in toolset.tools]
+        templates = derive_templates(toolset, max_steps=args.max_steps, max_templates=args.max_templates)
+    if not templates:
+        raise UsageError(f"no templates for {name}: no function's recorded or probed output feeds another's argument")
     yaml_format = args.output.endswith((".yaml", ".yml"))
-    Path(args.output).write_text(dump_templates(templates, toolset.name, yaml_format), encoding="utf-8")
-    longest = max((len(t.steps) for t in templates), default=0)
-    print(f"{len(templates)} templates (up to {longest} steps) for {toolset.name} -> {args.output}")
+    Path(args.output).write_text(dump_templates(templates, name, yaml_format), encoding="utf-8")
+    longest = max(len(t.steps) for t in templates)
+    units = set().union(*map(coverage_units, templates))
+    covered = sum(("tool", t) in units for t in tools)
+    edges = sum(u[0] == "edge" for u in units)
+    print(f"{len(templates)} templates (up to {longest} steps) for {name}, covering {covered} of {len(tools)} tools "
+          f"and {edges} feeding edges -> {args.output}")
     return 0
 
 
@@ -190,9 +203,14 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(fn=_cmd_synthesize)
     tpl = sub.add_parser("templates", help="workflow templates for the cache environment")
     tsub = tpl.add_subparsers(dest="templates_command", required=True)
-    p = tsub.add_parser("derive", help="derive templates from a toolset's specs by matching outputs to parameters")
-    p.add_argument("--toolset", required=True, help="built-in name or path to a domain module (.py)")
+    p = tsub.add_parser("derive", help="derive templates from a toolset's specs by matching outputs to parameters, "
+                                       "or from a cache's recorded calls")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--toolset", help="built-in name or path to a domain module (.py), probed")
+    source.add_argument("--cache", help="cache name (`sap cache list`): chains read from its recorded calls, for a "
+                                        "cache without a runnable toolset (imported)")
     p.add_argument("-o", "--output", required=True, help="file to write (.json, or .yaml/.yml for YAML)")
     p.add_argument("--max-steps", type=int, default=3, help="most functions in one chain")
     p.add_argument("--max-templates", type=int, default=100, help="most templates written")
+    db_args(p)
     p.set_defaults(fn=_cmd_derive)
