@@ -105,5 +105,6 @@ def test_the_cache_executor_answers_a_chain_in_its_recorded_state(tmp_path):
         res = executor.execute(ToolCall(call_id="c", name=step.function, args_exec=step.args, args_prov={}))
         assert res.ok and res.value == step.response
     assert executor.execute(get).value["status"] == "cancelled"  # the state the cancellation left
-    executor.reset({})
-    assert not executor.execute(get).ok  # no state given: a stateful cache answers nothing
+    executor.reset({})  # no state given: refused, naming the tool and the missing c0 key
+    assert executor.execute(get).error.startswith("get_booking was recorded per initial state and this episode names "
+                                                  "none: its c0 needs 'cache_state'")

@@ -42,6 +42,10 @@ class CacheExecutor:
         if violation is not None:
             return _error(violation.response())
         entry = self.index.get(call.name, call.args_exec, self.current)
+        if entry is None and self.current is None and call.name in self.index.stateful:
+            return _error({"error": {"status": 409, "code": "state_required", "message": (
+                f"{call.name} was recorded per initial state and this episode names none: its c0 needs "
+                f"'{STATE_KEY}' (records made before cache states cannot be played on this cache)")}})
         if entry is None:
             return _error(NO_RESULTS)
         self.current = entry.after or self.current

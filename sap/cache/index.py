@@ -32,6 +32,7 @@ class CacheIndex:
         self.by_key: dict[tuple[str, str | None, Hashable], Entry] = {}
         self.by_function: dict[str, list[int]] = {}
         self.recorded: set[tuple[str, str]] = set()  # (state, function) of every stateful entry
+        self.stateful: set[str] = set()  # functions with stateful entries
         self.reverse: dict[str, dict[str, dict[Hashable, set[int]]]] = {}
         self._next_id = 1
 
@@ -52,6 +53,7 @@ class CacheIndex:
         after = (after or state) if state is not None else None
         if state is not None:
             self.recorded.add((state, function))
+            self.stateful.add(function)
         entry = self.entries[entry_id] = Entry(entry_id, function, args, response, state, after)
         self.by_key[key] = entry
         self.by_function.setdefault(function, []).append(entry_id)
