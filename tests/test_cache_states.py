@@ -108,3 +108,22 @@ def test_the_cache_executor_answers_a_chain_in_its_recorded_state(tmp_path):
     executor.reset({})  # no state given: refused, naming the tool and the missing c0 key
     assert executor.execute(get).error.startswith("get_booking was recorded per initial state and this episode names "
                                                   "none: its c0 needs 'cache_state'")
+
+
+def test_a_cache_table_from_before_states_gets_the_columns_and_stays_stateless(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE sap_cache_entries (id INTEGER PRIMARY KEY AUTOINCREMENT, cache VARCHAR(200), "
+                "function VARCHAR(200), digest VARCHAR(64), args JSON, response JSON, UNIQUE (cache, digest))")
+    con.execute("INSERT INTO sap_cache_entries (cache, function, digest, args, response) VALUES "
+                "('old', 'get_booking', 'd1', '{\"booking_id\": \"B1\"}', '{\"status\": \"confirmed\"}')")
+    con.commit()
+    con.close()
+    store = CacheStore(RunStore(f"sqlite:///{db}"))
+    store.save_tools("old", SPECS)
+    executor = store.load("old").executor()
+    executor.reset({})
+    get = ToolCall(call_id="g", name="get_booking", args_exec={"booking_id": "B1"}, args_prov={})
+    assert executor.execute(get).value == {"status": "confirmed"}
