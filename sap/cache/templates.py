@@ -244,9 +244,9 @@ def derive_templates(toolset: Toolset, max_steps: int = 3, max_templates: int = 
                      probe_seeds: int = 3) -> list[Template]:
     """Chains of 2..max_steps functions where every step after the first takes at least one argument from the step
     before it; each argument the chain can feed is bound to the best-matching (then latest) feeding step, and no
-    field feeds two arguments of one step. A tool no chain holds gets a one-step template. `max_templates` of them
-    are chosen by coverage (`by_coverage`) and ordered round robin over their first function, so consecutive slots
-    (slot i runs template i) start differently."""
+    field feeds two arguments of one step. `max_templates` of them are chosen by coverage (`by_coverage`) and
+    ordered round robin over their first function, so consecutive slots (slot i runs template i) start
+    differently."""
     return chain_templates(feeds(toolset, probe_seeds), sorted(t.name for t in toolset.tools), max_steps,
                            max_templates)
 
@@ -277,8 +277,6 @@ def chain_templates(graph: dict[str, dict[str, dict[str, tuple[str, int]]]], nam
                     grown.append(chain + [Step(function=name, bind=dict(sorted(bind.items())))])
         found += [Template(name="->".join(s.function for s in c), steps=c) for c in grown]
         frontier = grown
-    chained = {s.function for t in found for s in t.steps}
-    found += [Template(name=n, steps=[Step(function=n)]) for n in names if n not in chained]
     return round_robin(by_coverage(found, max_templates))
 
 

@@ -44,9 +44,11 @@ def _cmd_collect(args: argparse.Namespace) -> int:
     from sap.cache.collect import Collector
     from sap.cache.index import CacheIndex
     from sap.cache.recorder import Recorder
-    from sap.cache.templates import load_templates
+    from sap.cache.templates import dump_templates, load_templates
     from sap.toolsets import load_toolset
 
+    if args.keep_complete:
+        check_writable(args.keep_complete)
     toolset = load_toolset(args.toolset)
     templates = load_templates(args.templates, {t.name: t for t in toolset.tools})
     rules = _rules(args.rules)
@@ -64,8 +66,15 @@ def _cmd_collect(args: argparse.Namespace) -> int:
           f"configurations; {new} new entries, {store.caches()[name]} in all ({args.db})")
     never = [t.name for t in templates if not stats.complete[t.name]]
     if never:
-        print(f"  {len(never)} templates never ran to their last step in their own chains (sampling can still join "
-              "entries that other chains cached): " + ", ".join(never))
+        print(f"  {len(never)} templates never ran to their last step in their own chains (sampling can only join "
+              "entries recorded in one state, so on a stateful toolset they will be abandoned): " + ", ".join(never))
+    if args.keep_complete:
+        done = [t for t in templates if stats.complete[t.name]]
+        if not done:
+            raise UsageError(f"--keep-complete {args.keep_complete}: no template ran to its last step; nothing written")
+        Path(args.keep_complete).write_text(dump_templates(done, toolset.name, args.keep_complete.endswith(
+            (".yaml", ".yml"))), encoding="utf-8")
+        print(f"  {len(done)} templates that ran to their last step -> {args.keep_complete}")
     return 0
 
 
@@ -168,6 +177,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="first configuration seed")
     p.add_argument("--starts", type=int, default=3, help="first-step calls per template and configuration")
     p.add_argument("--fanout", type=int, default=5, help="calls per upstream response for each dependent step")
+    p.add_argument("--keep-complete", metavar="FILE",
+                   help="write the templates that ran to their last step here (to synthesize with)")
     db_args(p)
     p.set_defaults(fn=_cmd_collect)
     p = csub.add_parser("import", help="cache the calls of ComplexFuncBench JSONL or sap records")
