@@ -79,8 +79,8 @@ def main() -> None:
     picked = [index.entries[i] for i in rng.sample(sorted(index.entries), 10_000)]
     keys = [(e.function, args_key(e.args)) for e in picked]
     rounds = max(1, args.lookups // len(keys))
-    by_key = index.by_key
-    raw = rate(by_key.get, keys, rounds)
+    by_key = index.by_key  # keyed (function, state, argument key); these entries are stateless
+    raw = rate(by_key.get, [(f, None, k) for f, k in keys], rounds)
     get_key = index.get_key
     lookups = rate(get_key, [f for f, _ in keys], rounds, [k for _, k in keys])
     from_args = rate(index.get, [e.function for e in picked], max(1, rounds // 4), [e.args for e in picked])

@@ -102,9 +102,14 @@ def test_derived_templates_bind_real_dependencies(collected):
 
     _, templates, _ = collected
     loaded = {t.name: t for t in load_templates(templates, {s.name: s for s in load_toolset("travel").tools})}
-    hotel = loaded["search_hotels->get_hotel_details"].steps[1].bind["hotel_id"]
+    hotel = loaded["search_hotels->get_hotel_details->book_hotel"].steps[1].bind["hotel_id"]
     assert (hotel.step, hotel.path) == (0, "$.hotels[*].hotel_id")
     assert any(len(t.steps) == 3 for t in loaded.values())
+    # chosen by coverage: every travel tool is in some template but convert_currency, which feeds and is fed by
+    # nothing (a lone read is rejected by the judge: nothing changes, nothing is consumed)
+    assert {s.function for t in loaded.values() for s in t.steps} == {
+        s.name for s in load_toolset("travel").tools} - {"convert_currency"}
+    assert "search_locations->search_flights->get_weather" in loaded
     for t in loaded.values():
         for k, step in enumerate(t.steps[1:], 1):
             assert any(b.step == k - 1 for b in step.bind.values()), t.name  # each step consumes the one before
@@ -205,3 +210,50 @@ def test_sap_eval_plays_cache_records_on_their_cache(collected, tmp_path, capsys
     assert main(["eval", "--data", str(out), "--assistant-model", "openai/scripted", "--api-base", "http://127.0.0.1:9",
                  "--db", f"sqlite:///{tmp_path / 'empty.db'}"]) == 2
     assert f"no run database at {tmp_path / 'empty.db'}" in capsys.readouterr().err
+
+
+def test_search_locations_is_collected_with_values_the_configuration_holds(collected):
+    """The search tool is in the derived templates, and collection asks it for places c0 knows, so its cached
+    responses list locations (not only empty searches)."""
+    from sap.cache.store import CacheStore
+    from sap.store import RunStore
+    from sap.toolsets import load_toolset
+
+    _, _, db = collected
+    index = CacheStore(RunStore(f"sqlite:///{db}")).load("travel").index
+    entries = [index.entries[i] for i in index.by_function["search_locations"]]
+    travel = load_toolset("travel")
+    known = {w.lower() for seed in (0, 1) for loc in travel.sample_config(seed)["locations"]
+             for w in (loc["city"], loc["country"], loc["airport_code"]) for w in str(w).split()}
+    assert len(entries) >= 10
+    assert sum(e.args["query"].lower() in known for e in entries) >= 0.8 * len(entries)
+    assert sum(bool(e.response["locations"]) for e in entries) >= 0.8 * len(entries)
+
+
+def test_collect_keeps_the_templates_that_ran_to_their_last_step(tmp_path, capsys):
+    """A cancelled booking cannot be modified, so that chain never completes; --keep-complete writes the others."""
+    from sap.cache.templates import load_templates
+    from sap.toolsets import load_toolset
+
+    templates = tmp_path / "t.yaml"
+    templates.write_text("""
+templates:
+  - name: search-details
+    steps:
+      - function: search_hotels
+      - function: get_hotel_details
+        bind: {hotel_id: {step: 0, path: "$.hotels[*].hotel_id"}}
+  - name: cancel-modify
+    steps:
+      - function: list_bookings
+      - function: cancel_booking
+        bind: {booking_id: {step: 0, path: "$.bookings[*].booking_id"}}
+      - function: modify_booking_dates
+        bind: {booking_id: {step: 1, path: "$.booking_id"}}
+""")
+    kept = tmp_path / "kept.yaml"
+    assert main(["cache", "collect", "--toolset", "travel", "--templates", str(templates), "--seeds", "1",
+                 "--keep-complete", str(kept), "--db", f"sqlite:///{tmp_path / 'c.db'}"]) == 0
+    assert f"1 templates that ran to their last step -> {kept}" in capsys.readouterr().out
+    specs = {s.name: s for s in load_toolset("travel").tools}
+    assert [t.name for t in load_templates(kept, specs)] == ["search-details"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -83,3 +84,47 @@ def test_sap_records_import_and_cli_stores_them(tmp_path, capsys):
     assert "4 calls read (complexfuncbench 1, sap 1 lines), 4 new entries" in capsys.readouterr().out
     assert main(["cache", "import", str(path), "--cache", "mixed", "--db", db]) == 0
     assert "0 new entries, 4 in all, 3 functions" in capsys.readouterr().out
+
+
+def _booking_line(k: int) -> dict:
+    """A ComplexFuncBench-style conversation: find a hotel, list its rooms, book one (ids made by the responses)."""
+    hotel, room = 100 + k, f"RM-{k}-A"
+    functions = FUNCTIONS + [{"name": "Book_Room", "description": "Book a room.", "parameters": {
+        "type": "object", "properties": {"room_id": {"type": "string"}, "guest": {"type": "string"}},
+        "required": ["room_id", "guest"]}}]
+    return {"id": f"Hotels-{k}", "functions": functions, "conversations": [
+        {"role": "user", "content": "..."},
+        {"role": "assistant", "function_call": [{"name": "Search_Hotel_Destination", "arguments": {"query": f"town {k}"}}]},
+        {"role": "observation", "content": [{"data": [{"dest_id": 900 + k, "hotel_id": hotel}]}]},
+        {"role": "assistant", "function_call": [{"name": "Get_Room_List",
+                                                 "arguments": {"hotel_id": hotel, "arrival_date": "2024-11-02"}}]},
+        {"role": "observation", "content": [{"hotel_id": hotel, "arrival_date": "2024-11-02",
+                                             "rooms": [{"room_id": room}, {"room_id": f"RM-{k}-B"}]}]},
+        {"role": "assistant", "function_call": [{"name": "Book_Room", "arguments": {"room_id": room, "guest": "Ana Ruiz"}}]},
+        {"role": "observation", "content": [{"booking_id": f"BK-{k}", "room_id": room}]},
+    ]}
+
+
+def test_templates_are_derived_from_an_imported_caches_own_calls(tmp_path, capsys):
+    from sap.cache.sampling import Sampler
+    from sap.cache.store import CacheStore
+    from sap.cache.templates import load_templates
+    from sap.store import RunStore
+
+    path = tmp_path / "cfb.jsonl"
+    path.write_text("".join(json.dumps(_booking_line(k)) + "\n" for k in range(4)))
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    assert main(["cache", "import", str(path), "--cache", "cfb", "--db", db]) == 0
+    out = tmp_path / "t.yaml"
+    assert main(["templates", "derive", "--cache", "cfb", "-o", str(out), "--db", db]) == 0
+    assert "covering 3 of 3 tools and 2 feeding edges" in capsys.readouterr().out
+    specs = {s.name: s for s in CacheStore(RunStore(db)).load("cfb").specs}
+    loaded = {t.name: t for t in load_templates(out, specs)}
+    chain = loaded["Search_Hotel_Destination->Get_Room_List->Book_Room"]
+    assert {p: (b.step, b.path) for p, b in chain.steps[1].bind.items()} == {"hotel_id": (0, "$.data[*].hotel_id")}
+    # the room comes from the listing, not from the booking's echo of the room it was asked for; the date the
+    # user stated (echoed by Get_Room_List) and the guest name feed nothing
+    assert {p: (b.step, b.path) for p, b in chain.steps[2].bind.items()} == {"room_id": (1, "$.rooms[*].room_id")}
+    sample = Sampler(CacheStore(RunStore(db)).load("cfb").index).sample(chain, random.Random(0))
+    hotel = sample.steps[0].response["data"][0]["hotel_id"]
+    assert sample.steps[1].args["hotel_id"] == hotel and sample.steps[2].args["room_id"] == f"RM-{hotel - 100}-A"

@@ -161,3 +161,20 @@ templates:
     index.add("book", {"hotel_id": "H1", "room_id": "R2"}, {"booking": "mixed"})
     with pytest.raises(TemplateAbandoned, match="from one item"):
         Sampler(index, max_restarts=3).sample(template, random.Random(0))
+
+
+def test_templates_are_chosen_by_coverage_before_any_repeat():
+    from sap.cache.templates import Binding, Step, by_coverage, coverage_units
+
+    def chain(*names: str) -> Template:
+        steps = [Step(function=names[0])] + [Step(function=n, bind={"x": Binding(step=k, path="$.x")})
+                                             for k, n in enumerate(names[1:])]
+        return Template(name="->".join(names), steps=steps)
+
+    ab, abc, cd, ac = chain("a", "b"), chain("a", "b", "c"), chain("c", "d"), chain("a", "c")
+    # the first two in the given order would leave out d and the edges c->d and a->c
+    assert [t.name for t in by_coverage([ab, abc, cd, ac], 2)] == ["a->b->c", "c->d"]
+    picked = by_coverage([ab, abc, cd, ac], 10)
+    assert [t.name for t in picked] == ["a->b->c", "c->d", "a->c", "a->b"]  # a->b adds nothing: it comes last
+    assert set().union(*map(coverage_units, picked[:3])) == set().union(*map(coverage_units, [ab, abc, cd, ac]))
+    assert coverage_units(ac) == {("tool", "a"), ("tool", "c"), ("edge", "a", "c")}

@@ -32,7 +32,9 @@ class Collector:
     Step 0 is called `starts` times per configuration with arguments the rule planner binds (c0 values, else fresh
     ones); each later step is called once per combination of the values its bindings select in the upstream
     response (at most `fanout` combinations), its other arguments bound by the planner from the chain so far.
-    A failing call is retried with the error fed back, `attempts` times in all."""
+    A failing call is retried with the error fed back, `attempts` times in all. Every start and every combination
+    begins from the state its upstream call left (the executor is restored), so sibling branches do not see each
+    other's writes and each recorded chain is one a fresh executor would answer."""
 
     def __init__(self, toolset: Toolset, recorder: Recorder, starts: int = 3, fanout: int = 5,
                  attempts: int = 3) -> None:
@@ -47,10 +49,12 @@ class Collector:
         before = len(self.recorder.new)
         for seed in seeds:
             c0 = self.toolset.sample_config(seed)
+            self.recorder.reset(c0)
+            fresh = self.recorder.snapshot()
             for template in templates:
-                self.recorder.reset(c0)
                 rng = random.Random(f"collect:{seed}:{template.name}")
                 for _ in range(self.starts):
+                    self.recorder.restore(fresh)
                     self._step(template, 0, [], c0, rng)
         self.stats.new = len(self.recorder.new) - before
         return self.stats
@@ -78,7 +82,9 @@ class Collector:
         results = [h.call.result for h in history]
         if any(b.step >= len(results) for b in step.bind.values()):
             return
+        here = self.recorder.snapshot()
         for fixed in self._combos(template, s, results, rng) if step.bind else [{}]:
+            self.recorder.restore(here)
             call = self._call(step.function, fixed, history, c0, rng)
             if call is not None:
                 self._step(template, s + 1, history + [HistoryCall(s, 0, call)], c0, rng)

@@ -16,9 +16,11 @@ def canonical_json(value: Any) -> str:
     return _ENCODE(value)
 
 
-def args_digest(function: str, args: dict[str, Any]) -> str:
-    """The sha256 of a call (function and canonical arguments), the stored key of a cache entry."""
-    return hashlib.sha256(f"{function}\n{canonical_json(args)}".encode()).hexdigest()
+def args_digest(function: str, args: dict[str, Any], state: str | None = None) -> str:
+    """The sha256 of a call (function, the state id it was made in if any, canonical arguments), the stored key of a
+    cache entry."""
+    where = "" if state is None else f"{state}\n"
+    return hashlib.sha256(f"{function}\n{where}{canonical_json(args)}".encode()).hexdigest()
 
 
 def value_key(value: Any) -> Hashable:

@@ -5,7 +5,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from sqlalchemy import JSON, Integer, String, UniqueConstraint, func, select
+from sqlalchemy import JSON, Integer, String, UniqueConstraint, func, inspect, select, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from sap.cache.executor import CacheExecutor
@@ -28,7 +28,8 @@ class CacheToolRow(Base):
 
 
 class CacheEntryRow(Base):
-    """One recorded call: (function, canonical arguments) -> response; the digest keys it."""
+    """One recorded call: (function, state, canonical arguments) -> response and the state it left; the digest keys
+    it (states are None for a stateless API)."""
 
     __tablename__ = "sap_cache_entries"
     __table_args__ = (UniqueConstraint("cache", "digest"),)
@@ -38,6 +39,8 @@ class CacheEntryRow(Base):
     digest: Mapped[str] = mapped_column(String(64))
     args: Mapped[dict] = mapped_column(JSON)
     response: Mapped[Any] = mapped_column(JSON)
+    state_before: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    state_after: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class CacheContentRow(Base):
@@ -50,9 +53,11 @@ class CacheContentRow(Base):
     content_hash: Mapped[str] = mapped_column(String(64))
 
 
-def entry_hash(digest: str, response: Any) -> str:
-    """The hash of one entry: its key digest (function and arguments) and its canonical response."""
-    return hashlib.sha256(f"{digest}\n{canonical_json(response)}".encode()).hexdigest()
+def entry_hash(digest: str, response: Any, after: str | None = None) -> str:
+    """The hash of one entry: its key digest (function, state and arguments), the state it left if any, and its
+    canonical response."""
+    left = "" if after is None else f"{after}\n"
+    return hashlib.sha256(f"{digest}\n{left}{canonical_json(response)}".encode()).hexdigest()
 
 
 def chain_hash(previous: str, entry: str) -> str:
@@ -87,6 +92,11 @@ class CacheStore:
         self.store = store
         Base.metadata.create_all(store.engine, tables=[CacheToolRow.__table__, CacheEntryRow.__table__,
                                                        CacheContentRow.__table__])
+        with store.engine.begin() as conn:  # a table made before states: its entries are stateless
+            have = {c["name"] for c in inspect(conn).get_columns(CacheEntryRow.__tablename__)}
+            for column in ("state_before", "state_after"):
+                if column not in have:
+                    conn.execute(text(f"ALTER TABLE {CacheEntryRow.__tablename__} ADD COLUMN {column} VARCHAR(64)"))
 
     def save_tools(self, cache: str, specs: Iterable[ToolSpec], rules: dict[str, ToolRules] | None = None) -> None:
         """Store (or replace) the specs and rules of a cache's functions."""
@@ -97,12 +107,16 @@ class CacheStore:
                                      rules=rules.get(spec.name, ToolRules()).model_dump(mode="json")))
 
     def add(self, cache: str, entries: Iterable[tuple[str, dict[str, Any], Any]]) -> int:
-        """Store (function, args, response) triples not cached yet, in one transaction; how many were new."""
+        """Store stateless (function, args, response) triples not cached yet, in one transaction; how many were new."""
+        return self._add_rows(cache, (Entry(0, f, a, r) for f, a, r in entries))
+
+    def _add_rows(self, cache: str, entries: Iterable[Entry]) -> int:
+        """Store entries (their ids ignored) not cached yet, in one transaction; how many were new."""
         rows: dict[str, CacheEntryRow] = {}
-        for function, args, response in entries:
-            digest = args_digest(function, args)
-            rows.setdefault(digest, CacheEntryRow(cache=cache, function=function, digest=digest, args=args,
-                                                  response=response))
+        for e in entries:
+            digest = args_digest(e.function, e.args, e.state)
+            rows.setdefault(digest, CacheEntryRow(cache=cache, function=e.function, digest=digest, args=e.args,
+                                                  response=e.response, state_before=e.state, state_after=e.after))
         if not rows:
             return 0
         with self.store.session.begin() as s:
@@ -120,7 +134,8 @@ class CacheStore:
             s.add_all(new)
             if content is not None:  # else a cache stored before content hashes: hashed in full at its next load
                 for row in new:
-                    content.content_hash = chain_hash(content.content_hash, entry_hash(row.digest, row.response))
+                    content.content_hash = chain_hash(content.content_hash,
+                                                      entry_hash(row.digest, row.response, row.state_after))
                 content.entries += len(new)
         return len(new)
 
@@ -143,10 +158,10 @@ class CacheStore:
             loaded = LoadedCache(cache, [ToolSpec.model_validate(t.spec) for t in tools],
                                  {t.name: ToolRules.model_validate(t.rules) for t in tools})
             rows = s.execute(select(CacheEntryRow.id, CacheEntryRow.function, CacheEntryRow.args,
-                                    CacheEntryRow.response).where(CacheEntryRow.cache == cache)
-                             .order_by(CacheEntryRow.id))
-            for entry_id, function, args, response in rows:
-                loaded.index.add(function, args, response, entry_id=entry_id)
+                                    CacheEntryRow.response, CacheEntryRow.state_before, CacheEntryRow.state_after)
+                             .where(CacheEntryRow.cache == cache).order_by(CacheEntryRow.id))
+            for entry_id, function, args, response, before, after in rows:
+                loaded.index.add(function, args, response, entry_id=entry_id, state=before, after=after)
             content = s.get(CacheContentRow, cache)
             stored = (content.entries, content.content_hash) if content is not None else None
         if stored is not None and stored[0] == len(loaded.index):
@@ -161,14 +176,15 @@ class CacheStore:
         """The content hash of every stored entry of `cache`, in insertion order."""
         content = ""
         with self.store.session() as s:
-            for digest, response in s.execute(select(CacheEntryRow.digest, CacheEntryRow.response)
-                                              .where(CacheEntryRow.cache == cache).order_by(CacheEntryRow.id)):
-                content = chain_hash(content, entry_hash(digest, response))
+            for digest, response, after in s.execute(
+                    select(CacheEntryRow.digest, CacheEntryRow.response, CacheEntryRow.state_after)
+                    .where(CacheEntryRow.cache == cache).order_by(CacheEntryRow.id)):
+                content = chain_hash(content, entry_hash(digest, response, after))
         return content
 
     def save_index(self, cache: str, entries: Iterable[Entry]) -> int:
-        """Store entries of an in-memory index; how many were new."""
-        return self.add(cache, ((e.function, e.args, e.response) for e in entries))
+        """Store entries of an in-memory index, with their states; how many were new."""
+        return self._add_rows(cache, entries)
 
 
 def cache_opener(db_url: str | None) -> Callable[[str], Toolset]:

@@ -7,11 +7,13 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Hashable, Iterator
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sap.cache.index import CacheIndex
+from sap.cache.keys import value_key
 from sap.errors import ConfigError
 from sap.fsm.probe import probe
 from sap.model import Toolset, ToolSpec
@@ -183,15 +185,76 @@ def feeds(toolset: Toolset, probe_seeds: int = 3) -> dict[str, dict[str, dict[st
     return out
 
 
+def _leaves(doc: Any, where: str = "$") -> Iterator[tuple[str, Any]]:
+    """Every (concrete path, scalar value) in a JSON document."""
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            yield from _leaves(value, where + (f".{key}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key)
+                                               else f"[{json.dumps(key)}]"))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            yield from _leaves(value, f"{where}[{i}]")
+    else:
+        yield where, doc
+
+
+def _telling(value: Any) -> bool:
+    """Whether a value is specific enough that finding it in a response and in a later request means one fed the
+    other: a string of 3 or more characters, or a number of 10 or more (not 1, 2, true)."""
+    if isinstance(value, str):
+        return len(value) >= 3
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) >= 10
+
+
+def response_feeds(index: CacheIndex, specs: dict[str, ToolSpec]) -> dict[str, dict[str, dict[str, tuple[str, int]]]]:
+    """The feeding graph (as `feeds` gives it) read from recorded calls alone: a consumer parameter is fed by a
+    producer's generalized response path when a recorded request's value of it sits at that path in a recorded
+    response of the producer that did not get the value in its own request; the score is how many requests it
+    explains."""
+    found: dict[Hashable, Counter] = {}
+    for entry in index.entries.values():
+        asked = {value_key(v) for _, v in _leaves(entry.args)}
+        for path, value in _leaves(entry.response):
+            if _telling(value) and value_key(value) not in asked:
+                found.setdefault(value_key(value), Counter())[(entry.function, generalize(path))] += 1
+    seen: dict[tuple[str, str, str], Counter] = {}
+    for entry in index.entries.values():
+        props = specs[entry.function].properties if entry.function in specs else {}
+        for param, value in entry.args.items():
+            if param in props and _telling(value):
+                for (producer, path), _ in found.get(value_key(value), Counter()).items():
+                    if producer != entry.function:
+                        seen.setdefault((entry.function, param, producer), Counter())[path] += 1
+    out: dict[str, dict[str, dict[str, tuple[str, int]]]] = {}
+    for (consumer, param, producer), paths in sorted(seen.items()):
+        path, _ = max(paths.items(), key=lambda kv: (kv[1], -len(kv[0]), kv[0]))
+        out.setdefault(consumer, {}).setdefault(param, {})[producer] = (path, sum(paths.values()))
+    return out
+
+
+def derive_from_cache(index: CacheIndex, specs: dict[str, ToolSpec], max_steps: int = 3,
+                      max_templates: int = 100) -> list[Template]:
+    """Templates for a cache without a runnable toolset (an imported one): chains over the functions with entries,
+    fed as `response_feeds` reads the recorded requests and responses, chosen as `derive_templates` chooses."""
+    return chain_templates(response_feeds(index, specs), sorted(set(index.functions()) & set(specs)), max_steps,
+                           max_templates)
+
+
 def derive_templates(toolset: Toolset, max_steps: int = 3, max_templates: int = 100,
                      probe_seeds: int = 3) -> list[Template]:
     """Chains of 2..max_steps functions where every step after the first takes at least one argument from the step
     before it; each argument the chain can feed is bound to the best-matching (then latest) feeding step, and no
-    field feeds two arguments of one step. The first `max_templates` of them taken round robin over their first
-    function, so the cut keeps every starting tool and consecutive slots (slot i runs template i) start
-    differently (alphabetical order gave the first eight slots of travel the same first call)."""
-    graph = feeds(toolset, probe_seeds)
-    names = sorted(t.name for t in toolset.tools)
+    field feeds two arguments of one step. `max_templates` of them are chosen by coverage (`by_coverage`) and
+    ordered round robin over their first function, so consecutive slots (slot i runs template i) start
+    differently."""
+    return chain_templates(feeds(toolset, probe_seeds), sorted(t.name for t in toolset.tools), max_steps,
+                           max_templates)
+
+
+def chain_templates(graph: dict[str, dict[str, dict[str, tuple[str, int]]]], names: list[str], max_steps: int,
+                    max_templates: int) -> list[Template]:
+    """The templates `derive_templates` makes from a feeding graph (consumer -> param -> producer -> (path,
+    score)) over the functions `names`."""
     found: list[Template] = []
     frontier: list[list[Step]] = [[Step(function=n)] for n in names]
     for _ in range(max_steps - 1):
@@ -214,7 +277,35 @@ def derive_templates(toolset: Toolset, max_steps: int = 3, max_templates: int = 
                     grown.append(chain + [Step(function=name, bind=dict(sorted(bind.items())))])
         found += [Template(name="->".join(s.function for s in c), steps=c) for c in grown]
         frontier = grown
-    return round_robin(found)[:max_templates]
+    return round_robin(by_coverage(found, max_templates))
+
+
+def coverage_units(template: Template) -> set[tuple[str, ...]]:
+    """What a template exercises: each of its tools, and each feeding edge (producer tool, consumer tool)."""
+    steps = template.steps
+    return ({("tool", s.function) for s in steps}
+            | {("edge", steps[b.step].function, s.function) for s in steps for b in s.bind.values()})
+
+
+def by_coverage(templates: list[Template], limit: int) -> list[Template]:
+    """At most `limit` templates chosen greedily: each pick covers the most tools and feeding edges not covered yet
+    in this round (ties: the first function started fewest picks so far, then the given order); when no template
+    adds anything the round ends and coverage starts again, so every tool and edge is covered before any repeats."""
+    units = [coverage_units(t) for t in templates]
+    left = list(range(len(templates)))
+    picked: list[int] = []
+    covered: set[tuple[str, ...]] = set()
+    starts: Counter = Counter()
+    while left and len(picked) < limit:
+        best = max(left, key=lambda i: (len(units[i] - covered), -starts[templates[i].steps[0].function], -i))
+        if not units[best] - covered and covered:
+            covered = set()  # a new round
+            continue
+        picked.append(best)
+        left.remove(best)
+        covered |= units[best]
+        starts[templates[best].steps[0].function] += 1
+    return [templates[i] for i in picked]
 
 
 def round_robin(templates: list[Template]) -> list[Template]:

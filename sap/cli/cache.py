@@ -44,9 +44,11 @@ def _cmd_collect(args: argparse.Namespace) -> int:
     from sap.cache.collect import Collector
     from sap.cache.index import CacheIndex
     from sap.cache.recorder import Recorder
-    from sap.cache.templates import load_templates
+    from sap.cache.templates import dump_templates, load_templates
     from sap.toolsets import load_toolset
 
+    if args.keep_complete:
+        check_writable(args.keep_complete)
     toolset = load_toolset(args.toolset)
     templates = load_templates(args.templates, {t.name: t for t in toolset.tools})
     rules = _rules(args.rules)
@@ -64,8 +66,15 @@ def _cmd_collect(args: argparse.Namespace) -> int:
           f"configurations; {new} new entries, {store.caches()[name]} in all ({args.db})")
     never = [t.name for t in templates if not stats.complete[t.name]]
     if never:
-        print(f"  {len(never)} templates never ran to their last step in their own chains (sampling can still join "
-              "entries that other chains cached): " + ", ".join(never))
+        print(f"  {len(never)} templates never ran to their last step in their own chains (sampling can only join "
+              "entries recorded in one state, so on a stateful toolset they will be abandoned): " + ", ".join(never))
+    if args.keep_complete:
+        done = [t for t in templates if stats.complete[t.name]]
+        if not done:
+            raise UsageError(f"--keep-complete {args.keep_complete}: no template ran to its last step; nothing written")
+        Path(args.keep_complete).write_text(dump_templates(done, toolset.name, args.keep_complete.endswith(
+            (".yaml", ".yml"))), encoding="utf-8")
+        print(f"  {len(done)} templates that ran to their last step -> {args.keep_complete}")
     return 0
 
 
@@ -129,16 +138,29 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
 
 
 def _cmd_derive(args: argparse.Namespace) -> int:
-    from sap.cache.templates import derive_templates, dump_templates
+    from sap.cache.templates import coverage_units, derive_from_cache, derive_templates, dump_templates
     from sap.toolsets import load_toolset
 
     check_writable(args.output)
-    toolset = load_toolset(args.toolset)
-    templates = derive_templates(toolset, max_steps=args.max_steps, max_templates=args.max_templates)
+    if args.cache:  # no runnable toolset: chains read from the cache's recorded requests and responses
+        cache = _load_cache(_cache_store(args), args.cache)
+        name, tools = f"cache:{cache.name}", [s.name for s in cache.specs]
+        templates = derive_from_cache(cache.index, {s.name: s for s in cache.specs}, max_steps=args.max_steps,
+                                      max_templates=args.max_templates)
+    else:
+        toolset = load_toolset(args.toolset)
+        name, tools = toolset.name, [t.name for t in toolset.tools]
+        templates = derive_templates(toolset, max_steps=args.max_steps, max_templates=args.max_templates)
+    if not templates:
+        raise UsageError(f"no templates for {name}: no function's recorded or probed output feeds another's argument")
     yaml_format = args.output.endswith((".yaml", ".yml"))
-    Path(args.output).write_text(dump_templates(templates, toolset.name, yaml_format), encoding="utf-8")
-    longest = max((len(t.steps) for t in templates), default=0)
-    print(f"{len(templates)} templates (up to {longest} steps) for {toolset.name} -> {args.output}")
+    Path(args.output).write_text(dump_templates(templates, name, yaml_format), encoding="utf-8")
+    longest = max(len(t.steps) for t in templates)
+    units = set().union(*map(coverage_units, templates))
+    covered = sum(("tool", t) in units for t in tools)
+    edges = sum(u[0] == "edge" for u in units)
+    print(f"{len(templates)} templates (up to {longest} steps) for {name}, covering {covered} of {len(tools)} tools "
+          f"and {edges} feeding edges -> {args.output}")
     return 0
 
 
@@ -155,6 +177,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="first configuration seed")
     p.add_argument("--starts", type=int, default=3, help="first-step calls per template and configuration")
     p.add_argument("--fanout", type=int, default=5, help="calls per upstream response for each dependent step")
+    p.add_argument("--keep-complete", metavar="FILE",
+                   help="write the templates that ran to their last step here (to synthesize with)")
     db_args(p)
     p.set_defaults(fn=_cmd_collect)
     p = csub.add_parser("import", help="cache the calls of ComplexFuncBench JSONL or sap records")
@@ -190,9 +214,14 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(fn=_cmd_synthesize)
     tpl = sub.add_parser("templates", help="workflow templates for the cache environment")
     tsub = tpl.add_subparsers(dest="templates_command", required=True)
-    p = tsub.add_parser("derive", help="derive templates from a toolset's specs by matching outputs to parameters")
-    p.add_argument("--toolset", required=True, help="built-in name or path to a domain module (.py)")
+    p = tsub.add_parser("derive", help="derive templates from a toolset's specs by matching outputs to parameters, "
+                                       "or from a cache's recorded calls")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--toolset", help="built-in name or path to a domain module (.py), probed")
+    source.add_argument("--cache", help="cache name (`sap cache list`): chains read from its recorded calls, for a "
+                                        "cache without a runnable toolset (imported)")
     p.add_argument("-o", "--output", required=True, help="file to write (.json, or .yaml/.yml for YAML)")
     p.add_argument("--max-steps", type=int, default=3, help="most functions in one chain")
     p.add_argument("--max-templates", type=int, default=100, help="most templates written")
+    db_args(p)
     p.set_defaults(fn=_cmd_derive)

@@ -89,7 +89,7 @@ def trajectory_of(sample: Sample, draft: QueryDraft, ctx: CacheSynthesisContext,
     turn = group_calls(Turn(index=0, state="done", transition=-1, calls=calls, user_message=draft.query,
                             assistant_message=reply))
     return Trajectory(id=trajectory_id(ctx.toolset.name, state["seed"], state["index"]), toolset=ctx.toolset.name,
-                      seed=state["seed"], c0={}, turns=[turn])
+                      seed=state["seed"], c0=sample.c0(), turns=[turn])
 
 
 Ctx = Runtime[CacheSynthesisContext]
