@@ -290,3 +290,13 @@ def test_a_new_card_is_the_users_own_and_a_flight_may_go_to_the_nearest_airport(
     assert card_tags == {Tag.self_create}
     assert "get_nearest_airport_by_city" in fsm.producers["book_flight"]["travel_to"]
     assert fsm.producers["book_flight"].get("access_token") == ["authenticate_travel"]
+
+
+def test_only_a_followed_user_is_unfollowed():
+    """unfollow_user's username comes from the following list (c0's or list_all_following's), never a new name:
+    unfollowing someone the user does not follow fails in BFCL's TwitterAPI, so the tool was never called."""
+    fsm = RuleFSMBuilder().build(load_toolset("bfcl/GorillaFileSystem+TwitterAPI"))
+    tags = {e.provenance_tag["unfollow_user"]["username_to_unfollow"] for e in fsm.transitions
+            if "unfollow_user" in e.action}
+    assert tags and tags <= {Tag.prev_output, Tag.initial_state}
+    assert fsm.producers["unfollow_user"]["username_to_unfollow"] == ["list_all_following"]

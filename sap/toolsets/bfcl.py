@@ -81,6 +81,7 @@ VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
                   **{tool: {"travel_from": ["nearest_airport"], "travel_to": ["nearest_airport"]}
                      for tool in ("book_flight", "get_flight_cost")}},  # "the airport nearest to Rivermist"
     "MessageAPI": {tool: {"receiver_id": ["user_id"]} for tool in ("send_message", "delete_message")},
+    "TwitterAPI": {"unfollow_user": {"username_to_unfollow": ["following_list"]}},  # only a followed user
     "MathAPI": {tool: {p: ["result"] for p in OPERANDS}
                 for tool in ("absolute_value", "add", "divide", "imperial_si_conversion", "logarithm", "multiply",
                              "percentage", "power", "round_number", "si_unit_conversion", "square_root", "subtract")},
