@@ -158,3 +158,16 @@ def test_a_replacement_is_found_where_alternatives_are_listed():
     for tool in ("exchange_delivered_order_items", "modify_pending_order_items"):
         assert fsm.producers[tool]["new_item_ids"] == ["get_product_details"]
         assert "get_order_details" in fsm.producers[tool]["item_ids"]
+
+
+@needs_tau2
+def test_the_hand_off_is_walked_and_always_last():
+    """transfer_to_human_agents (a terminal tool of both policies) is reached by plain walks, in a small share as in
+    tau2's tasks, and nothing follows it."""
+    for ts in (RETAIL, AIRLINE):
+        fsm = RuleFSMBuilder().build(ts)
+        walks = [[t for i in sample_path(fsm, random.Random(seed), 3, 8) for t in fsm.transitions[i].action]
+                 for seed in range(500)]
+        handed = [w for w in walks if "transfer_to_human_agents" in w]
+        assert 0 < len(handed) < 150, (ts.name, len(handed))
+        assert all(w[-1] == "transfer_to_human_agents" and w.count("transfer_to_human_agents") == 1 for w in handed)

@@ -178,6 +178,7 @@ def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(
     return tags
 
 
+TERMINAL_WEIGHT = 3.0  # a terminal tool's edge after a change (the walk ends in `done` far more often)
 _IDENTIFIER = re.compile(r"(?:^|_)ids?$", re.I)
 _CREATES = re.compile(r"^(?:register|create|add|new|post|make|open)_([a-z]+(?:_[a-z]+)*)$")
 
@@ -276,7 +277,7 @@ class RuleFSMBuilder:
 
     def cache_key(self) -> str:
         """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
-        return f"rule:{self.probe_seeds}:named-restated:pre:new-of-kind:described-new:read-pairs:replacements"
+        return f"rule:{self.probe_seeds}:named-restated:pre:new-of-kind:described-new:read-pairs:replacements:hand-off"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """Probe the toolset, learn preconditions, classify its tools and lay out states and tagged transitions."""
@@ -330,8 +331,10 @@ class RuleFSMBuilder:
             if not initial:
                 edges += self._pair_edges(src, work, roles, stated)
             for r in roles.values():
-                if (r.kind == "logout" and src != "start") or (r.kind == "terminal" and src == "done"):
-                    edges.append(self._edge(src, "end", [r], roles, False, weight=0.2))  # a hand-off follows a change
+                if r.kind == "logout" and src != "start":
+                    edges.append(self._edge(src, "end", [r], roles, False, weight=0.2))
+                elif r.kind == "terminal" and src == "done":  # a hand-off follows a change (tau2: about one
+                    edges.append(self._edge(src, "end", [r], roles, False, weight=TERMINAL_WEIGHT))  # task in ten)
         producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
         producers = {t: ps for t, ps in producers.items() if ps}
         edges = _prune_dead([e for e in edges if e is not None], producers)
