@@ -135,7 +135,7 @@ def test_yes_no_fields_read_as_states_and_numbered_fields_as_ordinals():
 def test_a_stock_order_counts_shares_and_a_notice_is_its_own_sentence():
     order = describe_result({"id": 17514, "order_type": "Buy", "symbol": "NVDA", "price": 208.51, "amount": 4,
                              "status": "Cancelled"}, "get_order_details")
-    assert order.startswith("Order 17514 is Cancelled") and "four shares" in order and "$4.00" not in order
+    assert order.startswith("Order 17514 is cancelled") and "four shares" in order and "$4.00" not in order
     notice = describe_result({"notification": "No significant price changes in the selected stocks."}, "notify")
     assert notice == "No significant price changes in the selected stocks."
     assert describe_result({"status": False}, "trading_get_login_status") != "It is not status."
@@ -144,7 +144,7 @@ def test_a_stock_order_counts_shares_and_a_notice_is_its_own_sentence():
 def test_a_ticket_is_named_as_a_ticket_and_its_author_as_created_by():
     text = describe_result({"id": 1, "title": "Roadmap issue", "status": "Open", "priority": 2,
                             "created_by": "Liam Tanaka"}, "get_ticket")
-    assert text.startswith("Roadmap issue (ticket 1) is Open") and "created by Liam Tanaka" in text
+    assert text.startswith("Roadmap issue (ticket 1) is open") and "created by Liam Tanaka" in text
     assert "the created by" not in text and "result 1" not in text
 
 
@@ -169,3 +169,17 @@ def test_a_search_reply_gives_what_was_found_not_what_was_asked():
     assert "2025-05-29" not in text and "guests" not in text, text
     echo_only = call.model_copy(update={"result": {**args}})
     assert "2025-05-29" in assistant_reply([echo_only], {"search_hotels": spec}, random.Random(0))
+
+
+def test_a_placed_stock_order_counts_shares_and_says_its_state_in_lower_case():
+    """place_order's result names no symbol (its arguments do): its amount is still shares, not dollars; a one-word
+    status or type is said in lower case mid-sentence."""
+    spec = ToolSpec(name="place_order", description="Place an order.", parameters={
+        "type": "object", "properties": {"order_type": {}, "symbol": {}, "price": {}, "amount": {}}, "required": []})
+    args = {"order_type": "Buy", "symbol": "GOOG", "price": 884, "amount": 9}
+    call = ToolCall(call_id="call_0_0", name="place_order", args_exec=args, ok=True,
+                    args_prov={k: ArgProvenance(tag=Tag.self_create) for k in args},
+                    result={"order_id": 75568, "order_type": "Buy", "status": "Pending", "price": 884.0, "amount": 9})
+    text = assistant_reply([call], {"place_order": spec}, random.Random(0))
+    assert "nine shares" in text and "$9.00" not in text, text
+    assert "is pending" in text and "Pending" not in text and "Buy" not in text, text

@@ -316,7 +316,7 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
             out.append(f"the {field_words(key)} {verb} \u201c{_say(value, key).strip(chr(0x201c) + chr(0x201d))}\u201d")
         elif isinstance(value, bool):
             out.append(_flag_clause(field_words(key), value))
-        elif key in SHARE_KEYS and isinstance(value, int) and "symbol" in obj:
+        elif key in SHARE_KEYS and isinstance(value, int) and ("symbol" in obj or "symbol" in changed):
             out.append(f"it is for {_count(value) if value <= 12 else value} share{'' if value == 1 else 's'}")
         elif key in ("today", "now"):
             out.append(f"{key} is {_say(value, key)}")
@@ -443,6 +443,8 @@ def _say(value: Any, key: str) -> str:
         return "yes" if value else "no"
     if isinstance(value, (int, float)):
         return _money(value) if MONEY.search(key) else _number(value)
+    if isinstance(value, str) and re.fullmatch(r"[A-Z][a-z]+", value) and re.search(r"(?:status|type)$", key):
+        return value.lower()  # a state or kind said mid-sentence ("order 7 is pending", "the order type is buy")
     if isinstance(value, str):
         text = value.replace("\n", " / ") if "\n" in value else value
         if re.fullmatch(r"[a-z]+(?:_[a-z]+)+", text):  # an enum value ("round_trip", "basic_economy")
