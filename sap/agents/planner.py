@@ -354,13 +354,24 @@ class RulePlanner:
         return items, prov
 
     def _beside_item(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance] | None:
-        """An argument declared to come from an earlier result that the one object an array argument was made of
-        also holds (a flight's origin and destination beside its number): taken from that object, so the call
-        describes one thing."""
-        if len(ctx.item_sources) != 1 or ctx.req.tags.get(name) != Tag.prev_output:
+        """An argument that the one object an array argument was made of also holds (a flight's origin and
+        destination beside its number), when declared to come from an earlier result: taken from that object, so
+        the call describes one thing. One the object lacks but the call that produced it was given (the path of
+        the file whose text an edit replaces) is that call's argument, whatever the declared source."""
+        if len(ctx.item_sources) != 1:
             return None
         obj = ctx.item_sources[0]
-        if name not in obj.scalars or not type_ok(obj.scalars[name], schema):
+        if name not in obj.scalars:
+            producer = next((h.call for h in ctx.req.history if (h.turn, h.index) == obj.doc), None)
+            got = None if producer is None else inherited(producer, name, obj.doc[0], ctx.req.turn)
+            if got is None or not type_ok(got[0], schema):
+                return None
+            if got[1].tag == Tag.prev_user_msg:
+                said = [(s.turn, s.param, s.value) for s in [*ctx.req.stated, *ctx.req.virtual, *ctx.virtual]
+                        if s.turn < ctx.req.turn]
+                got = got[0], got[1].model_copy(update={"selector": stated_selector(name, got[0], said)})
+            return got
+        if ctx.req.tags.get(name) != Tag.prev_output or not type_ok(obj.scalars[name], schema):
             return None
         path = f"{obj.path}.{name}"
         return obj.scalars[name], ArgProvenance(tag=Tag.prev_output, turn=obj.doc[0], call=obj.doc[1], path=path,
