@@ -62,7 +62,7 @@ def git(workdir: Path, *args: str) -> None:
 def build_git(c0: dict[str, Any], workdir: Path, root: str = "/workspace") -> None:
     """c0's files committed as the first commit of a git repository (branch `main`, checked out), c0's `branches`
     ({"name"} records) made at that commit, then c0's `changes` ({"path", "content"} records) written into the work
-    tree uncommitted."""
+    tree uncommitted, those with `"staged": true` staged."""
     build_files(c0, workdir, root)
     git(workdir, "init", "-q", "-b", "main")
     git(workdir, "add", "-A")
@@ -73,7 +73,11 @@ def build_git(c0: dict[str, Any], workdir: Path, root: str = "/workspace") -> No
             if not name or name.startswith("-"):
                 raise ValueError(f"c0 branches[{i}].name: {name!r} is not a branch name")
             git(workdir, "branch", name)
-    build_files({"files": c0.get("changes", [])}, workdir, root)
+    changes = c0.get("changes", [])
+    build_files({"files": changes}, workdir, root)
+    staged = [_relative(str(r["path"]), root, f"changes[{i}].path") for i, r in enumerate(changes) if r.get("staged")]
+    if staged:
+        git(workdir, "add", "--", *staged)
 
 
 def git_index_view(workdir: Path) -> dict[str, str]:

@@ -33,8 +33,8 @@ class McpConfigError(UnknownToolset):
 def sample_tree(seed: int, root: str = "/workspace", repository: bool = False) -> dict[str, Any]:
     """A small directory tree of text files (deterministic in `seed`), as c0 for the `files` and `git` states:
     `root`, `repo_path` (= root), `directories` and `files` ({"path", "content"} under root); with `repository`
-    (the `git` state) also two `branches` beside `main` ({"name"}) and uncommitted `changes`: one file edited, one
-    new."""
+    (the `git` state) also two `branches` beside `main` ({"name"}) and uncommitted `changes`: one file edited (staged
+    in half the seeds), one new."""
     rng = random.Random(f"mcp-tree:{seed}")
     dirs = sorted(rng.sample(["docs", "notes", "src", "data"], 2))
     files = []
@@ -50,6 +50,8 @@ def sample_tree(seed: int, root: str = "/workspace", repository: bool = False) -
         c0["branches"] = [{"name": "main"}] + [{"name": b} for b in sorted(rng.sample(BRANCHES, 2))]
         c0["changes"] = [{"path": edited["path"], "content": edited["content"] + f"{rng.choice(WORDS)} added\n"},
                          {"path": fresh, "content": f"{rng.choice(WORDS)}: new\n"}]
+        if rng.random() < 0.5:  # half the repositories have the edit staged already (something to unstage)
+            c0["changes"][0]["staged"] = True
     return c0
 
 
