@@ -117,3 +117,24 @@ def test_an_edit_takes_its_path_from_the_read_that_gave_its_old_text() -> None:
         assert bound.args_exec["edits"][0]["oldText"] == "b\n"
         assert bound.args_exec["path"] == "/w/b.txt"
         assert bound.args_prov["path"].tag == Tag.self_create  # stated in this turn, where the read took it
+
+
+def test_an_edit_with_no_read_before_takes_a_file_of_c0_whole_and_not_the_one_that_failed() -> None:
+    edit = spec("edit_file", "Edit a text file", {"path": STRING, "edits": EDITS})
+    edit = edit.model_copy(update={"value_fields": {"edits.oldText": ["content"]}})
+    c0 = {"files": [{"path": "/w/a.txt", "content": "a\n"}, {"path": "/w/b.txt", "content": "b\n"}]}
+    seen = set()
+    for seed in range(8):
+        bound = RulePlanner().bind(request(edit, {"path": Tag.initial_state, "edits": Tag.self_create}, turn=0,
+                                           c0=c0, seed=seed))
+        old, path = bound.args_exec["edits"][0]["oldText"], bound.args_exec["path"]
+        assert {"path": path, "content": old} in c0["files"]  # text and path of one file
+        prov = bound.args_prov["edits[0].oldText"]
+        assert prov.tag == Tag.initial_state and prov.path.endswith(".content")
+        assert bound.args_prov["path"].path == prov.path.replace(".content", ".path")
+        seen.add(path)
+        failed = [{"path": path, "edits": [{"oldText": old, "newText": "x"}]}]
+        again = RulePlanner().bind(request(edit, {"path": Tag.initial_state, "edits": Tag.self_create}, turn=0,
+                                           c0=c0, seed=seed, failed_args=failed, last_error="no match"))
+        assert again.args_exec["edits"][0]["oldText"] != old
+    assert seen == {"/w/a.txt", "/w/b.txt"}
