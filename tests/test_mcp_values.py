@@ -66,7 +66,9 @@ def test_aliases_only_where_c0_has_no_field_of_the_name_and_samplers_for_new_pat
     assert fields["edit_file"] == {"edits.oldText": ["content", "text"]}
     assert out[-1].properties["branch_type"]["enum"] == ["local", "all"]
     assert "enum" not in tools[-1].properties["branch_type"]  # the given specs are left as they were
-    assert set(samplers) == {"destination"}
+    assert set(samplers) == {"source", "destination", "files", "path"}  # not repo_path: it names no file
+    new = {name: sampler(random.Random(0), c0) for name, sampler in samplers.items()}
+    assert isinstance(new["files"], list) and isinstance(new["destination"], str)
 
 
 def test_new_path_lies_in_a_c0_directory_and_is_no_c0_file() -> None:

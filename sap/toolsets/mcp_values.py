@@ -14,6 +14,7 @@ ParamKind = Literal["path", "new_path", "ref", "old_text"]
 PATH_WORDS = {"path", "paths", "file", "files", "filename", "source", "src", "dir", "directory", "folder"}
 NEW_WORDS = {"destination", "dest", "target", "new", "output"}  # a path a call creates, not one it reads
 REF_WORDS = {"revision", "rev", "ref", "commit", "sha", "branch", "target", "base"}
+DIRECTORY_WORDS = {"repo", "repository", "root", "dir", "directory", "folder", "workdir"}  # a path to no file
 ABOUT_FILES = {"file", "files", "directory", "directories", "path", "paths", "folder", "folders"}
 ABOUT_REFS = {"branch", "branches", "commit", "commits", "revision", "revisions", "ref", "refs"}
 OLD_WORDS = {"old"}  # with a text word: the text an edit replaces, which must be found in a file
@@ -70,7 +71,8 @@ def description_enum(schema: dict[str, Any]) -> list[str] | None:
 
 
 def new_path(rng: random.Random, c0: dict[str, Any]) -> str:
-    """A path no file of c0 has, in one of c0's directories (else its root): where a moved or copied file goes."""
+    """A path no file of c0 has, in one of c0's directories (else its root): where a moved file goes, a new file
+    or directory."""
     root = str(c0.get("root", "/workspace")).rstrip("/")
     dirs = [str(d["path"]) for d in c0.get("directories", []) if isinstance(d, dict) and "path" in d] or [root]
     taken = {str(f.get("path")) for key in ("files", "changes") for f in c0.get(key, []) if isinstance(f, dict)}
@@ -80,11 +82,16 @@ def new_path(rng: random.Random, c0: dict[str, Any]) -> str:
             return path
 
 
+def new_paths(rng: random.Random, c0: dict[str, Any]) -> list[str]:
+    """One `new_path` as a list, for a parameter that takes several paths."""
+    return [new_path(rng, c0)]
+
+
 def with_state_values(tools: list[ToolSpec], c0: dict[str, Any]) -> tuple[list[ToolSpec],
                                                                           dict[str, Callable[..., Any]]]:
     """`tools` with enums read from descriptions and `value_fields` for their path, ref and old-text parameters that
     no field of `c0` answers to by name (an item field of an array of objects as `array.field`), and the samplers
-    of new paths by parameter name."""
+    of new values of path parameters by name (`new_path`)."""
     out, samplers = [], {}
     for tool in tools:
         params = dict(tool.parameters)
@@ -99,9 +106,10 @@ def with_state_values(tools: list[ToolSpec], c0: dict[str, Any]) -> tuple[list[T
             fields += [(f"{name}.{k}", v) for k, v in items.get("properties", {}).items() if isinstance(v, dict)]
             for key, field_schema in fields:
                 kind = param_kind(tool, key.rpartition(".")[2], field_schema)
-                if kind == "new_path":
-                    samplers[key] = new_path
-                elif kind is not None and not produces(key.rpartition(".")[2], field_schema, c0):
+                if kind in ("path", "new_path") and "." not in key and not words(key) & DIRECTORY_WORDS:
+                    # a new value of it is a file in the tree, never a bare file name
+                    samplers[key] = new_path if field_schema.get("type") != "array" else new_paths
+                if kind not in (None, "new_path") and not produces(key.rpartition(".")[2], field_schema, c0):
                     aliases[key] = [*aliases.get(key, []), *ALIASES[kind]]
         params["properties"] = props
         out.append(tool.model_copy(update={"parameters": params, "value_fields": aliases}))
