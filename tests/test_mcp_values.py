@@ -4,6 +4,7 @@ taken from the read that gave its old text."""
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -66,9 +67,12 @@ def test_aliases_only_where_c0_has_no_field_of_the_name_and_samplers_for_new_pat
     assert fields["edit_file"] == {"edits.oldText": ["content", "text"]}
     assert out[-1].properties["branch_type"]["enum"] == ["local", "all"]
     assert "enum" not in tools[-1].properties["branch_type"]  # the given specs are left as they were
-    assert set(samplers) == {"source", "destination", "files", "path"}  # not repo_path: it names no file
+    # not repo_path: it names no file; branch_type is an enum now
+    assert set(samplers) == {"source", "destination", "files", "path", "branch_name", "revision"}
     new = {name: sampler(random.Random(0), c0) for name, sampler in samplers.items()}
     assert isinstance(new["files"], list) and isinstance(new["destination"], str)
+    assert re.fullmatch(r"[a-z]+/[a-z]+-[a-z]+", new["branch_name"])  # no snake_case placeholder
+    assert new["branch_name"] not in {b["name"] for b in c0["branches"]}
 
 
 def test_new_path_lies_in_a_c0_directory_and_is_no_c0_file() -> None:

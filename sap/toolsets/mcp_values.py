@@ -24,6 +24,7 @@ ALIASES: dict[ParamKind, list[str]] = {"path": ["path"], "ref": ["branch_name"],
 _EXAMPLES = re.compile(r"\be\.g\.|\bfor example\b|\bsuch as\b|\blike\b|\baccepts?\b", re.I)
 _QUOTED_WORD = re.compile(r"""['"]([A-Za-z_][\w-]{0,30})['"]""")
 NEW_NAME_WORDS = ("draft", "notes", "plan", "summary", "archive", "ideas", "backlog", "review")
+REF_KINDS = ("feature", "fix", "docs", "chore")
 
 
 def words(text: str) -> set[str]:
@@ -82,6 +83,18 @@ def new_path(rng: random.Random, c0: dict[str, Any]) -> str:
             return path
 
 
+def new_ref(rng: random.Random, c0: dict[str, Any]) -> str:
+    """A branch name no branch of c0 has, the way people name them (`feature/budget-notes`): a kind, then words of
+    c0's file names joined by hyphens."""
+    stems = sorted({str(f.get("path", "")).rpartition("/")[2].partition(".")[0] for f in c0.get("files", [])
+                    if isinstance(f, dict)} - {""}) or list(NEW_NAME_WORDS)
+    taken = {str(b.get("name")) for b in c0.get("branches", []) if isinstance(b, dict)}
+    while True:
+        name = f"{rng.choice(REF_KINDS)}/{rng.choice(stems)}-{rng.choice(NEW_NAME_WORDS)}"
+        if name not in taken:
+            return name
+
+
 def new_paths(rng: random.Random, c0: dict[str, Any]) -> list[str]:
     """One `new_path` as a list, for a parameter that takes several paths."""
     return [new_path(rng, c0)]
@@ -91,7 +104,7 @@ def with_state_values(tools: list[ToolSpec], c0: dict[str, Any]) -> tuple[list[T
                                                                           dict[str, Callable[..., Any]]]:
     """`tools` with enums read from descriptions and `value_fields` for their path, ref and old-text parameters that
     no field of `c0` answers to by name (an item field of an array of objects as `array.field`), and the samplers
-    of new values of path parameters by name (`new_path`)."""
+    of new values of path and ref parameters by name (`new_path`, `new_ref`)."""
     out, samplers = [], {}
     for tool in tools:
         params = dict(tool.parameters)
@@ -109,6 +122,8 @@ def with_state_values(tools: list[ToolSpec], c0: dict[str, Any]) -> tuple[list[T
                 if kind in ("path", "new_path") and "." not in key and not words(key) & DIRECTORY_WORDS:
                     # a new value of it is a file in the tree, never a bare file name
                     samplers[key] = new_path if field_schema.get("type") != "array" else new_paths
+                if kind == "ref" and "." not in key:
+                    samplers[key] = new_ref  # a new branch reads `feature/budget-notes`, not `budget_notes`
                 if kind not in (None, "new_path") and not produces(key.rpartition(".")[2], field_schema, c0):
                     aliases[key] = [*aliases.get(key, []), *ALIASES[kind]]
         params["properties"] = props
