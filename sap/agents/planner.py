@@ -148,6 +148,11 @@ class _CallContext:
             tried = (tried if first else []) if _ID.search(name) else ([] if first else tried)
         return tried + sorted(named) + same
 
+    def said(self) -> list[tuple[int, str, Any]]:
+        """(turn, parameter, value) of every value stated, or registered to be stated, before this turn."""
+        req = self.req
+        return [(s.turn, s.param, s.value) for s in [*req.stated, *req.virtual, *self.virtual] if s.turn < req.turn]
+
     def no_op(self) -> bool:
         """Whether the last attempt was refused as a write that changes nothing."""
         return NO_OP in (self.req.last_error or "")
@@ -339,7 +344,7 @@ class RulePlanner:
                     if not any(item.get(f) == v for item in tried for f, (_, v) in o.fields.items())]
         if not pool:
             return None
-        said = [(s.turn, s.param, s.value) for s in [*req.stated, *req.virtual, *ctx.virtual] if s.turn < req.turn]
+        said = ctx.said()
         items, prov = [], {}
         chosen = choose_items(pool, req.rng) if pool[0].doc is not None else [req.rng.choice(pool)]  # one of c0's
         ctx.item_sources = chosen
@@ -379,9 +384,7 @@ class RulePlanner:
             if got is None or not type_ok(got[0], schema):
                 return None
             if got[1].tag == Tag.prev_user_msg:
-                said = [(s.turn, s.param, s.value) for s in [*ctx.req.stated, *ctx.req.virtual, *ctx.virtual]
-                        if s.turn < ctx.req.turn]
-                got = got[0], got[1].model_copy(update={"selector": stated_selector(name, got[0], said)})
+                got = got[0], got[1].model_copy(update={"selector": stated_selector(name, got[0], ctx.said())})
             return got
         if ctx.req.tags.get(name) != Tag.prev_output or not type_ok(obj.scalars[name], schema):
             return None
