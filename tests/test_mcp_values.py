@@ -16,7 +16,7 @@ from sap.agents.planner import HistoryCall, RulePlanner
 from sap.executors.mcp import build_git, git_index_view
 from sap.model import ArgProvenance, Tag
 from sap.toolsets.mcp import sample_tree
-from sap.toolsets.mcp_values import description_enum, new_path, param_kind, with_state_values
+from sap.toolsets.mcp_values import description_enum, new_file, param_kind, with_state_values
 
 STRING = {"type": "string"}
 EDITS = {"type": "array", "items": {"type": "object", "required": ["oldText", "newText"],
@@ -67,20 +67,37 @@ def test_aliases_only_where_c0_has_no_field_of_the_name_and_samplers_for_new_pat
     assert fields["edit_file"] == {"edits.oldText": ["content", "text"]}
     assert out[-1].properties["branch_type"]["enum"] == ["local", "all"]
     assert "enum" not in tools[-1].properties["branch_type"]  # the given specs are left as they were
-    # not repo_path: it names no file; branch_type is an enum now
-    assert set(samplers) == {"source", "destination", "files", "path", "branch_name", "revision"}
+    # not repo_path (a directory c0 has) nor branch_type (an enum now)
+    assert set(samplers) == {"move_file.source", "move_file.destination", "git_add.files", "git_checkout.branch_name",
+                             "git_show.revision", "edit_file.path"}
     new = {name: sampler(random.Random(0), c0) for name, sampler in samplers.items()}
-    assert isinstance(new["files"], list) and isinstance(new["destination"], str)
-    assert re.fullmatch(r"[a-z]+/[a-z]+-[a-z]+", new["branch_name"])  # no snake_case placeholder
-    assert new["branch_name"] not in {b["name"] for b in c0["branches"]}
+    paths = {f["path"] for f in c0["files"] + c0["changes"]} | {d["path"] for d in c0["directories"]}
+    assert new["move_file.source"] in paths and new["edit_file.path"] in paths  # what the user has
+    assert new["move_file.destination"] not in paths and new["move_file.destination"].endswith(".txt")
+    assert isinstance(new["git_add.files"], list) and new["git_add.files"][0] in paths
+    assert {new["git_checkout.branch_name"], new["git_show.revision"]} <= {b["name"] for b in c0["branches"]}
 
 
-def test_new_path_lies_in_a_c0_directory_and_is_no_c0_file() -> None:
+def test_a_creating_tool_gets_new_names_but_its_base_an_existing_one() -> None:
+    c0 = sample_tree(1, repository=True)
+    create = spec("git_create_branch", "Creates a new branch from an optional base branch",
+                  {"branch_name": STRING}, {"base_branch": STRING})
+    mkdir = spec("create_directory", "Create a new directory or ensure a directory exists", {"path": STRING})
+    _, samplers = with_state_values([create, mkdir], c0)
+    branches = {b["name"] for b in c0["branches"]}
+    for seed in range(10):
+        name = samplers["git_create_branch.branch_name"](random.Random(seed), c0)
+        assert re.fullmatch(r"[a-z]+/[a-z-]+", name) and name not in branches  # no snake_case placeholder
+        assert samplers["git_create_branch.base_branch"](random.Random(seed), c0) in branches
+        folder = samplers["create_directory.path"](random.Random(seed), c0)
+        assert "." not in folder.rpartition("/")[2] and folder not in {f["path"] for f in c0["files"]}
+
+def test_a_new_file_lies_in_a_c0_directory_and_is_no_c0_file() -> None:
     c0 = sample_tree(2, repository=True)
     dirs = {d["path"] for d in c0["directories"]}
     taken = {f["path"] for f in c0["files"] + c0["changes"]}
     for seed in range(30):
-        path = new_path(random.Random(seed), c0)
+        path = new_file(random.Random(seed), c0)
         assert path.rpartition("/")[0] in dirs and path not in taken
 
 
@@ -144,3 +161,11 @@ def test_an_edit_with_no_read_before_takes_a_file_of_c0_whole_and_not_the_one_th
                                            c0=c0, seed=seed, failed_args=failed, last_error="no match"))
         assert again.args_exec["edits"][0]["oldText"] != old
     assert seen == {"/w/a.txt", "/w/b.txt"}
+
+
+def test_a_tool_qualified_sampler_wins_over_the_parameter_s_own() -> None:
+    samplers = {"git_checkout.branch_name": lambda rng, c0: "develop", "branch_name": lambda rng, c0: "feature/x"}
+    for name, want in (("git_checkout", "develop"), ("git_create_branch", "feature/x")):
+        req = request(spec(name, "", {"branch_name": STRING}), {"branch_name": Tag.self_create}, turn=0)
+        req.samplers = samplers
+        assert RulePlanner().bind(req).args_exec["branch_name"] == want

@@ -77,7 +77,7 @@ class PlanRequest:
     virtual: list[StatedValue] = field(default_factory=list)  # values registered in earlier user turns (P_u)
     free: bool = False  # "no tags" ablation: no declared sources, the planner picks each argument's own
     samplers: Mapping[str, Callable[[random.Random, dict[str, Any]], Any]] = field(default_factory=dict)  # a
-    # domain module's SAMPLERS: parameter -> how users pick a new value of it
+    # domain module's SAMPLERS: parameter (or `tool.parameter`, which wins) -> how users pick a new value of it
     sources: dict[str, tuple[int, int] | int] = field(default_factory=dict)  # where an argument must come from: an
     # earlier call (turn, call) for prev_output, an anchor turn for prev_user_msg (a RODS variant follows its seed)
     combinations: list[dict[str, Any]] = field(default_factory=list)  # joint values the tool's code accepts (BFCL's
@@ -513,9 +513,10 @@ class RulePlanner:
             options = [o for o in options if o in joint] or [o for o in joint if o not in failed] or joint
         if options:
             return ctx.req.rng.choice(options)
-        if name in ctx.req.samplers:  # the domain's own way (a search phrase from the books c0 holds)
+        sampler = ctx.req.samplers.get(f"{ctx.req.spec.name}.{name}") or ctx.req.samplers.get(name)
+        if sampler is not None:  # the domain's own way (a search phrase from the books c0 holds)
             for _ in range(6):
-                value = ctx.req.samplers[name](ctx.req.rng, ctx.req.c0)
+                value = sampler(ctx.req.rng, ctx.req.c0)
                 if value not in failed and value not in ctx.bound.values():
                     break
             return value
