@@ -182,3 +182,14 @@ def test_bad_input_is_one_line_naming_file_and_line(tmp_path, capsys, content, w
     assert main(["audit", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert str(path) + where.split(":", 2)[0] in err and where.split(" ")[0] in err and "\n" not in err
+
+
+def test_a_write_verb_after_a_namespace_is_a_change_between_repeated_calls() -> None:
+    calls = [AuditCall(0, "git_reset", {"repo_path": "/w"}, "reset"),
+             AuditCall(1, "git_add", {"repo_path": "/w", "files": ["a"]}, "staged"),
+             AuditCall(2, "git_reset", {"repo_path": "/w"}, "reset")]
+    assert flawed("repeated_call", dialogue({0: "", 1: "", 2: ""}, calls)) == 0
+    looked = [AuditCall(0, "git_status", {"repo_path": "/w"}, "clean"),
+              AuditCall(1, "git_log", {"repo_path": "/w"}, "log"),
+              AuditCall(2, "git_status", {"repo_path": "/w"}, "clean")]
+    assert flawed("repeated_call", dialogue({0: "", 1: "", 2: ""}, looked)) == 1  # git_log writes nothing

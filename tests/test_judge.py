@@ -8,7 +8,7 @@ from typing import Callable
 import pytest
 from pydantic import ValidationError
 
-from sap.agents.judge import CRITERIA, Finding, RuleJudge, Verdict
+from sap.agents.judge import CRITERIA, Finding, RuleJudge, Verdict, _occurs
 from sap.api import synthesize
 from sap.export.records import record_to_trajectory
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Trajectory, Turn
@@ -360,3 +360,9 @@ def test_a_request_worded_as_the_phrase_book_words_it_refers_to_the_task(message
         Turn(index=0, state="s", transition=0, calls=[rm], user_message=message, assistant_message="Done.")])
     findings = [f.detail for f in RuleJudge().message_matches_calls(traj, specs) if "does not refer" in f.detail]
     assert (findings == []) is refers, findings
+
+
+def test_a_path_inside_a_longer_path_is_not_restated() -> None:
+    assert not _occurs("move it to /workspace/docs/plan-2.txt", "/workspace")
+    assert _occurs("the repo at /workspace. Thanks", "/workspace")
+    assert _occurs("files in /workspace/docs", "/workspace/docs")

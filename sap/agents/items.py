@@ -24,7 +24,7 @@ def object_items(schema: dict[str, Any]) -> tuple[dict[str, Any], list[str]] | N
 class SourceObject:
     """An object inside an earlier result that can be one item: where it is, and the item fields it holds."""
 
-    doc: tuple[int, int]  # (turn, call) of the result
+    doc: tuple[int, int] | None  # (turn, call) of the result; None for an object of c0
     path: str  # JSON path of the object in the result
     listing: str | None  # path of the list the object is an element of
     fields: dict[str, tuple[str, Any]]  # item field -> (JSON path in the result, value)
@@ -46,23 +46,33 @@ def source_objects(calls: list[tuple[tuple[int, int], ToolCall]], props: dict[st
                    aliases: dict[str, tuple[str, ...]]) -> list[SourceObject]:
     """The objects of the calls' successful results holding at least half the required item fields (a field
     found in the object itself or its plain sub-objects, not inside its listings), in document order."""
+    return [o for doc, call in calls if call.ok for o in _holding(doc, call.result, props, required, aliases)]
+
+
+def config_objects(c0: dict[str, Any], props: dict[str, Any], required: list[str],
+                   aliases: dict[str, tuple[str, ...]]) -> list[SourceObject]:
+    """The objects of c0 that can be items, as `source_objects` finds them in results (a file of c0 whose
+    `content` is the text an edit replaces)."""
+    return _holding(None, c0, props, required, aliases)
+
+
+def _holding(doc: tuple[int, int] | None, value: Any, props: dict[str, Any], required: list[str],
+             aliases: dict[str, tuple[str, ...]]) -> list[SourceObject]:
+    """The objects of `value` (the document `doc`) holding at least half the required item fields."""
     found = []
-    for doc, call in calls:
-        if not call.ok:
-            continue
-        nodes: list[tuple[str, str | None, dict[str, Any]]] = []
-        _objects(call.result, "$", None, nodes)
-        for path, listing, obj in nodes:
-            fields = {}
-            for name in required:
-                own = [c for c in candidates(name, props[name], obj, aliases.get(name, ()))
-                       if "[" not in c.path and not isinstance(c.value, list)]
-                if own:
-                    best = max(own, key=lambda c: (c.score, -c.path.count(".")))
-                    fields[name] = (path + best.path[1:], best.value)
-            if fields and 2 * len(fields) >= len(required):
-                scalars = {k: v for k, v in obj.items() if isinstance(v, (str, int, float)) and str(k).isidentifier()}
-                found.append(SourceObject(doc, path, listing, fields, scalars))
+    nodes: list[tuple[str, str | None, dict[str, Any]]] = []
+    _objects(value, "$", None, nodes)
+    for path, listing, obj in nodes:
+        fields = {}
+        for name in required:
+            own = [c for c in candidates(name, props[name], obj, aliases.get(name, ()))
+                   if "[" not in c.path and not isinstance(c.value, list)]
+            if own:
+                best = max(own, key=lambda c: (c.score, -c.path.count(".")))
+                fields[name] = (path + best.path[1:], best.value)
+        if fields and 2 * len(fields) >= len(required):
+            scalars = {k: v for k, v in obj.items() if isinstance(v, (str, int, float)) and str(k).isidentifier()}
+            found.append(SourceObject(doc, path, listing, fields, scalars))
     return found
 
 
@@ -70,7 +80,7 @@ def choose_items(pool: list[SourceObject], rng: random.Random) -> list[SourceObj
     """The objects the array is made of: one of the newest result's (usually) or any, alone or with the rest of the
     list it is in (a whole itinerary, a connection's two flights, every passenger), now and then one of those
     swapped for another source's object."""
-    newest = max(o.doc for o in pool)
+    newest = max((o.doc for o in pool), key=lambda d: d or (-1, -1))
     first = rng.choice([o for o in pool if o.doc == newest] if rng.random() < 0.6 else pool)
     chosen = [first]
     if first.listing is not None and rng.random() < _ITEM_COUNT_WHOLE:
@@ -82,8 +92,11 @@ def choose_items(pool: list[SourceObject], rng: random.Random) -> list[SourceObj
 
 
 def output_provenance(obj: SourceObject, field_name: str) -> tuple[Any, ArgProvenance]:
-    """The value of an item field found in its source object, as a prev_output reference (selector set later)."""
+    """The value of an item field found in its source object, as a prev_output reference (selector set later), or
+    for an object of c0 as an initial_state one."""
     path, value = obj.fields[field_name]
+    if obj.doc is None:
+        return value, ArgProvenance(tag=Tag.initial_state, path=path)
     return value, ArgProvenance(tag=Tag.prev_output, turn=obj.doc[0], call=obj.doc[1], path=path)
 
 

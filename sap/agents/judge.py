@@ -124,11 +124,13 @@ class Judge(Protocol):
 
 def _occurs(text: str, value: str) -> bool:
     """Whether `value` occurs in `text` as a whole token run (case- and whitespace-insensitive); a part of a longer
-    identifier (`roadmap` in `roadmap_review.log`) does not count."""
+    identifier (`roadmap` in `roadmap_review.log`) or path (`/workspace` in `/workspace/docs/a.txt`) does not
+    count."""
     needle = normalize_text(value)
     if not needle:
         return False
-    return re.search(r"(?<![a-z0-9_-])" + re.escape(needle) + r"(?![a-z0-9_-])", normalize_text(text)) is not None
+    return re.search(r"(?<![a-z0-9_-])" + re.escape(needle) + r"(?![a-z0-9_-]|[/.][a-z0-9])",
+                     normalize_text(text)) is not None
 
 
 def stem(word: str) -> str:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from sap.agents.items import choose_items, inherited, object_items, output_provenance, source_objects
+from sap.agents.items import (choose_items, config_objects, inherited, object_items, output_provenance,
+                              source_objects)
 from sap.agents.replies import SHOWN
 from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec, item_key
 from sap.provenance.fields import Candidate, candidates, child_path, index_of, match_score, type_ok
@@ -76,7 +77,7 @@ class PlanRequest:
     virtual: list[StatedValue] = field(default_factory=list)  # values registered in earlier user turns (P_u)
     free: bool = False  # "no tags" ablation: no declared sources, the planner picks each argument's own
     samplers: Mapping[str, Callable[[random.Random, dict[str, Any]], Any]] = field(default_factory=dict)  # a
-    # domain module's SAMPLERS: parameter -> how users pick a new value of it
+    # domain module's SAMPLERS: parameter (or `tool.parameter`, which wins) -> how users pick a new value of it
     sources: dict[str, tuple[int, int] | int] = field(default_factory=dict)  # where an argument must come from: an
     # earlier call (turn, call) for prev_output, an anchor turn for prev_user_msg (a RODS variant follows its seed)
     combinations: list[dict[str, Any]] = field(default_factory=list)  # joint values the tool's code accepts (BFCL's
@@ -146,6 +147,11 @@ class _CallContext:
             first = len(self.req.failed_args) == 1
             tried = (tried if first else []) if _ID.search(name) else ([] if first else tried)
         return tried + sorted(named) + same
+
+    def said(self) -> list[tuple[int, str, Any]]:
+        """(turn, parameter, value) of every value stated, or registered to be stated, before this turn."""
+        req = self.req
+        return [(s.turn, s.param, s.value) for s in [*req.stated, *req.virtual, *self.virtual] if s.turn < req.turn]
 
     def no_op(self) -> bool:
         """Whether the last attempt was refused as a write that changes nothing."""
@@ -331,7 +337,8 @@ class RulePlanner:
                                                                                   dict[str, ArgProvenance]] | None:
         """An array of whole objects built item by item from objects of earlier results, each field with its own
         provenance (`item_key`): found in the object, else the producing call's own argument (a search's date),
-        else a new value the user states; None when no earlier result holds such objects."""
+        else a new value the user states. When no earlier result holds such objects and the tool declares item
+        aliases, one object of c0 (`config_objects`) not tried in a failed attempt; None when there is none."""
         shape = object_items(schema)
         if shape is None:
             return None
@@ -340,11 +347,15 @@ class RulePlanner:
         by_doc = {(h.turn, h.index): h.call for h in req.history}
         aliases = {f: tuple(req.spec.value_fields.get(f"{name}.{f}", ())) for f in required}
         pool = source_objects(list(by_doc.items()), props, required, aliases)
+        if not pool and any(aliases.values()):
+            tried = [item for args in req.failed_args for item in args.get(name) or [] if isinstance(item, dict)]
+            pool = [o for o in config_objects(req.c0, props, required, aliases)
+                    if not any(item.get(f) == v for item in tried for f, (_, v) in o.fields.items())]
         if not pool:
             return None
-        said = [(s.turn, s.param, s.value) for s in [*req.stated, *req.virtual, *ctx.virtual] if s.turn < req.turn]
+        said = ctx.said()
         items, prov = [], {}
-        chosen = choose_items(pool, req.rng)
+        chosen = choose_items(pool, req.rng) if pool[0].doc is not None else [req.rng.choice(pool)]  # one of c0's
         ctx.item_sources = chosen
         for i, obj in enumerate(chosen):
             item = {}
@@ -352,9 +363,10 @@ class RulePlanner:
                 key = item_key(name, i, field_name)
                 if field_name in obj.fields:
                     value, p = output_provenance(obj, field_name)
-                    p = p.model_copy(update={"selector": reference_selector(req, p.turn, p.call, p.path)})
+                    if obj.doc is not None:
+                        p = p.model_copy(update={"selector": reference_selector(req, p.turn, p.call, p.path)})
                 else:
-                    got = inherited(by_doc[obj.doc], field_name, obj.doc[0], req.turn)
+                    got = None if obj.doc is None else inherited(by_doc[obj.doc], field_name, obj.doc[0], req.turn)
                     value, p = got or (self._create(field_name, props[field_name], ctx), ArgProvenance(tag=Tag.self_create))
                     if p.tag == Tag.prev_user_msg:
                         p = p.model_copy(update={"selector": stated_selector(key, value, said)})
@@ -363,13 +375,27 @@ class RulePlanner:
         return items, prov
 
     def _beside_item(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance] | None:
-        """An argument declared to come from an earlier result that the one object an array argument was made of
-        also holds (a flight's origin and destination beside its number): taken from that object, so the call
-        describes one thing."""
-        if len(ctx.item_sources) != 1 or ctx.req.tags.get(name) != Tag.prev_output:
+        """An argument that the one object an array argument was made of also holds (a flight's origin and
+        destination beside its number), when declared to come from an earlier result: taken from that object, so
+        the call describes one thing. One the object lacks but the call that produced it was given (the path of
+        the file whose text an edit replaces) is that call's argument, and one an object of c0 holds (that file's
+        own `path`) is read there, whatever the declared source."""
+        if len(ctx.item_sources) != 1:
             return None
         obj = ctx.item_sources[0]
-        if name not in obj.scalars or not type_ok(obj.scalars[name], schema):
+        if obj.doc is None:
+            if name not in obj.scalars or not type_ok(obj.scalars[name], schema):
+                return None
+            return obj.scalars[name], ArgProvenance(tag=Tag.initial_state, path=f"{obj.path}.{name}")
+        if name not in obj.scalars:
+            producer = next((h.call for h in ctx.req.history if (h.turn, h.index) == obj.doc), None)
+            got = None if producer is None else inherited(producer, name, obj.doc[0], ctx.req.turn)
+            if got is None or not type_ok(got[0], schema):
+                return None
+            if got[1].tag == Tag.prev_user_msg:
+                got = got[0], got[1].model_copy(update={"selector": stated_selector(name, got[0], ctx.said())})
+            return got
+        if ctx.req.tags.get(name) != Tag.prev_output or not type_ok(obj.scalars[name], schema):
             return None
         path = f"{obj.path}.{name}"
         return obj.scalars[name], ArgProvenance(tag=Tag.prev_output, turn=obj.doc[0], call=obj.doc[1], path=path,
@@ -496,9 +522,10 @@ class RulePlanner:
             options = [o for o in options if o in joint] or [o for o in joint if o not in failed] or joint
         if options:
             return ctx.req.rng.choice(options)
-        if name in ctx.req.samplers:  # the domain's own way (a search phrase from the books c0 holds)
+        sampler = ctx.req.samplers.get(f"{ctx.req.spec.name}.{name}") or ctx.req.samplers.get(name)
+        if sampler is not None:  # the domain's own way (a search phrase from the books c0 holds)
             for _ in range(6):
-                value = ctx.req.samplers[name](ctx.req.rng, ctx.req.c0)
+                value = sampler(ctx.req.rng, ctx.req.c0)
                 if value not in failed and value not in ctx.bound.values():
                     break
             return value

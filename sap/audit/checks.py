@@ -177,9 +177,11 @@ def ambiguous_reference(d: AuditDialogue) -> CheckResult:
 
 
 def is_write(d: AuditDialogue, name: str) -> bool:
-    """Declared not read-only, else a name that opens with a writing verb."""
+    """Declared not read-only, else a name that opens with a writing verb, or has one right after a namespace
+    (`git_add`, an MCP server's tools)."""
     declared = d.read_only.get(name)
-    return not declared if declared is not None else bool(WRITE_VERB.match(name))
+    return not declared if declared is not None else bool(WRITE_VERB.match(name) or
+                                                          WRITE_VERB.match(name.partition("_")[2]))
 
 
 def noop_write(d: AuditDialogue) -> CheckResult:

@@ -60,17 +60,39 @@ def git(workdir: Path, *args: str) -> None:
 
 
 def build_git(c0: dict[str, Any], workdir: Path, root: str = "/workspace") -> None:
-    """c0's files committed as the first commit of a git repository (branch `main`), then c0's `changes`
-    ({"path", "content"} records) written into the work tree uncommitted."""
+    """c0's files committed as the first commit of a git repository (branch `main`, checked out), c0's `branches`
+    ({"name"} records) made at that commit, then c0's `changes` ({"path", "content"} records) written into the work
+    tree uncommitted, those with `"staged": true` staged."""
     build_files(c0, workdir, root)
     git(workdir, "init", "-q", "-b", "main")
     git(workdir, "add", "-A")
     git(workdir, "commit", "-q", "--allow-empty", "-m", str(c0.get("commit_message", "initial commit")))
-    build_files({"files": c0.get("changes", [])}, workdir, root)
+    for i, record in enumerate(c0.get("branches", [])):
+        name = str(record.get("name", ""))
+        if name != "main":
+            if not name or name.startswith("-"):
+                raise ValueError(f"c0 branches[{i}].name: {name!r} is not a branch name")
+            git(workdir, "branch", name)
+    changes = c0.get("changes", [])
+    build_files({"files": changes}, workdir, root)
+    staged = [_relative(str(r["path"]), root, f"changes[{i}].path") for i, r in enumerate(changes) if r.get("staged")]
+    if staged:
+        git(workdir, "add", "--", *staged)
+
+
+def git_index_view(workdir: Path) -> dict[str, str]:
+    """The staging area as one state entry (`.git/index`: the hash of `git ls-files --stage`, which names each
+    staged blob by content, unlike the index file's own bytes with their timestamps); nothing outside a repository."""
+    if not (workdir / ".git").is_dir():
+        return {}
+    done = subprocess.run(["git", "ls-files", "--stage"], cwd=workdir, capture_output=True, timeout=60)
+    return {".git/index": hashlib.sha256(done.stdout).hexdigest()} if done.returncode == 0 else {}
 
 
 BUILDERS: dict[str, Builder] = {"none": lambda c0, workdir: None, "files": build_files, "git": build_git}
 STATE_IGNORED: dict[str, tuple[str, ...]] = {"git": GIT_STATE_IGNORED}
+StateView = Callable[[Path], dict[str, str]]
+STATE_VIEWS: dict[str, tuple[StateView, ...]] = {"git": (git_index_view,)}  # state entries beyond the files'
 
 
 @dataclass(frozen=True)
@@ -88,6 +110,7 @@ class McpSetup:
     masks: tuple[str, ...] = ()  # regexes whose matches in results become "<masked>" (clock times, ...)
     error_patterns: tuple[str, ...] = ()  # regexes: a result text that one matches (at its start) is a failed call
     state_ignored: tuple[str, ...] = ()  # path globs the state view leaves out
+    views: tuple[StateView, ...] = ()  # more state entries read from the directory (`git_index_view`)
     reset: Literal["restart", "directory"] = "directory"
 
 
@@ -242,8 +265,9 @@ class McpExecutor(ReplayLog):
 
     def state(self) -> dict[str, Any]:
         """The working directory as {relative path: sha256 of the file, or "dir" for an empty directory},
-        leaving out the paths `state_ignored` names. A file is hashed as the dialogue sees it: the working
-        directory's own path in it is `root` (a written text may hold a path, and the directory differs per run)."""
+        leaving out the paths `state_ignored` names, plus the entries of the setup's `views`. A file is hashed as
+        the dialogue sees it: the working directory's own path in it is `root` (a written text may hold a path, and
+        the directory differs per run)."""
         if self.workdir is None:
             return {}
         out: dict[str, str] = {}
@@ -256,6 +280,8 @@ class McpExecutor(ReplayLog):
                 out[rel] = hashlib.sha256(path.read_bytes().replace(own, root)).hexdigest()
             elif path.is_dir() and not any(path.iterdir()):
                 out[rel] = "dir"
+        for view in self.setup.views:
+            out.update(view(self.workdir))
         return out
 
     def close(self) -> None:

@@ -11,10 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sap.executors.mcp import BUILDERS, GIT_ENV, STATE_IGNORED, McpExecutor, McpSetup
+from sap.executors.mcp import BUILDERS, GIT_ENV, STATE_IGNORED, STATE_VIEWS, McpExecutor, McpSetup
 from sap.executors.mcp_client import ProtocolViolation, ServerFailure, ServerParams
 from sap.model import Toolset, ToolSpec
 from sap.toolsets.errors import UnknownToolset
+from sap.toolsets.mcp_values import with_state_values
 from sap.toolsets.modules import module_from_path
 
 SAP_KEYS = {"name", "description", "state", "build", "sample_config", "root", "timeout", "start_timeout", "masks",
@@ -22,15 +23,18 @@ SAP_KEYS = {"name", "description", "state", "build", "sample_config", "root", "t
 SERVER_KEYS = {"command", "args", "env", "cwd", "url", "type", "transport", "disabled"}
 WORDS = ("alpha", "budget", "draft", "notes", "report", "summary", "todo", "ideas", "plan", "review", "meeting",
          "release")
+BRANCHES = ("develop", "feature-search", "fix-typos", "release-1.0", "experiment")
 
 
 class McpConfigError(UnknownToolset):
     """An MCP config file that cannot be used: the message names the file, the field and the value."""
 
 
-def sample_tree(seed: int, root: str = "/workspace") -> dict[str, Any]:
+def sample_tree(seed: int, root: str = "/workspace", repository: bool = False) -> dict[str, Any]:
     """A small directory tree of text files (deterministic in `seed`), as c0 for the `files` and `git` states:
-    `root`, `repo_path` (= root), `directories` and `files` ({"path", "content"} under root)."""
+    `root`, `repo_path` (= root), `directories` and `files` ({"path", "content"} under root); with `repository`
+    (the `git` state) also two `branches` beside `main` ({"name"}) and uncommitted `changes`: one file edited (staged
+    in half the seeds), one new."""
     rng = random.Random(f"mcp-tree:{seed}")
     dirs = sorted(rng.sample(["docs", "notes", "src", "data"], 2))
     files = []
@@ -38,7 +42,17 @@ def sample_tree(seed: int, root: str = "/workspace") -> dict[str, Any]:
         for name in sorted(rng.sample(WORDS, 2)):
             words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 9)))
             files.append({"path": f"{root}/{directory}/{name}.txt", "content": f"{name}: {words}\n"})
-    return {"root": root, "repo_path": root, "directories": [{"path": f"{root}/{d}"} for d in dirs], "files": files}
+    c0: dict[str, Any] = {"root": root, "repo_path": root, "directories": [{"path": f"{root}/{d}"} for d in dirs],
+                          "files": files}
+    if repository:
+        edited = rng.choice(files)
+        fresh = f"{root}/{rng.choice(dirs)}/{rng.choice([w for w in WORDS if w not in edited['path']])}-new.txt"
+        c0["branches"] = [{"name": "main"}] + [{"name": b} for b in sorted(rng.sample(BRANCHES, 2))]
+        c0["changes"] = [{"path": edited["path"], "content": edited["content"] + f"{rng.choice(WORDS)} added\n"},
+                         {"path": fresh, "content": f"{rng.choice(WORDS)}: new\n"}]
+        if rng.random() < 0.5:  # half the repositories have the edit staged already (something to unstage)
+            c0["changes"][0]["staged"] = True
+    return c0
 
 
 SAMPLERS: dict[str, Callable[..., dict[str, Any]]] = {"tree": sample_tree, "none": lambda seed, root: {}}
@@ -194,7 +208,9 @@ def load_mcp_toolset(name: str, timeout: float = 5.0) -> Toolset:
     else:
         raise _fail(path, "sap.state", state, f"expected one of {sorted(BUILDERS)} or PATH.py:FUNCTION(c0, workdir)")
     sampler_ref = str(own.get("sample_config", "tree" if state in ("files", "git") else "none"))
-    if sampler_ref in SAMPLERS:
+    if sampler_ref == "tree":
+        sample = functools.partial(sample_tree, root=root, repository=state == "git")
+    elif sampler_ref in SAMPLERS:
         sample = functools.partial(SAMPLERS[sampler_ref], root=root)
     elif ":" in sampler_ref:
         sample = _user_function(path, "sap.sample_config", sampler_ref)
@@ -213,8 +229,10 @@ def load_mcp_toolset(name: str, timeout: float = 5.0) -> Toolset:
                      call_timeout=float(own.get("timeout", timeout)),
                      start_timeout=float(own.get("start_timeout", 60.0)), masks=tuple(masks),
                      error_patterns=tuple(error_patterns),
-                     state_ignored=tuple(own.get("state_ignored", STATE_IGNORED.get(state, ()))), reset=reset)
-    listed = _list_tools(setup, sample(0), str(path))
+                     state_ignored=tuple(own.get("state_ignored", STATE_IGNORED.get(state, ()))),
+                     views=STATE_VIEWS.get(state, ()), reset=reset)
+    c0 = sample(0)
+    listed = _list_tools(setup, c0, str(path))
     excluded = set(own.get("exclude_tools", []))
     counts: dict[str, int] = {}
     for tools in listed.values():
@@ -229,6 +247,8 @@ def load_mcp_toolset(name: str, timeout: float = 5.0) -> Toolset:
             specs.append(spec.model_copy(update={"name": sap_name}))
             routes[sap_name] = (server, tool_name)
     setup = replace(setup, routes=routes)
+    specs, samplers = with_state_values(specs, c0)
     return Toolset(name=str(own.get("name", name)),
                    description=str(own.get("description", f"MCP servers {', '.join(s.name for s in servers)}")),
-                   tools=specs, executor_factory=lambda: McpExecutor(setup), sample_config=sample)
+                   tools=specs, executor_factory=lambda: McpExecutor(setup), sample_config=sample,
+                   extra={"samplers": samplers} if samplers else {})
