@@ -26,6 +26,7 @@ _QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"")
 _OPTIONS = re.compile(r"(?:supported|valid|allowed|one of|choose from|expected)[^\[]{0,40}\[([^\]]*)\]", re.I)
 _ID = re.compile(r"(?:^|_)ids?$")
 NO_OP = "changes nothing"  # words of a refusal of a write whose arguments equal the current state
+_PERSON = re.compile(r"^(?:user|customer|account|member|client)_?ids?$|email", re.I)  # who the dialogue is about
 _SECRET = re.compile(r"password|passcode|pin$|cvv|cvc|expir|security_code|secret")
 
 
@@ -192,10 +193,10 @@ class _CallContext:
 
 
 def _identifiers(doc: Any, out: set[str]) -> None:
-    """Add to `out` the string values of `doc`'s id and email fields, at any depth."""
+    """Add to `out` the string values of `doc`'s fields that name a person or account (`_PERSON`), at any depth."""
     if isinstance(doc, dict):
         for key, value in doc.items():
-            if isinstance(value, str) and value and (_ID.search(key) or "email" in key):
+            if isinstance(value, str) and value and _PERSON.search(key):
                 out.add(value)
             else:
                 _identifiers(value, out)
@@ -205,8 +206,8 @@ def _identifiers(doc: Any, out: set[str]) -> None:
 
 
 def dialogue_identifiers(history: list[HistoryCall]) -> frozenset[str]:
-    """The ids and emails the dialogue has used or been shown: those of its successful calls' arguments and
-    results (the logged-in customer's user id, their order ids)."""
+    """The user ids and emails the dialogue has used or been shown: those of its successful calls' arguments and
+    results (the logged-in customer's user id and email)."""
     out: set[str] = set()
     for h in history:
         if h.call.ok:
@@ -483,7 +484,7 @@ class RulePlanner:
     def _from_config(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
         """A value of the initial configuration c0 that the dialogue's user knows: c0 may hold more than the user
         (the store's c0 is the whole shop, every customer's orders), so once the dialogue has named someone (a
-        login, an id in a result), only values in objects carrying one of its ids or emails are taken, when any
+        login, a user id in a result), only values in objects carrying its user id or email are taken, when any
         fits (`dialogue_identifiers`, `tied_to`)."""
         found = candidates(name, schema, ctx.req.c0, ctx.req.spec.aliases(name))
         own = dialogue_identifiers(ctx.req.history)
