@@ -1,12 +1,15 @@
 """SAP's pipeline ablations as named switches: each turns off what it names, and the run's fingerprint records it."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import sap
 from sap.agents.planner import RulePlanner
 from sap.agents.repair import RuleRepairer
 from sap.cli import main
+from sap.drops import JUDGE_DROPS, DropReason
 from sap.errors import UsageError
 from sap.jsonutil import read_records
 from sap.model import Tag
@@ -76,8 +79,38 @@ def test_no_tags_binds_only_configuration_and_new_values(tmp_path):
     # store's full run has chains (mean L 0.25 here since a write's address parts are the user's new values: the
     # no-op address links are gone), no_tags none
     assert full["source_columns"]["P_o"] > 0.2 and full["mean_chain_length"] > 0.15
-    run = RunStore(f"sqlite:///{tmp_path / 'runs.db'}").runs()[0]
+    store = RunStore(f"sqlite:///{tmp_path / 'runs.db'}")
+    run = store.runs()[0]
     assert run.config["context"]["use_tags"] is False
+    # judged on execution only: no slot is rejected by the code check or the judge for its (undeclared) sources
+    assert not {r["kind"] for r in store.rejections(run.id)} & {DropReason.CODE_CHECK.value, *JUDGE_DROPS}
+
+
+class C0RecordingPlanner(RulePlanner):
+    """The rule planner, noting each error it was asked to fix beside the slot's c0."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.errors: list[tuple[str, str]] = []
+
+    def bind(self, req):
+        if req.last_error:
+            self.errors.append((req.last_error, json.dumps(req.c0)))
+        return super().bind(req)
+
+
+def test_no_tags_takes_the_logged_in_customers_own_orders_and_cards_from_c0():
+    # c0 is the whole shop: without tags the planner takes orders and cards from it, and only the logged-in
+    # customer's own, so the store never refuses a c0 order or card as another customer's
+    planner = C0RecordingPlanner()
+    run = sap.synthesize("store", N, seed=0, ablations=("no_tags",), planner=planner)
+    from_c0 = [a for r in run.records for p in r["provenance"] for n, a in p["args"].items()
+               if n in ("order_id", "payment_method_id") and a["tag"] == Tag.initial_state.value]
+    assert from_c0  # the check below is about values really taken from c0
+    foreign = [e for e, c0 in planner.errors if ("does not belong to the logged-in user" in e
+                                                 or "not found for user" in e)
+               and json.dumps(e.split("'")[1]) in c0]  # the refused order or card (quoted first) is one of c0's
+    assert foreign == []
 
 
 def test_no_fsm_walks_one_phase_where_any_tool_follows_any_other(tmp_path):

@@ -322,3 +322,36 @@ def test_a_bare_id_is_chosen_by_what_c0_says_beside_it(seed):
     tool = spec("exchange_delivered_order_items", "Exchange items in a delivered order.", {"order_id": STR})
     b = bind(request(tool, {"order_id": Tag.prev_output}, turn=1, c0=c0, history=[profile], seed=seed))
     assert b.args_exec["order_id"] == "#W3"
+
+
+SHOP = {"users": [{"user_id": "ann_1", "email": "ann@x.org", "payment_methods": [{"payment_method_id": "card_ann"}]},
+                  {"user_id": "bob_2", "email": "bob@x.org", "payment_methods": [{"payment_method_id": "card_bob"}]}],
+        "orders": [{"order_id": "#A1", "user_id": "ann_1"}, {"order_id": "#A2", "user_id": "ann_1"},
+                   {"order_id": "#B1", "user_id": "bob_2"}, {"order_id": "#B2", "user_id": "bob_2"}]}
+PAY = spec("pay_order", "Pay an order.", {"order_id": STR, "payment_method_id": STR})
+LOGIN = HistoryCall(0, 0, call("login_by_email", {"email": "ann@x.org"}, result={"user_id": "ann_1"}))
+
+
+def _free(history, seed):
+    """A no-tags request (no declared sources) to pay an order, on the two-customer SHOP."""
+    req = request(PAY, {}, turn=1, history=history, c0=SHOP, seed=seed)
+    req.free = True
+    return req
+
+
+def test_c0_values_are_the_logged_in_customers_own_once_the_dialogue_names_them():
+    # no tags: every value from c0, and after ann's login only ann's order and card (bob's would be refused)
+    got = [bind(_free([LOGIN], s)) for s in SEEDS]
+    assert {b.args_exec["order_id"] for b in got} == {"#A1", "#A2"}
+    assert {b.args_exec["payment_method_id"] for b in got} == {"card_ann"}
+    assert all(p.tag == Tag.initial_state for b in got for p in b.args_prov.values())
+    # a fallback from an unfed prev_output takes the customer's own too
+    fb = [bind(request(PAY, {"order_id": Tag.prev_output, "payment_method_id": Tag.prev_output}, turn=1,
+                       history=[LOGIN], c0=SHOP, seed=s)) for s in SEEDS]
+    assert {b.args_exec["order_id"] for b in fb} == {"#A1", "#A2"}
+    assert all(b.args_prov["order_id"].tag == Tag.fallback for b in fb)
+
+
+def test_before_anyone_is_named_any_c0_value_can_be_taken():
+    got = {bind(_free([], s)).args_exec["order_id"] for s in SEEDS}
+    assert got >= {"#A1", "#B1"}  # so the test above is meaningful

@@ -27,6 +27,7 @@ _QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"")
 _OPTIONS = re.compile(r"(?:supported|valid|allowed|one of|choose from|expected)[^\[]{0,40}\[([^\]]*)\]", re.I)
 _ID = re.compile(r"(?:^|_)ids?$")
 NO_OP = "changes nothing"  # words of a refusal of a write whose arguments equal the current state
+_PERSON = re.compile(r"^(?:user|customer|account|member|client)_?ids?$|email", re.I)  # who the dialogue is about
 _SECRET = re.compile(r"password|passcode|pin$|cvv|cvc|expir|security_code|secret")
 
 
@@ -195,6 +196,45 @@ class _CallContext:
         hint = len(siblings & self.words) + len(siblings & (self.error_words - bad)) - 2 * len(siblings & bad)
         near = max((_common_prefix(cand.path, p) for d, p in self.sources if d == doc), default=0)
         return cand.score, int(seen), hint, near
+
+
+def _identifiers(doc: Any, out: set[str]) -> None:
+    """Add to `out` the string values of `doc`'s fields that name a person or account (`_PERSON`), at any depth."""
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            if isinstance(value, str) and value and _PERSON.search(key):
+                out.add(value)
+            else:
+                _identifiers(value, out)
+    elif isinstance(doc, list):
+        for value in doc:
+            _identifiers(value, out)
+
+
+def dialogue_identifiers(history: list[HistoryCall]) -> frozenset[str]:
+    """The user ids and emails the dialogue has used or been shown: those of its successful calls' arguments and
+    results (the logged-in customer's user id and email)."""
+    out: set[str] = set()
+    for h in history:
+        if h.call.ok:
+            _identifiers(h.call.args_exec, out)
+            _identifiers(h.call.result, out)
+    return frozenset(out)
+
+
+def tied_to(doc: Any, path: str, identifiers: frozenset[str]) -> bool:
+    """Whether an object enclosing the value at `path` in `doc` (below the root) holds one of `identifiers` as a
+    direct field: an order whose user_id is the dialogue's customer, a payment method inside that customer."""
+    plain = path[:-len(KEY_OF)] if path.endswith(KEY_OF) else path
+    ends = [m.end() for m in PATH_TOKEN.finditer(plain, 1)][:-1]
+    for end in ends:
+        try:
+            obj = resolve(doc, plain[:end])
+        except PathError:
+            continue
+        if isinstance(obj, dict) and any(isinstance(v, str) and v in identifiers for v in obj.values()):
+            return True
+    return False
 
 
 def _joint_options(name: str, combinations: list[dict[str, Any]], bound: dict[str, Any]) -> list[Any]:
@@ -402,8 +442,8 @@ class RulePlanner:
                                                 selector=reference_selector(ctx.req, obj.doc[0], obj.doc[1], path))
 
     def _undeclared(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance]:
-        """Without declared sources ("no tags"): what the user knows from c0 if a value there fits, else a new
-        value; nothing tells the planner which earlier results or statements feed the argument."""
+        """Without declared sources ("no tags"): what the dialogue's user knows from c0 if a value there fits, else
+        a new value; nothing tells the planner which earlier results or statements feed the argument."""
         value, src = self._from_config(name, schema, ctx)
         return (value, src) if src is not None else (self._create(name, schema, ctx), ArgProvenance(tag=Tag.self_create))
 
@@ -468,8 +508,14 @@ class RulePlanner:
                                          selector=reference_selector(ctx.req, turn, index, cand.path))
 
     def _from_config(self, name: str, schema: dict[str, Any], ctx: _CallContext) -> tuple[Any, ArgProvenance | None]:
-        """A value of the initial configuration c0."""
-        pool = [(None, c) for c in candidates(name, schema, ctx.req.c0, ctx.req.spec.aliases(name))]
+        """A value of the initial configuration c0 that the dialogue's user knows: c0 may hold more than the user
+        (the store's c0 is the whole shop, every customer's orders), so once the dialogue has named someone (a
+        login, a user id in a result), only values in objects carrying its user id or email are taken, when any
+        fits (`dialogue_identifiers`, `tied_to`)."""
+        found = candidates(name, schema, ctx.req.c0, ctx.req.spec.aliases(name))
+        own = dialogue_identifiers(ctx.req.history)
+        tied = [c for c in found if tied_to(ctx.req.c0, c.path, own)] if own else []
+        pool = [(None, c) for c in tied or found]
         picked = self._choose(name, pool, ctx)
         if picked is None:
             return None, None
