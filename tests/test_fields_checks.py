@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 from helpers import call
 from sap.model import ArgProvenance, Selector, Tag, Trajectory, Turn
 from sap.provenance.checks import code_check, mentions
-from sap.provenance.fields import candidates, child_path, iter_fields, match_score, singular, type_ok
+from sap.provenance.fields import (IndexCache, candidates, child_path, iter_fields, match_score, singular,
+                                   type_ok)
 from sap.provenance.jsonpath import PathError, resolve
 
 WEIRD = {
@@ -154,6 +155,27 @@ def test_an_aliased_element_fills_an_array_parameter_as_a_one_item_list():
     aliased = candidates("new_item_ids", schema, product, ("$.variants.*.item_id",))
     assert [(c.path, c.value, c.score) for c in aliased if c.score == 2] == [
         ('$.variants["11"].item_id', ["11"], 2), ('$.variants["12"].item_id', ["12"], 2)]
+
+
+def test_index_cache_keeps_its_field_bound_over_many_documents_and_the_recent_ones():
+    cache = IndexCache(max_fields=50)
+    docs = [{"user_id": f"u{i}", "name": f"N{i}", "orders": [i, i + 1]} for i in range(1000)]  # 5 fields each
+    for doc in docs:
+        assert cache.get(doc).doc is doc
+        assert cache.fields <= 50
+    assert len(cache) == 10
+    held = {i: cache.get(docs[i]) for i in range(-10, 0)}  # all hits, oldest first
+    assert cache.get(docs[-10]) is held[-10]  # used again: the least recently used is now docs[-9]
+    cache.get({"other": 1, "more": 2, "yet": 3, "four": 4, "five": 5})  # evicts docs[-9] only
+    assert cache.get(docs[-10]) is held[-10] and cache.get(docs[-1]) is held[-1]
+    assert cache.get(docs[-9]) is not held[-9]  # rebuilt
+
+
+def test_index_cache_keeps_one_document_larger_than_its_bound():
+    cache = IndexCache(max_fields=3)
+    big = {f"k{i}": i for i in range(10)}
+    assert cache.get(big) is cache.get(big)
+    assert len(cache) == 1
 
 
 # ----- code_check -----------------------------------------------------------------------------------------
