@@ -4,7 +4,7 @@ byte-identical (sha256 per line, and the line count), e.g. across a refactor of 
 Each case of tests/data/record_digests.json holds the exact CLI arguments (placeholders {db} and {output} are a
 fresh SQLite file and JSONL file in the test's temporary directory) and the digests of the JSONL output and of its
 companion OUTPUT.rejections.jsonl. The mix asks for base, miss_param and miss_func records, so the MissParam and
-MissFunc rewrites are covered (the default --mix is base=1). Generated at commit f4d1594 (dependent read pairs, new
+MissFunc rewrites are covered (the default --mix is base=1). Generated at commit f4d1594 plus the revert after it (new
 dates and replacements sourced where they exist, siblings from c0, replies without echoed arguments, c0 values of
 the named customer).
 

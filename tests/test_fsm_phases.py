@@ -139,17 +139,6 @@ def test_a_replanned_path_through_an_edge_whose_condition_fails_is_refused():
         "transitions[1]: 1 needs 'after:search', which does not hold after ['ping']"]
 
 
-def test_a_lookup_that_finds_what_another_read_needs_is_one_turn():
-    """A read fed by another read's result (the weather where a booked flight lands, a listed booking's details)
-    has a two-call turn: the lookup the assistant works out, then the read the user asks for."""
-    fsm = RuleFSMBuilder().build(load_toolset("travel"))
-    pairs = {tuple(e.action) for e in fsm.transitions if len(e.action) == 2}
-    assert {("list_bookings", "get_booking"), ("get_flight_details", "get_weather")} <= pairs
-    for e in fsm.transitions:
-        if tuple(e.action) == ("list_bookings", "get_booking"):
-            assert e.provenance_tag["get_booking"]["booking_id"] == Tag.prev_output
-
-
 @needs_tau2
 def test_a_replacement_is_found_where_alternatives_are_listed():
     """new_item_ids replaces item_ids: only the product's variants feed it, not the order lookups that find the

@@ -106,15 +106,8 @@ def test_keep_rate(bases, results, name, kind):
     rate = sum(isinstance(v, Trajectory) for _, v in outcomes) / len(outcomes)
     assert rate >= MIN_KEEP[(name, kind)], (rate, [v for _, v in outcomes if isinstance(v, RewriteRejected)])
     for base, v in outcomes:
-        if isinstance(v, RewriteRejected):  # only bases with nothing to withhold are passed over, or (open bug,
-            # seen on one filesystem base since the dependent read pairs: a later "the latest destination" would
-            # point at the revealed value, and no other withheld choice exists) bases whose split would change
-            # what a later reference means: the rewrite refuses them rather than keep a wrong record
-            assert kind == "miss_param", v
-            if v.reason.startswith("no choice of withheld values gives working texts"):
-                assert "does not single out" in v.reason or "unresolvable reference" in v.reason, v
-                continue
-            assert v.reason.startswith("no turn states a value the user introduces"), v
+        if isinstance(v, RewriteRejected):  # only bases with nothing to withhold are passed over
+            assert kind == "miss_param" and v.reason.startswith("no turn states a value the user introduces"), v
             assert not any(rw._withholdable(base, t, specs, wording) for t in base.turns if t.calls)
 
 

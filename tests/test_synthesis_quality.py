@@ -39,9 +39,9 @@ N = 100
 # shares weigh as five independent arguments); travel mean L 0.95 (was just
 # above 1.0 with announced numbers and dates). The floors follow; output-derived depth is issue 13's measure.
 FLOORS = {"store": {"mean_chain_length": 0.28, "fallback_rate": 0.06, "dependent_share": 0.16, "prev_user_msg": 0.0},
-          "travel": {"mean_chain_length": 0.9, "fallback_rate": 0.2, "prev_user_msg": 0.01}}
-# travel's restated values 3% -> 1.5% (seed 0): a lookup that feeds another read is now one turn (the weather
-# where the flight lands), so values a user restated across turns come from that turn's lookup instead.
+          "travel": {"mean_chain_length": 0.9, "fallback_rate": 0.2, "prev_user_msg": 0.02}}
+# travel's restated values about 3% -> 2.5% (seed 0, this session's planning changes: modify_booking_dates takes
+# new dates from the user in its own turn; c0 values are the named customer's): still present, floor 2%.
 
 
 @pytest.fixture(scope="module", params=builtin_names())

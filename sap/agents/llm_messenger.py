@@ -149,10 +149,16 @@ def selector_pieces(m: Mention) -> list[str | list[str]]:
 
 def turn_schema(turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, Any]]) -> dict[str, Any]:
     """The exact answer schema of one turn: a fragment per call the user asks for, each naming its task and
-    holding its values verbatim, within the judge's message length (each fragment long enough alone), and a reply."""
+    holding its values verbatim, each at most as long as the judge's message length leaves it beside the least the
+    other fragments must hold (a goal's fragment also carries its prerequisites' values; the whole message's
+    length is the judge's check), and a reply."""
     pieces = call_pieces(turn, specs, virtual)
-    longest = MAX_MESSAGE_CHARS // len(pieces) - 1
-    fragments = {f"call_{i}": containing(p, MIN_MESSAGE_CHARS, longest) for i, p in pieces.items()}
+    needed = {i: sum(len(q) if isinstance(q, str) else max(map(len, q), default=0) for q in p)
+              for i, p in pieces.items()}
+    least = {i: max(n, MIN_MESSAGE_CHARS) for i, n in needed.items()}
+    fragments = {f"call_{i}": containing(p, MIN_MESSAGE_CHARS, max(
+        MAX_MESSAGE_CHARS - len(pieces) - sum(least.values()) + least[i], MIN_MESSAGE_CHARS))
+        for i, p in pieces.items()}
     return closed({"fragments": closed(fragments), "assistant_message": REPLY})
 
 

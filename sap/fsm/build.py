@@ -277,7 +277,7 @@ class RuleFSMBuilder:
 
     def cache_key(self) -> str:
         """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
-        return f"rule:{self.probe_seeds}:named-restated:pre:new-of-kind:described-new:read-pairs:replacements:hand-off"
+        return f"rule:{self.probe_seeds}:named-restated:pre:new-of-kind:described-new:replacements:hand-off"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """Probe the toolset, learn preconditions, classify its tools and lay out states and tagged transitions."""
@@ -353,8 +353,8 @@ class RuleFSMBuilder:
 
     def _pair_edges(self, src: str, work: list[ToolRole], roles: dict[str, ToolRole],
                     stated: frozenset[str]) -> list[Transition]:
-        """Turns with two calls: a lookup whose result feeds an action or another lookup in the same turn, or the
-        same lookup on two different earlier values (independent calls: one parallel group)."""
+        """Turns with two calls: a lookup whose result feeds an action in the same turn, or the same
+        lookup on two different earlier values (independent calls: one parallel group)."""
         out = []
         lookups = [r for r in work if r.kind == "read" and any(r.producers.values())]
         for i, r in enumerate(lookups):
@@ -366,11 +366,6 @@ class RuleFSMBuilder:
             feeders = sorted({p for ps in act.producers.values() for p in ps if roles[p].kind == "read"})
             for feeder in feeders[:2]:
                 out += self._variants(src, "done", [roles[feeder], act], roles, False, stated, weight=0.5)
-        for read in lookups:  # a lookup that finds what another read needs: one goal ("the weather where I fly to")
-            feeders = sorted({p for ps in read.producers.values() for p in ps
-                              if roles[p].kind == "read" and p != read.spec.name})
-            for feeder in feeders[:2]:
-                out += self._variants(src, "details", [roles[feeder], read], roles, False, stated, weight=0.5)
         return out
 
     def _confirmed_write(self, write: ToolRole, roles: dict[str, ToolRole],

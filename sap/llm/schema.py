@@ -111,7 +111,7 @@ def schema_errors(instance: Any, schema: dict[str, Any], limit: int = 5) -> list
     out = []
     for error in errors[:limit]:
         path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
-        message = error.message if len(error.message) <= 160 else error.message[:160] + "..."
+        message = error.message if len(error.message) <= 160 else error.message[:80] + "..." + error.message[-80:]
         out.append(f"{path or '(root)'}: {message}")
     if len(errors) > limit:
         out.append(f"and {len(errors) - limit} more errors")

@@ -21,6 +21,7 @@ _VERBATIM = re.compile(r"^\[(?:NEW|FROM_CONFIG|FALLBACK from \w+)\] ([^:]+): (.*
 _REFERRED = re.compile(r"^\[(?:FROM_HISTORY|FOUND_BY_ASSISTANT|FALLBACK from \w+)\] ([^:]+): refer to it as (.*?)"
                        r"(?: \(say which one.*?\))?"
                        r"(?: \| its value, not to be restated: .*)?$")
+_OWN_WORDS = re.compile(r'from your side \("(.*?)"\)')
 _AHEAD = re.compile(r"^(?:Also state these values in this turn.*?: |also state, for later: )(.*)$")
 _TOOL = re.compile(r"^- (\w+) \((\w+)(; needs login)?\): ")
 _ARG = re.compile(r"^\s+(\w+): first turn (\w+|not possible); later (\w+)(?: \(from results of (.*)\))?")
@@ -65,8 +66,9 @@ def _fragments(block: list[str]) -> tuple[dict[int, str], str]:
             current = facts
         elif (m := _VERBATIM.match(line)) and current is not None:
             current.append(f"{m.group(1)} {m.group(2)}")
-        elif (m := _REFERRED.match(line)) and current is not None:
-            current.append(f"{m.group(1)}: {m.group(2)}")
+        elif (m := _REFERRED.match(line)) and current is not None:  # a found value in the user's own words only
+            own = _OWN_WORDS.search(m.group(2)) if "[FOUND_BY_ASSISTANT]" in line else None
+            current.append(own.group(1) if own else f"{m.group(1)}: {m.group(2)}")
         elif (m := _AHEAD.match(line)) and m.group(1) != "(none)":
             ahead = f" For later, note {m.group(1)}."
     if facts and fragments:
