@@ -198,17 +198,3 @@ def test_a_booking_another_call_needs_is_asked_for_not_made_silently():
     assert prerequisites([call("book_flight"), call("retrieve_invoice")], 0, requires, writes) == []
     assert prerequisites([call("pressBrakePedal"), call("startEngine")], 0, requires, writes) == [0]
 
-
-def test_a_lookup_looks_ahead_to_the_paths_next_write():
-    """The planner's upcoming tools: the rest of the turn when it holds a write, else the path's tools up to its
-    next write (a lookup the turn before a confirmed exchange is about an order that can be exchanged)."""
-    from types import SimpleNamespace
-
-    from sap.graphs.synthesis import upcoming_tools
-
-    fsm = SimpleNamespace(writes=["exchange", "cancel"])
-    state = {"actions": [["login", "get_order"], [], ["exchange"], ["get_product", "cancel"]], "turn_pos": 0,
-             "call_pos": 0}
-    assert upcoming_tools(state, None, fsm) == ["get_order", "exchange"]
-    assert upcoming_tools({**state, "actions": [["get_order", "cancel"], ["exchange"]]}, None, fsm) == ["cancel"]
-    assert upcoming_tools({**state, "actions": [["get_order"], ["get_product"]]}, None, fsm) == []
