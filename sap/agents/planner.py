@@ -154,6 +154,10 @@ class _CallContext:
         req = self.req
         return [(s.turn, s.param, s.value) for s in [*req.stated, *req.virtual, *self.virtual] if s.turn < req.turn]
 
+    def documents(self) -> list[Any]:
+        """c0 and the results of the earlier successful calls: what the user and the dialogue know."""
+        return [self.req.c0] + [h.call.result for h in self.req.history if h.call.ok]
+
     def no_op(self) -> bool:
         """Whether the last attempt was refused as a write that changes nothing."""
         return NO_OP in (self.req.last_error or "")
@@ -163,7 +167,7 @@ class _CallContext:
         texts), or None when no entity ties it. Partners are the other parameters found together with it in one
         object of c0 or an earlier result; a read ties all of them, a write only credentials to what they
         unlock (a write's other values may be new)."""
-        docs = [self.req.c0] + [h.call.result for h in self.req.history if h.call.ok]
+        docs = self.documents()
         allowed: set[str] | None = None
         for partner in self.params:
             tied = self.req.spec.read_only or _SECRET.search(name) or _SECRET.search(partner) or (
@@ -183,7 +187,7 @@ class _CallContext:
         its status in the user's orders): the user knows which of its orders is delivered."""
         if not isinstance(value, str):
             return frozenset()
-        docs = [self.req.c0] + [h.call.result for h in self.req.history if h.call.ok]
+        docs = self.documents()
         return frozenset().union(*(index_of(d).siblings_of.get(value, frozenset()) for d in docs))
 
     def rank(self, cand: Candidate, doc: tuple[int, int] | None, bad: frozenset[str]) -> tuple[int, int, int, int]:
