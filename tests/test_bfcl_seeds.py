@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sap.curriculum.frontier import task_category
 from sap.export.records import record_to_trajectory
 from sap.provenance.jsonpath import resolve
 from sap.provenance.topology import topology_difference
@@ -87,5 +88,37 @@ def test_frontier_reads_a_bfcl_question_file_and_names_a_missing_answer_file(tmp
     (tmp_path / "possible_answer").mkdir()
     shutil.copy(BASE.parent / "possible_answer" / BASE.name, tmp_path / "possible_answer" / "q.json")
     seeds = _seeds(args)
-    assert [r["id"] for _, r in seeds] == [f"bfcl_seed_multi_turn_base_{i}" for i in range(60, 66)]
-    assert {task_type for task_type, _ in seeds} <= {r["meta"]["toolset"] for _, r in seeds}
+    assert [r["id"] for r in seeds] == [f"bfcl_seed_multi_turn_base_{i}" for i in range(60, 66)]
+    assert {task_category(r) for r in seeds} == {"base"}
+
+
+@pytest.mark.parametrize("kind", ["miss_param", "miss_func"])
+def test_missparam_and_missfunc_tasks_seed_variants_of_their_category(tmp_path: Path, kind: str):
+    from sap.curriculum.bfcl_seeds import bfcl_seed_records
+    from sap.curriculum.online import variant_maker
+    from sap.curriculum.pool import PoolTask
+    from sap.graphs.rewrite import joined_turns
+    from sap.graphs.variant import VariantContext
+    from sap.toolsets import load_toolset
+    from sap.validate import validate_record
+
+    name = f"BFCL_v4_multi_turn_{kind}.json"
+    questions = tmp_path / name
+    questions.write_text("".join(line + "\n" for line in (BASE.parent / name).read_text().splitlines()[:5]))
+    (tmp_path / "possible_answer").mkdir()
+    answers = (BASE.parent / "possible_answer" / name).read_text().splitlines()[:5]
+    (tmp_path / "possible_answer" / name).write_text("".join(line + "\n" for line in answers))
+    seeds, skipped = bfcl_seed_records(questions)
+    assert len(seeds) == 5 and not skipped and {task_category(s) for s in seeds} == {kind}
+    first = record_to_trajectory(seeds[0])
+    callless = {"miss_param": 3, "miss_func": 2}[kind]  # the task's turn whose gold is no call
+    assert [i for i, t in enumerate(first.turns) if not t.calls] == [callless]
+    if kind == "miss_func":
+        assert first.missed_function == {2: ["sort"]}  # BFCL gives sort back at turn 3: hidden through turn 2
+        assert "sort" not in {t["function"]["name"] for t in seeds[0]["tools"]}
+    assert all(t.calls for t in joined_turns(first).turns)
+    seed = seeds[4]  # a file task whose variants run on the rule agents
+    toolset = load_toolset(seed["meta"]["toolset"])
+    variants = variant_maker(VariantContext(toolset), per_seed=1)(PoolTask(id=seed["id"], type=kind, origin="seed"),
+                                                                  seed)
+    assert variants and all(v["meta"]["kind"] == kind and validate_record(v, toolset) == [] for _, v in variants)

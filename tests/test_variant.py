@@ -17,8 +17,11 @@ from sap.agents.messenger import ClarifyRequest, RuleMessenger
 from sap.agents.planner import RulePlanner
 from sap.api import synthesize
 from sap.curriculum import ActivePool, PoolConfig
+from sap.curriculum.frontier import task_category
 from sap.curriculum.online import OnlineSynthesis, variant_maker
+from sap.curriculum.pool import PoolTask
 from sap.export.records import record_to_trajectory
+from sap.graphs.rewrite import joined_turns
 from sap.graphs.variant import VariantContext, make_variants
 from sap.llm import LLMClient
 from sap.model import ExecResult
@@ -103,13 +106,46 @@ def test_a_function_that_keeps_failing_is_replaced_by_a_same_role_substitute():
     assert topology_difference(record_to_trajectory(seed), record_to_trajectory(outcome.records[0])) is not None
 
 
-def test_a_rewrite_seed_is_refused_by_name(store_seeds):
+@pytest.mark.parametrize("kind", ["miss_param", "miss_func"])
+def test_a_rewrite_seed_makes_variants_of_its_own_category(kind):
     toolset = load_toolset("store")
     ctx = VariantContext(toolset)
-    miss = synthesize(toolset, 1, seed=2, mix={"miss_func": 1.0}).records[0]
-    assert miss["meta"]["kind"] == "miss_func"
-    outcome = make_variants(ctx, miss, 1)[0]
-    assert outcome.records == [] and "without calls" in outcome.reason and miss["id"] in outcome.reason
+    seed = synthesize(toolset, 1, seed=2, mix={kind: 1.0}).records[0]
+    assert seed["meta"]["kind"] == kind and any(not t.calls for t in record_to_trajectory(seed).turns)
+    base = joined_turns(record_to_trajectory(seed))
+    assert all(t.calls for t in base.turns) and len(base.turns) == len(record_to_trajectory(seed).turns) - 1
+    assert [c.name for _, _, c in base.calls()] == [c.name for _, _, c in record_to_trajectory(seed).calls()]
+    variants = variant_maker(ctx, per_seed=1)(PoolTask(id=seed["id"], type=kind, origin="seed"), seed)
+    assert variants and all(record["meta"]["kind"] == kind for _, record in variants)
+    for _, record in variants:
+        assert validate_record(record, toolset) == []
+        rewritten = record_to_trajectory(record)
+        assert any(not t.calls for t in rewritten.turns)  # its own withheld / refused turn
+        assert topology_difference(base, joined_turns(rewritten)) is None
+
+
+def test_task_types_are_categories_and_each_seeds_its_quota():
+    toolset = load_toolset("store")
+    seeds = [*synthesize(toolset, 3, seed=0).records, *synthesize(toolset, 3, seed=2, mix={"miss_func": 1.0}).records]
+    pool = ActivePool(PoolConfig(window=4, min_rollouts=2, seed_quota=1, cooldown_steps=0))
+    pool.synthesis = OnlineSynthesis(pool, variant_maker(VariantContext(toolset), per_seed=1), workers=0,
+                                     type_of=task_category)
+    for record in seeds:
+        pool.add_seed(record["id"], task_category(record), record)
+        pool.report(record["id"], [0.4, 0.6])
+    assert {t.type for t in pool.tasks.values()} == {"base", "miss_func"}
+    report = pool.end_epoch()
+    assert sorted(pool.tasks[i].type for i in report.seeds) == ["base", "miss_func"]  # one per category
+    queued = pool.queue()
+    assert queued and all(t.type == pool.tasks[t.parent].type == pool.payload(t.id)["meta"]["kind"] for t in queued)
+
+
+def test_task_category_reads_kind_and_long_context():
+    record = {"id": "r", "meta": {"toolset": "bfcl/VehicleControlAPI:long_context", "kind": "base"}}
+    assert task_category(record) == "long_context"
+    assert task_category({"id": "r", "meta": {"toolset": "store", "kind": "miss_param"}}) == "miss_param"
+    with pytest.raises(ValueError, match="record 'x': meta.kind 'odd' is not a task category"):
+        task_category({"id": "x", "meta": {"toolset": "store", "kind": "odd"}})
 
 
 def test_variants_feed_the_pool_queue_as_candidates_of_their_seed(store_seeds):

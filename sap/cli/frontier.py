@@ -60,12 +60,12 @@ def _pool_config(path: str | None) -> Any:
         raise ValueError(f"--pool-config {path}: field {where}: {first['msg']}") from exc
 
 
-def _seeds(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
-    """(task type = toolset, record) of every seed; each is checked to be a usable task, naming file and line."""
+def _seeds(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The seed records; each is checked to be a usable task on a toolset it may name, naming file and line."""
+    from sap.curriculum.frontier import task_category
     from sap.eval.tasks import tasks_from_records
     from sap.jsonutil import read_records
     from sap.provenance.external import detect_format
-    from sap.toolsets import data_toolset_name
 
     rows = list(read_records(args.data))
     if not rows:
@@ -90,7 +90,20 @@ def _seeds(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
         if record["id"] in seen:
             raise ValueError(f"{args.data}:{line}: seed id {record['id']!r} repeats line {seen[record['id']]}")
         seen[record["id"]] = line
-    return [(data_toolset_name(record["meta"].get("toolset"), args.toolset), record) for _, record in rows]
+    for line, record in rows:
+        _toolset_name(record, args)
+        try:
+            task_category(record)
+        except ValueError as exc:
+            raise ValueError(f"{args.data}:{line}: {exc}") from exc
+    return [record for _, record in rows]
+
+
+def _toolset_name(record: dict[str, Any], args: argparse.Namespace) -> str:
+    """The toolset a seed record (or a variant, whose meta names its seed's) runs on: --toolset, else its own."""
+    from sap.toolsets import data_toolset_name
+
+    return data_toolset_name(record["meta"].get("toolset"), args.toolset)
 
 
 def _bfcl_rows(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
@@ -132,6 +145,7 @@ def run_frontier_command(args: argparse.Namespace) -> int:
         open_pool,
         pool_id_for,
         run_frontier,
+        task_category,
         task_rows,
     )
     from sap.curriculum.online import OnlineSynthesis, variant_maker
@@ -166,11 +180,12 @@ def run_frontier_command(args: argparse.Namespace) -> int:
     agents = build_agents(agents_config(args, "agents-"), agents_client)
     limits = {"max_rounds": 1, "max_repairs": 0} if args.one_shot else {"max_rounds": args.rounds}
     makers = {name: variant_maker(VariantContext.from_agents(toolset(name), agents, **limits), per_seed=args.per_seed)
-              for name in {t for t, _ in seeds}}
-    pool, continued = open_pool(store, pool_id_for(args.model, [r for _, r in seeds]), seeds, config)
+              for name in {_toolset_name(r, args) for r in seeds}}
+    pool, continued = open_pool(store, pool_id_for(args.model, seeds), seeds, config)
     print(f"{'continuing' if continued else 'new'} pool {pool.pool_id} in {store.url}: {len(seeds)} seeds, "
           f"{len(pool.active())} active tasks, step {pool.step}/{settings.steps}", flush=True)
-    synthesis = OnlineSynthesis(pool, lambda seed, record: makers[seed.type](seed, record), args.synthesis_workers)
+    synthesis = OnlineSynthesis(pool, lambda seed, record: makers[_toolset_name(record, args)](seed, record),
+                                args.synthesis_workers, type_of=task_category)
     pool.synthesis = synthesis
     client = LLMClient()
     status, done = 0, StepLog()
@@ -180,7 +195,8 @@ def run_frontier_command(args: argparse.Namespace) -> int:
             rollout_log.flush()
 
         try:
-            run_frontier(pool, cfg, settings, toolset, client=client, on_task=log_rollouts, log=done)
+            run_frontier(pool, cfg, settings, lambda record: toolset(_toolset_name(record, args)), client=client,
+                         on_task=log_rollouts, log=done)
         except KeyboardInterrupt:
             print(f"interrupted at step {pool.step}; the pool is kept in {store.url}: run the same command to "
                   f"continue it", file=sys.stderr)

@@ -60,8 +60,10 @@ def bfcl_seed_record(record: dict[str, Any]) -> dict[str, Any]:
     toolset: Toolset = record_toolset(record)
     c0 = record.get("initial_config") or {}
     truth = record["ground_truth"]
-    if len(truth) < len(record["question"]) or any(not calls for calls in truth):
-        raise NotASeed(f"BFCL task {rid}: a turn without gold calls (RODS seeds call a tool every turn)")
+    kind = next((k for k in ("miss_param", "miss_func") if f"multi_turn_{k}" in rid), "base")
+    if len(truth) < len(record["question"]) or not truth[-1] or (kind == "base" and any(not c for c in truth)):
+        raise NotASeed(f"BFCL task {rid}: a turn without gold calls (RODS seeds of its category call a tool every "
+                       f"turn but a MissParam or MissFunc turn, and end with a call)")
     nodes = iter(infer_nodes(bfcl_dialogue(record)))
     ex = toolset.executor_factory()
     ex.reset(c0)
@@ -90,7 +92,9 @@ def bfcl_seed_record(record: dict[str, Any]) -> dict[str, Any]:
     finally:
         if hasattr(ex, "close"):
             ex.close()
-    traj = Trajectory(id=f"bfcl_seed_{rid}", toolset=toolset.name, seed=0, c0=c0, turns=turns)
+    hidden = {int(t) - 1: list(tools) for t, tools in (record.get("missed_function") or {}).items()}
+    traj = Trajectory(id=f"bfcl_seed_{rid}", toolset=toolset.name, seed=0, c0=c0, turns=turns, rewrite_kind=kind,
+                      missed_function=hidden)
     return to_record(traj, toolset, {"source": {"format": "bfcl", "id": rid}})
 
 

@@ -18,6 +18,9 @@ from sap.eval.tasks import task_from_record
 from sap.llm import LLMClient, ModelConfig
 from sap.model import Toolset
 from sap.store.runs import RunStore
+from sap.toolsets.bfcl import LONG_CONTEXT
+
+CATEGORIES = ("base", "miss_param", "miss_func", "long_context")  # the task types RODS counts seeds by
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,24 @@ def pool_id_for(model: str, seeds: list[dict[str, Any]]) -> str:
     return f"frontier-{digest[:12]}"
 
 
-def open_pool(store: RunStore, pool_id: str, seeds: list[tuple[str, dict[str, Any]]],
+def task_category(record: dict[str, Any]) -> str:
+    """A record's task type in the pool, its category as BFCL and RODS name them: long_context on a long-context
+    toolset (BFCL's `bfcl/A+B:long_context`), else the record's kind (base, miss_param or miss_func)."""
+    meta = record.get("meta") or {}
+    if str(meta.get("toolset") or "").endswith(LONG_CONTEXT):
+        return "long_context"
+    kind = meta.get("kind") or meta.get("rewrite_kind") or "base"
+    if kind not in CATEGORIES:
+        raise ValueError(f"record {record.get('id')!r}: meta.kind {kind!r} is not a task category "
+                         f"({', '.join(CATEGORIES)})")
+    return kind
+
+
+def open_pool(store: RunStore, pool_id: str, seeds: list[dict[str, Any]],
               config: PoolConfig | None = None) -> tuple[ActivePool, bool]:
-    """(pool, continued): the stored pool `pool_id` if `store` holds it, else a new one with `config`; every
-    (type, record) seed not in it yet is added as a protected seed (so a run stopped while seeding completes).
-    A `config` other than the stored pool's is refused."""
+    """(pool, continued): the stored pool `pool_id` if `store` holds it, else a new one with `config`; every seed
+    record not in it yet is added as a protected seed of its category (`task_category`), so a run stopped while
+    seeding completes. A `config` other than the stored pool's is refused."""
     continued = store.has_pool(pool_id)
     if continued:
         pool = ActivePool.load(store, pool_id)
@@ -77,9 +93,9 @@ def open_pool(store: RunStore, pool_id: str, seeds: list[tuple[str, dict[str, An
                              f"{', '.join(changed)}); drop --pool-config to continue it, or use another --db")
     else:
         pool = ActivePool(config or PoolConfig(), store=store, pool_id=pool_id)
-    for task_type, record in seeds:
+    for record in seeds:
         if record["id"] not in pool.tasks:
-            pool.add_seed(record["id"], task_type, record)
+            pool.add_seed(record["id"], task_category(record), record)
     return pool, continued
 
 
@@ -96,7 +112,8 @@ def _by_task(scores: list[RolloutScore]) -> dict[str, list[RolloutScore]]:
     return grouped
 
 
-def run_frontier(pool: ActivePool, model: ModelConfig, settings: FrontierSettings, toolset: Callable[[str], Toolset],
+def run_frontier(pool: ActivePool, model: ModelConfig, settings: FrontierSettings,
+                 toolset: Callable[[dict[str, Any]], Toolset],
                  client: LLMClient | None = None, on_task: Callable[[dict[str, Any]], None] | None = None,
                  log: StepLog | None = None) -> StepLog:
     """Step `pool` until `settings.steps` steps are done: sample a batch (at most the active tasks, no repeats),
@@ -105,8 +122,8 @@ def run_frontier(pool: ActivePool, model: ModelConfig, settings: FrontierSetting
 
     Rollouts ended by a model error (the server, not the model's skill) are not reported: a task whose every
     rollout failed keeps its rewards as they were. `on_task` gets one row per task and step: step, task_id,
-    rewards (progress), graduated, failed (rollouts ended by model errors). `toolset(type)` is the toolset of
-    a task type. Raises ModelUnreachable if every rollout of a step failed; `log` (returned, or the caller's)
+    rewards (progress), graduated, failed (rollouts ended by model errors). `toolset(record)` is the toolset a
+    task's record runs on. Raises ModelUnreachable if every rollout of a step failed; `log` (returned, or the caller's)
 has the counts up to there."""
     client = client or LLMClient()
     log = log if log is not None else StepLog()
@@ -114,7 +131,7 @@ has the counts up to there."""
     while pool.step < settings.steps:
         batch = pool.sample_batch(min(settings.batch, len(pool.active())))
         step = pool.step - 1
-        tasks = [task_from_record(pool.payload(t.id), toolset(t.type)) for t in batch]
+        tasks = [task_from_record(pool.payload(t.id), toolset(pool.payload(t.id))) for t in batch]
         result = evaluate(tasks, model, k=settings.k, max_steps=settings.max_steps, concurrency=settings.concurrency,
                           client=client, w_atomic=settings.w_atomic, w_orch=settings.w_orch)
         for task_id, scores in _by_task(result.scores).items():

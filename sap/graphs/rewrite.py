@@ -222,6 +222,55 @@ def split_turn(base: Trajectory, k: int, *, user_k: str, assistant_k: str, user_
                                    "judge": None, "stats": {}}, deep=True)
 
 
+def _holds(doc: Any, value: Any) -> bool:
+    """Whether a scalar (or a list whose items all are) stands somewhere in `doc`."""
+    if isinstance(value, list):
+        return bool(value) and all(_holds(doc, v) for v in value)
+    if isinstance(doc, dict):
+        return any(_holds(v, value) for v in doc.values())
+    if isinstance(doc, list):
+        return any(_holds(v, value) for v in doc)
+    return doc == value and type(doc) is type(value)
+
+
+def joined_turns(traj: Trajectory) -> Trajectory:
+    """The base dialogue of a MissParam or MissFunc record: `split_turn` undone for every call-less turn, whose
+    calls are those of the next turn. A value the moved calls took from the call-less turn's message is stated in
+    the joined turn again (initial_state if c0 holds it, else self_create); later references shift back by one.
+    The joined turn keeps the later turn's messages (the texts are not the base's: the variant graph writes new
+    ones)."""
+    out: list[Turn] = []
+    shift: dict[int, int] = {}  # old turn index -> joined index
+    pending: list[int] = []  # call-less turns waiting for the turn they join
+    for turn in traj.turns:
+        index = len(out)
+        shift[turn.index] = index
+        if not turn.calls:
+            pending.append(turn.index)
+            continue
+        provs = []
+        for call in turn.calls:
+            row = {}
+            for name, prov in call.args_prov.items():
+                tag = prov.effective_tag()
+                if tag == Tag.prev_user_msg and prov.turn in pending:
+                    value = call.arg_value(name)
+                    row[name] = ArgProvenance(tag=Tag.initial_state if _holds(traj.c0, value) else Tag.self_create)
+                elif tag in (Tag.prev_output, Tag.prev_user_msg) and prov.turn is not None:
+                    row[name] = prov.model_copy(update={"turn": shift[prov.turn]})
+                else:
+                    row[name] = prov
+            provs.append(row)
+        out.append(turn.model_copy(update={"index": index, "calls": _renumbered(turn.calls, index, provs)}))
+        pending = []
+    if pending:
+        raise RewriteError(f"{traj.id}: turn {pending[0]} has no calls and no later turn with calls to join")
+    virtual = [{**v, **{k: shift[v[k]] for k in ("turn", "used_at") if isinstance(v.get(k), int) and v[k] in shift}}
+               for v in traj.virtual_history]
+    return traj.model_copy(update={"turns": out, "virtual_history": virtual, "rewrite_kind": "base",
+                                   "missed_function": {}, "judge": None, "stats": {}}, deep=True)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # MissParam: which values of which turn to withhold, and the texts
 

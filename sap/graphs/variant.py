@@ -41,7 +41,7 @@ from sap.agents.variant_planner import (
 )
 from sap.drops import JUDGE_DROPS, DropReason
 from sap.export.records import record_to_trajectory, to_record
-from sap.graphs.rewrite import RewriteRejected, judged_rewrite
+from sap.graphs.rewrite import RewriteRejected, joined_turns, judged_rewrite
 from sap.graphs.synthesis import SynthesisContext, synthesis_graph
 from sap.model import Toolset, Trajectory
 from sap.provenance.topology import topology_difference
@@ -96,8 +96,10 @@ def _labeler(toolset: Toolset, substituted: set[str]) -> Callable[[str], str]:
 
 
 def _seed_of(state: VariantState) -> Trajectory:
-    """The seed record as a trajectory."""
-    return record_to_trajectory(state["seed_record"])
+    """The seed record as a trajectory; a MissParam or MissFunc seed as the base dialogue it was rewritten from
+    (its variants are base variants; `augment` rewrites them again)."""
+    seed = record_to_trajectory(state["seed_record"])
+    return joined_turns(seed) if any(not t.calls for t in seed.turns) else seed
 
 
 def plan(state: VariantState, runtime: Ctx) -> dict[str, Any]:
