@@ -272,6 +272,25 @@ def test_dialogue_that_changes_nothing_is_a_truth_rejection():
     assert [(f.criterion, f.turn) for f in verdict.reasons] == [("state_evolves", None)]
 
 
+def test_a_read_that_takes_an_earlier_result_evolves_without_tags():
+    """A no-tags record declares no P_o, yet a lookup of a file an earlier listing showed builds on it: the judge
+    reads that off the values, as a reader of the dialogue would; an unrelated second read still does not."""
+    p = pool("filesystem")
+    ls = ToolCall(call_id="l", name="ls", args_exec={}, args_prov={}, result={"files": ["notes.txt", "a"]})
+    cat = ToolCall(call_id="c", name="cat", args_exec={"file_name": "notes.txt"},
+                   args_prov={"file_name": ArgProvenance(tag=Tag.initial_state)}, result={"content": "hi"})
+    turns = [Turn(index=0, state="", transition=0, calls=[ls], assistant_message="There are notes.txt and a.",
+                  user_message="Please list the files and folders in the current directory."),
+             Turn(index=1, state="", transition=0, calls=[cat], assistant_message="It says hi.",
+                  user_message="Show me what notes.txt says.")]
+    traj = Trajectory(id="reads", toolset="filesystem", seed=0, c0={}, turns=turns)
+    assert not [f for f in JUDGE.judge(traj, p.specs).reasons if f.criterion == "state_evolves"]
+    other = traj.model_copy(deep=True)
+    other.turns[1].calls[0].args_exec["file_name"] = "todo.txt"
+    other.turns[1].user_message = "Show me what todo.txt says."
+    assert [f.criterion for f in JUDGE.judge(other, p.specs).reasons if f.criterion == "state_evolves"] == ["state_evolves"]
+
+
 def _clarifiable(t: Trajectory) -> int | None:
     """A turn position >= 1 whose message states a new or config value of its calls."""
     for pos, turn in enumerate(t.turns[1:], start=1):

@@ -1,4 +1,6 @@
 """Tests for RulePlanner's binding rules, with PlanRequests built by hand."""
+import dataclasses
+
 import pytest
 
 from helpers import call, request, spec
@@ -246,6 +248,33 @@ def test_sibling_hint_from_tool_name_picks_pending_order(tag):
            for s in SEEDS}
     assert got == {"O2"}
 
+
+def test_a_status_a_later_result_shows_outdates_the_one_in_c0():
+    """c0 says O2 and O4 are pending; the dialogue since cancelled O2: the user knows O4 is the pending one."""
+    c0 = {"orders": [*ORDERS["orders"], {"order_id": "O4", "status": "pending"}]}
+    tool = spec("cancel_pending_order", "Cancel an order.", {"order_id": STR})
+    history = [HistoryCall(0, 0, call("cancel_pending_order", {"order_id": "O2"},
+                                      result={"order_id": "O2", "status": "cancelled"}))]
+    got = {bind(request(tool, {"order_id": Tag.initial_state}, history=history, c0=c0, seed=s)).args_exec["order_id"]
+           for s in SEEDS}
+    assert got == {"O4"}
+    fresh = {bind(request(tool, {"order_id": Tag.initial_state}, c0=c0, seed=s)).args_exec["order_id"] for s in SEEDS}
+    assert fresh == {"O2", "O4"}  # before the dialogue changed O2, both are pending
+
+NO_OP_ERROR = "incoherent call: set_city changes nothing: its arguments equal the current state"
+CITIES = {"orders": [{"order_id": "O1", "city": "Oslo"}, {"order_id": "O2", "city": "Rome"}]}
+
+
+def test_without_tags_a_write_that_changed_nothing_sets_new_values_on_its_last_target():
+    """No tags: c0's city made a no-op write; the next attempt keeps the order it wrote and states a new city."""
+    tool = spec("set_city", "Set an order's delivery city.", {"order_id": STR, "city": STR})
+    tried = [{"order_id": "O1", "city": "Rome"}, {"order_id": "O2", "city": "Rome"}]
+    for s in SEEDS:
+        req = dataclasses.replace(request(tool, c0=CITIES, seed=s, last_error=NO_OP_ERROR, failed_args=tried),
+                                  free=True)
+        got = bind(req)
+        assert got.args_exec["order_id"] == "O2" and got.args_prov["city"].tag == Tag.self_create
+        assert got.args_exec["city"] not in ("Oslo", "Rome")
 
 def test_without_hint_any_order_can_be_picked():
     tool = spec("show_order", "Show an order.", {"order_id": STR})

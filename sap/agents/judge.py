@@ -17,7 +17,7 @@ from sap.fsm.build import READ_VERBS, named_read
 from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn, split_item_key
 from sap.provenance.checks import (answers_recap, mentions, normalize_text, request_start, states_value,
                                    stating_text)
-from sap.provenance.fields import index_of
+from sap.provenance.fields import index_of, iter_fields
 from sap.provenance.goals import requested
 from sap.provenance.leaks import data_values, find_leaks, names_of
 from sap.provenance.phrasebook import PLACEHOLDER, conveyed, phrase_book
@@ -190,6 +190,23 @@ def _changes_state(spec: ToolSpec | None, name: str) -> bool:
     return name.lower().split("_")[0] not in READ_VERBS
 
 
+def _consumes_a_result(calls: list[ToolCall]) -> bool:
+    """Whether a call takes a value that an earlier call's result showed: a P_o source, or (what the dialogue shows
+    whatever the tags say, so also for records made without them) a name-like argument value, a string of at least
+    MIN_RESTATED_CHARS characters, that stands in an earlier successful result."""
+    shown: set[str] = set()
+    for call in calls:
+        if any(p.effective_tag() == Tag.prev_output for p in call.args_prov.values()):
+            return True
+        values = [v for arg in call.args_exec.values() for v in (arg if isinstance(arg, list) else [arg])]
+        if any(isinstance(v, str) and len(v) >= MIN_RESTATED_CHARS and v in shown for v in values):
+            return True
+        if call.ok:
+            for f in iter_fields(call.result):
+                shown.update(v for v in (f.value if isinstance(f.value, list) else [f.value]) if isinstance(v, str))
+    return False
+
+
 def _signature(turn: Turn) -> tuple[tuple[str, str], ...]:
     """The calls of a turn as comparable (name, canonical arguments) pairs."""
     return tuple((c.name, json.dumps(c.args_exec, sort_keys=True, default=str)) for c in turn.calls)
@@ -326,8 +343,7 @@ class RuleJudge:
                 out.append(Finding(criterion="state_evolves", turn=turn.index,
                                    detail=f"turn {turn.index} repeats the calls of turn {prev.index} ({names})"))
         calls = [c for _, _, c in traj.calls()]
-        if calls and not any(_changes_state(specs.get(c.name), c.name) for c in calls) and not any(
-                p.effective_tag() == Tag.prev_output for c in calls for p in c.args_prov.values()):
+        if calls and not any(_changes_state(specs.get(c.name), c.name) for c in calls) and not _consumes_a_result(calls):
             out.append(Finding(criterion="state_evolves", turn=None,
                                detail="no call changes anything and no call consumes an earlier result"))
         return out

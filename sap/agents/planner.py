@@ -149,6 +149,15 @@ class _CallContext:
             tried = (tried if first else []) if _ID.search(name) else ([] if first else tried)
         return tried + sorted(named) + same
 
+    def retarget(self, name: str) -> Any:
+        """After a write changed nothing a second time, the id of its last attempt (the target was right, the
+        values were not: they are new now), if the call sets something besides ids; else None."""
+        if not (self.no_op() and _ID.search(name) and len(self.req.failed_args) > 1):
+            return None
+        if all(_ID.search(p) for p in self.params):
+            return None
+        return self.req.failed_args[-1].get(name)
+
     def said(self) -> list[tuple[int, str, Any]]:
         """(turn, parameter, value) of every value stated, or registered to be stated, before this turn."""
         req = self.req
@@ -182,13 +191,17 @@ class _CallContext:
             allowed = fits if allowed is None else allowed & fits
         return allowed
 
-    def known_siblings(self, value: Any) -> frozenset[str]:
-        """What c0 and the earlier results say beside `value` elsewhere (an order id listed bare in a profile has
-        its status in the user's orders): the user knows which of its orders is delivered."""
+    def known_siblings(self, value: Any) -> frozenset[str] | None:
+        """What the newest of c0 and the earlier results that says anything beside `value` says (an order id listed
+        bare in a profile has its status in the user's orders; once a result shows the order cancelled, c0's
+        "pending" is stale): the user knows which of its orders is delivered now. None if none says anything."""
         if not isinstance(value, str):
-            return frozenset()
-        docs = self.documents()
-        return frozenset().union(*(index_of(d).siblings_of.get(value, frozenset()) for d in docs))
+            return None
+        for doc in reversed(self.documents()):
+            found = index_of(doc).siblings_of.get(value)
+            if found:
+                return found
+        return None
 
     def rank(self, cand: Candidate, doc: tuple[int, int] | None, bad: frozenset[str]) -> tuple[int, int, int, int]:
         """Preference: match score; an element the user has seen (an earlier turn's reply names only the first
@@ -196,7 +209,8 @@ class _CallContext:
         here or elsewhere in c0 and earlier results, the tool or the last error asks for (pending, hotel) and not
         those that came with failed values (delivered, cancelled); nearness to the other picks of this call."""
         seen = doc is None or doc[0] == self.req.turn or all(int(i) < SHOWN for i in _INDEX.findall(cand.path))
-        siblings = cand.siblings | self.known_siblings(cand.value)
+        known = self.known_siblings(cand.value)
+        siblings = cand.siblings if known is None else known if doc is None else cand.siblings | known
         hint = len(siblings & self.words) + len(siblings & (self.error_words - bad)) - 2 * len(siblings & bad)
         near = max((_common_prefix(cand.path, p) for d, p in self.sources if d == doc), default=0)
         return cand.score, int(seen), hint, near
@@ -329,6 +343,9 @@ class RulePlanner:
             if items is not None:
                 ctx.bound[name], parts = items
                 prov.update(parts)
+                continue
+            if req.free and ctx.no_op() and not _ID.search(name):  # a write that changed nothing: what it sets is new
+                ctx.bound[name], prov[name] = self._create(name, schema, ctx), ArgProvenance(tag=Tag.self_create)
                 continue
             partner = self._beside_item(name, schema, ctx)
             if partner is not None:
@@ -483,6 +500,9 @@ class RulePlanner:
             pool = [p for p in pool if json.dumps(p[1].value, sort_keys=True) in entity]
         if not pool:
             return None
+        target = ctx.retarget(name)
+        if target is not None and (kept := [p for p in pool if p[1].value == target]):
+            return kept[0]
         ranks = [ctx.rank(c, doc, bad) for doc, c in pool]
         best = max(ranks)
         top = [p for p, r in zip(pool, ranks) if r == best]
