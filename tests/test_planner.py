@@ -261,6 +261,20 @@ def test_a_status_a_later_result_shows_outdates_the_one_in_c0():
     fresh = {bind(request(tool, {"order_id": Tag.initial_state}, c0=c0, seed=s)).args_exec["order_id"] for s in SEEDS}
     assert fresh == {"O2", "O4"}  # before the dialogue changed O2, both are pending
 
+@pytest.mark.parametrize("shown", [True, False])
+def test_a_status_error_never_turns_the_wanted_status_against_the_other_candidates(shown):
+    """The failed order was cancelled in the dialogue (shown or not): the error's "only pending orders" is what the
+    tool asks for, not what came with the failure, so the other pending order is next, never the delivered one."""
+    c0 = {"orders": [{"order_id": "O1", "status": "pending"}, {"order_id": "O2", "status": "pending"},
+                     {"order_id": "O3", "status": "delivered"}]}
+    tool = spec("modify_pending_order", "Modify an order.", {"order_id": STR})
+    history = [HistoryCall(0, 0, call("cancel_order", {"order_id": "O1"},
+                                      result={"order_id": "O1", "status": "cancelled"}))] if shown else []
+    error = "order 'O1' is 'cancelled'; only pending orders allow this action"
+    got = {bind(request(tool, {"order_id": Tag.initial_state}, history=history, c0=c0, seed=s, last_error=error,
+                        failed_args=[{"order_id": "O1"}])).args_exec["order_id"] for s in SEEDS}
+    assert got == {"O2"}
+
 NO_OP_ERROR = "incoherent call: set_city changes nothing: its arguments equal the current state"
 CITIES = {"orders": [{"order_id": "O1", "city": "Oslo"}, {"order_id": "O2", "city": "Rome"}]}
 

@@ -203,14 +203,19 @@ class _CallContext:
                 return found
         return None
 
+    def siblings(self, cand: Candidate, doc: tuple[int, int] | None) -> frozenset[str]:
+        """What the dialogue knows beside a candidate value now: for a value read from c0, what the newest document
+        that says anything beside it says; for one from a result, that result's and the newest's."""
+        known = self.known_siblings(cand.value)
+        return cand.siblings if known is None else known if doc is None else cand.siblings | known
+
     def rank(self, cand: Candidate, doc: tuple[int, int] | None, bad: frozenset[str]) -> tuple[int, int, int, int]:
         """Preference: match score; an element the user has seen (an earlier turn's reply names only the first
         few of a listing: "the ninth file there" would point at one it never showed); sibling values, beside it
         here or elsewhere in c0 and earlier results, the tool or the last error asks for (pending, hotel) and not
         those that came with failed values (delivered, cancelled); nearness to the other picks of this call."""
         seen = doc is None or doc[0] == self.req.turn or all(int(i) < SHOWN for i in _INDEX.findall(cand.path))
-        known = self.known_siblings(cand.value)
-        siblings = cand.siblings if known is None else known if doc is None else cand.siblings | known
+        siblings = self.siblings(cand, doc)
         hint = len(siblings & self.words) + len(siblings & (self.error_words - bad)) - 2 * len(siblings & bad)
         near = max((_common_prefix(cand.path, p) for d, p in self.sources if d == doc), default=0)
         return cand.score, int(seen), hint, near
@@ -485,7 +490,8 @@ class RulePlanner:
         A value the last error quoted (the culprit it names) is never chosen again; if nothing else is left
         the source is unusable (None) and the caller falls back to another source."""
         failed = ctx.failed(name)
-        bad = frozenset().union(*(c.siblings for _, c in pool if c.value in failed)) & ctx.error_words
+        # what came with the failed values and the error names (delivered), never what the tool asks for (pending)
+        bad = frozenset().union(*(ctx.siblings(c, d) for d, c in pool if c.value in failed)) & ctx.error_words - ctx.words
         culprits = error_quotes(ctx.req.last_error) - set(error_options(ctx.req.last_error))
         pool = [p for p in pool if not (isinstance(p[1].value, str) and p[1].value in culprits)]
         taken = list(ctx.bound.values()) + [h.call.args_exec[name] for h in ctx.req.history
