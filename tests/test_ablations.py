@@ -120,3 +120,7 @@ def test_no_fsm_walks_one_phase_where_any_tool_follows_any_other(tmp_path):
     assert [s["id"] for s in fsm["states"]] == ["start", "work", "end"]
     visited = {s for r in run.records for s in r["meta"]["states"]}
     assert visited <= {"work", "end"} and len(run.records) == N
+    # no producer graph steers the walk: calls whose declared earlier result never came fall back (P_f)
+    assert fsm["producers"] == {}
+    fallbacks = [a for r in run.records for p in r["provenance"] for a in p["args"].values() if a["tag"] == "fallback"]
+    assert any(a.get("fallback_from") == "prev_output" for a in fallbacks)

@@ -425,12 +425,14 @@ class RuleFSMBuilder:
 class FlatFSMBuilder(RuleFSMBuilder):
     """Ablation "no FSM": free turn-by-turn planning, one phase where any tool may follow any other.
 
-    Tools and tags are classified exactly as by the rule builder; only the phase structure is gone.
+    Tools and tags are classified exactly as by the rule builder; the phase structure and the producer graph are
+    gone, so the walk, like the paper's free planner, may reach a call whose declared earlier result no call has
+    made yet (its argument falls back).
     """
 
     def cache_key(self) -> str:
         """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
-        return f"flat:{self.probe_seeds}:named-restated:pre"
+        return f"flat:{self.probe_seeds}:named-restated:pre:unfed"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """A start state, one working state looping on every tool, and a final state reached by any tool."""
@@ -444,8 +446,8 @@ class FlatFSMBuilder(RuleFSMBuilder):
             edges += self._variants("start", "work", [r], roles, True, stated)
             edges += self._variants("work", "work", [r], roles, False, stated)
             edges += self._variants("work", "end", [r], roles, False, stated, weight=0.2)
-        producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
         self._normalize(edges)
-        return FSM(states=states, initial="start", finals=["end"], transitions=edges,
-                   producers={t: ps for t, ps in producers.items() if ps}, writes=action_tools(roles),
+        # no producer graph: nothing steers the walk to calls whose declared results exist (the paper's free
+        # planner declares dependencies where no producer has run; such arguments fall back, P_f)
+        return FSM(states=states, initial="start", finals=["end"], transitions=edges, writes=action_tools(roles),
                    requires=requires_of(learned), preconditions=learned)
