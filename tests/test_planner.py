@@ -275,6 +275,28 @@ def test_a_status_error_never_turns_the_wanted_status_against_the_other_candidat
                         failed_args=[{"order_id": "O1"}])).args_exec["order_id"] for s in SEEDS}
     assert got == {"O2"}
 
+def test_a_listing_of_bare_ids_does_not_hide_what_c0_says_of_each():
+    """A profile lists the user's order ids bare (beside the user's own id): c0's statuses still tell them apart."""
+    c0 = {"orders": [{"order_id": "O2", "status": "pending"}, {"order_id": "O3", "status": "delivered"}]}
+    tool = spec("cancel_pending_order", "Cancel an order.", {"order_id": STR})
+    history = [HistoryCall(0, 0, call("get_user_details", {}, result={"user_id": "u1", "orders": ["O2", "O3"]}))]
+    got = {bind(request(tool, {"order_id": Tag.initial_state}, history=history, c0=c0, seed=s)).args_exec["order_id"]
+           for s in SEEDS}
+    assert got == {"O2"}
+
+
+def test_an_error_refusing_the_order_drops_it_for_a_fitting_one_of_c0():
+    """The only order a lookup showed is refused ("Non-delivered order cannot be exchanged", quoting nothing): the
+    planner does not send it again but falls back to the customer's delivered order in c0."""
+    c0 = {"orders": [{"order_id": "O1", "status": "pending"}, {"order_id": "O3", "status": "delivered"}]}
+    tool = spec("exchange_delivered_order_items", "Exchange items.", {"order_id": STR})
+    history = [HistoryCall(0, 0, call("get_order_details", {"order_id": "O1"},
+                                      result={"order_id": "O1", "status": "pending"}))]
+    for s in SEEDS:
+        got = bind(request(tool, {"order_id": Tag.prev_output}, history=history, c0=c0, seed=s,
+                           last_error="Error: Non-delivered order cannot be exchanged", failed_args=[{"order_id": "O1"}]))
+        assert got.args_exec["order_id"] == "O3" and got.args_prov["order_id"].tag == Tag.fallback
+
 NO_OP_ERROR = "incoherent call: set_city changes nothing: its arguments equal the current state"
 CITIES = {"orders": [{"order_id": "O1", "city": "Oslo"}, {"order_id": "O2", "city": "Rome"}]}
 

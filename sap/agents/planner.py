@@ -149,6 +149,13 @@ class _CallContext:
             tried = (tried if first else []) if _ID.search(name) else ([] if first else tried)
         return tried + sorted(named) + same
 
+    def blames(self, name: str) -> bool:
+        """Whether the last error refuses the thing an id parameter names, and nothing else it quotes: "Non-delivered
+        order cannot be exchanged" blames `order_id`, "item(s) ['1'] are not in order '#W2'" the items it quotes."""
+        head = name[:-3].replace("_", " ") if name.endswith("_id") else ""
+        error = (self.req.last_error or "").lower()
+        return bool(head) and not error_quotes(self.req.last_error) and re.search(rf"\b{re.escape(head)}\b", error) is not None
+
     def retarget(self, name: str) -> Any:
         """After a write changed nothing a second time, the id of its last attempt (the target was right, the
         values were not: they are new now), if the call sets something besides ids; else None."""
@@ -192,16 +199,17 @@ class _CallContext:
         return allowed
 
     def known_siblings(self, value: Any) -> frozenset[str] | None:
-        """What the newest of c0 and the earlier results that says anything beside `value` says (an order id listed
-        bare in a profile has its status in the user's orders; once a result shows the order cancelled, c0's
-        "pending" is stale): the user knows which of its orders is delivered now. None if none says anything."""
+        """What the dialogue knows beside `value` now: what the newest of c0 and the earlier results that holds it in
+        its own object says there (an order id listed bare in a profile has its status in the user's orders; once
+        a result shows the order cancelled, c0's "pending" is stale), else what any of them says beside it. None
+        if none says anything."""
         if not isinstance(value, str):
             return None
-        for doc in reversed(self.documents()):
-            found = index_of(doc).siblings_of.get(value)
-            if found:
-                return found
-        return None
+        docs = self.documents()
+        own = next((found for doc in reversed(docs) if (found := index_of(doc).own_siblings_of.get(value))), None)
+        if own is not None:
+            return own
+        return frozenset().union(*(index_of(d).siblings_of.get(value, frozenset()) for d in docs)) or None
 
     def siblings(self, cand: Candidate, doc: tuple[int, int] | None) -> frozenset[str]:
         """What the dialogue knows beside a candidate value now: for a value read from c0, what the newest document
@@ -499,7 +507,8 @@ class RulePlanner:
                                             and name in h.call.args_exec]
         pool = [p for p in pool if p[1].value not in taken]  # diff of a file with itself, a twin lookup repeated
         fresh = [p for p in pool if p[1].value not in failed]
-        strict = ctx.no_op() and not _ID.search(name)  # a value that left the state as it was is not used again
+        strict = (ctx.no_op() and not _ID.search(name)  # a value that left the state as it was is not used again
+                  or ctx.blames(name))  # nor the order an error refuses ("Non-delivered order cannot be exchanged")
         pool = fresh or ([] if strict else pool)
         entity = ctx.entity_values(name)
         if entity is not None:  # a value of another entity than its partners' is unusable here

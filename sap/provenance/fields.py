@@ -203,6 +203,7 @@ class FieldIndex:
         self.doc = doc
         self._entities: list[dict[str, Any]] | None = None
         self._siblings: dict[str, frozenset[str]] | None = None
+        self._own: dict[str, frozenset[str]] = {}
         self.fields = list(iter_fields(doc))
         for order, f in enumerate(self.fields):
             for name in set(f.names):
@@ -213,11 +214,21 @@ class FieldIndex:
         """string value -> the short strings beside it wherever it stands in the document (an order id's status in
         the user's order map), computed on first use."""
         if self._siblings is None:
-            self._siblings = {}
+            self._siblings, self._own = {}, {}
             for f in self.fields:
                 if isinstance(f.value, str) and f.siblings:
                     self._siblings[f.value] = self._siblings.get(f.value, frozenset()) | f.siblings
+                    if not f.path.endswith("]"):
+                        self._own[f.value] = self._own.get(f.value, frozenset()) | f.siblings
         return self._siblings
+
+    @property
+    def own_siblings_of(self) -> dict[str, frozenset[str]]:
+        """`siblings_of` where the value stands as a field of its own object, not as an item of a listing (an order's
+        status beside its order id; not the user whose order list holds the id)."""
+        if self._siblings is None:
+            self.siblings_of  # noqa: B018  (fills both maps)
+        return self._own
 
     @property
     def entities(self) -> list[dict[str, Any]]:
