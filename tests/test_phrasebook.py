@@ -156,6 +156,15 @@ def test_a_swapped_word_takes_the_article_it_needs_and_is_still_recognised():
     assert all(re.search(varied_pattern("create an empty file"), s) for s in said)
 
 
+def test_instead_of_keeps_its_preposition():
+    """"use X instead of the current method" never becomes "use X this time of the current method"."""
+    from sap.provenance.paraphrase import vary
+
+    said = {vary("use card 7 instead of the current method", random.Random(seed)) for seed in range(40)}
+    assert all("instead of the current" in s for s in said), said
+    alone = {vary("use card 7 instead", random.Random(seed)) for seed in range(40)}
+    assert any("rather" in s or "this time" in s for s in alone)
+
 DIFF = ToolCall(call_id="c", name="diff", args_exec={"file_name1": "q3_report.csv", "file_name2": "budget_2024.csv"},
                 args_prov={"file_name1": ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.matches[2]",
                                                        selector=Selector(noun="match", position=3)),

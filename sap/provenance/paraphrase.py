@@ -39,7 +39,7 @@ SYNONYMS: list[tuple[str, list[str]]] = [
     (r"\bcontents\b", ["contents", "content"]),
     (r"\bmy account\b", ["my account", "the account"]),
     (r"\bmy order\b(?! history)", ["my order", "the order", "order"]),
-    (r"\binstead\b", ["instead", "rather", "this time"]),
+    (r"\binstead\b(?! of\b)", ["instead", "rather", "this time"]),  # "instead of" is no "rather of"
     (r"\bnew\b", ["new", "fresh"]),
     (r"(?:(?<=\ba )|(?<=\ban )|(?<=\bthe ))empty\b", ["empty", "blank"]),
     (r"\bsearch\b(?= (?:the|your)\b)", ["search", "look through", "go through", "comb through"]),
