@@ -154,7 +154,8 @@ class _CallContext:
         order cannot be exchanged" blames `order_id`, "item(s) ['1'] are not in order '#W2'" the items it quotes."""
         head = name[:-3].replace("_", " ") if name.endswith("_id") else ""
         error = (self.req.last_error or "").lower()
-        return bool(head) and not error_quotes(self.req.last_error) and re.search(rf"\b{re.escape(head)}\b", error) is not None
+        named = re.search(rf"\b{re.escape(head)}\b", error) is not None
+        return bool(head) and named and not error_quotes(self.req.last_error)
 
     def retarget(self, name: str) -> Any:
         """After a write changed nothing a second time, the id of its last attempt (the target was right, the

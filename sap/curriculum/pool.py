@@ -26,7 +26,7 @@ class PoolTask(BaseModel):
     """One task in the pool: identity, lineage, the record it stands for, and its reward history."""
 
     id: str
-    type: str  # the seeding quota is per type (e.g. toolset and kind)
+    type: str  # the seeding quota is per type (in sap frontier the category: base, miss_param, miss_func...)
     origin: Literal["seed", "variant"]
     parent: str | None = None  # the seed task a variant was made from
     status: Literal["candidate", "active", "retired"] = "active"
