@@ -17,7 +17,7 @@ from sap.fsm.build import READ_VERBS, named_read
 from sap.model import Tag, ToolCall, ToolSpec, Trajectory, Turn, split_item_key
 from sap.provenance.checks import (answers_recap, mentions, normalize_text, request_start, states_value,
                                    stating_text)
-from sap.provenance.fields import index_of, iter_fields
+from sap.provenance.fields import index_of
 from sap.provenance.goals import requested
 from sap.provenance.leaks import data_values, find_leaks, names_of
 from sap.provenance.phrasebook import PLACEHOLDER, conveyed, phrase_book
@@ -202,7 +202,7 @@ def _consumes_a_result(calls: list[ToolCall]) -> bool:
         if any(isinstance(v, str) and len(v) >= MIN_RESTATED_CHARS and v in shown for v in values):
             return True
         if call.ok:
-            for f in iter_fields(call.result):
+            for f in index_of(call.result).fields:
                 shown.update(v for v in (f.value if isinstance(f.value, list) else [f.value]) if isinstance(v, str))
     return False
 

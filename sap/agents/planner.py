@@ -137,6 +137,7 @@ class _CallContext:
     params: list[str] = field(default_factory=list)  # the parameters this call binds
     address: dict[str, str] | None = None  # the one new postal address this call's address parts are cut from
     item_sources: list[Any] = field(default_factory=list)  # the objects an array argument's items were made of
+    people: frozenset[str] | None = None  # `dialogue_identifiers` of the history, once asked for
 
     def failed(self, name: str) -> list[Any]:
         """Values of `name` in the failed attempts of this call, values the last error quoted, and for a `new_x`
@@ -152,10 +153,7 @@ class _CallContext:
     def blames(self, name: str) -> bool:
         """Whether the last error refuses the thing an id parameter names, and nothing else it quotes: "Non-delivered
         order cannot be exchanged" blames `order_id`, "item(s) ['1'] are not in order '#W2'" the items it quotes."""
-        head = name[:-3].replace("_", " ") if name.endswith("_id") else ""
-        error = (self.req.last_error or "").lower()
-        named = re.search(rf"\b{re.escape(head)}\b", error) is not None
-        return bool(head) and named and not error_quotes(self.req.last_error)
+        return _names_thing_of(self.req.last_error, name) and not error_quotes(self.req.last_error)
 
     def retarget(self, name: str) -> Any:
         """After a write changed nothing a second time, the id of its last attempt (the target was right, the
@@ -213,16 +211,16 @@ class _CallContext:
         return frozenset().union(*(index_of(d).siblings_of.get(value, frozenset()) for d in docs)) or None
 
     def siblings(self, cand: Candidate, doc: tuple[int, int] | None) -> frozenset[str]:
-        """What the dialogue knows beside a candidate value now: for a value read from c0, what the newest document
-        that says anything beside it says; for one from a result, that result's and the newest's."""
+        """What the dialogue knows beside a candidate value now: for a value read from c0, `known_siblings` (c0's
+        own when nothing else says anything); for one from a result, that result's and `known_siblings`."""
         known = self.known_siblings(cand.value)
         return cand.siblings if known is None else known if doc is None else cand.siblings | known
 
     def rank(self, cand: Candidate, doc: tuple[int, int] | None, bad: frozenset[str]) -> tuple[int, int, int, int]:
         """Preference: match score; an element the user has seen (an earlier turn's reply names only the first
-        few of a listing: "the ninth file there" would point at one it never showed); sibling values, beside it
-        here or elsewhere in c0 and earlier results, the tool or the last error asks for (pending, hotel) and not
-        those that came with failed values (delivered, cancelled); nearness to the other picks of this call."""
+        few of a listing: "the ninth file there" would point at one it never showed); sibling values the dialogue
+        knows beside it (`siblings`) that the tool or the last error asks for (pending, hotel) and not those that
+        came with failed values (delivered, cancelled); nearness to the other picks of this call."""
         seen = doc is None or doc[0] == self.req.turn or all(int(i) < SHOWN for i in _INDEX.findall(cand.path))
         siblings = self.siblings(cand, doc)
         hint = len(siblings & self.words) + len(siblings & (self.error_words - bad)) - 2 * len(siblings & bad)
@@ -329,12 +327,16 @@ def reference_selector(req: PlanRequest, turn: int, index: int, path: str) -> Se
     return output_selector(src.result, path, resolve(src.result, path), turn == req.turn, earlier)
 
 
+def _names_thing_of(error: str | None, name: str) -> bool:
+    """Whether `error` names the thing an id parameter stands for ("Booking not found" names `booking_id`'s)."""
+    head = name[:-3].replace("_", " ") if name.endswith("_id") else ""
+    return bool(head) and re.search(rf"\b{re.escape(head)}\b", (error or "").lower()) is not None
+
+
 def _error_names_id(req: PlanRequest, name: str) -> bool:
     """Whether `name` is an optional id parameter whose thing the last error names ("Booking not found" names
     `booking_id`): left out, the call cannot succeed, and an earlier result may hold it."""
-    head = name[:-3] if name.endswith("_id") and name not in req.spec.required else ""
-    error = (req.last_error or "").lower()
-    return bool(head) and re.search(rf"\b{re.escape(head.replace('_', ' '))}\b", error) is not None
+    return name not in req.spec.required and _names_thing_of(req.last_error, name)
 
 
 class RulePlanner:
@@ -553,7 +555,9 @@ class RulePlanner:
         login, a user id in a result), only values in objects carrying its user id or email are taken, when any
         fits (`dialogue_identifiers`, `tied_to`)."""
         found = candidates(name, schema, ctx.req.c0, ctx.req.spec.aliases(name))
-        own = dialogue_identifiers(ctx.req.history)
+        if ctx.people is None:
+            ctx.people = dialogue_identifiers(ctx.req.history)
+        own = ctx.people
         tied = [c for c in found if tied_to(ctx.req.c0, c.path, own)] if own else []
         pool = [(None, c) for c in tied or found]
         picked = self._choose(name, pool, ctx)

@@ -61,7 +61,8 @@ def _pool_config(path: str | None) -> Any:
 
 
 def _seeds(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The seed records; each is checked to be a usable task on a toolset it may name, naming file and line."""
+    """The seed records; each is checked to be a usable task (`tasks_from_records` also checks the toolset it
+    names) of a known category, naming file and line."""
     from sap.curriculum.frontier import task_category
     from sap.eval.tasks import tasks_from_records
     from sap.jsonutil import read_records
@@ -90,8 +91,6 @@ def _seeds(args: argparse.Namespace) -> list[dict[str, Any]]:
         if record["id"] in seen:
             raise ValueError(f"{args.data}:{line}: seed id {record['id']!r} repeats line {seen[record['id']]}")
         seen[record["id"]] = line
-    for line, record in rows:
-        _toolset_name(record, args)
         try:
             task_category(record)
         except ValueError as exc:

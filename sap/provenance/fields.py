@@ -209,10 +209,8 @@ class FieldIndex:
             for name in set(f.names):
                 self.by_name.setdefault(name, []).append((order, f))
 
-    @property
-    def siblings_of(self) -> dict[str, frozenset[str]]:
-        """string value -> the short strings beside it wherever it stands in the document (an order id's status in
-        the user's order map), computed on first use."""
+    def _sibling_maps(self) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+        """`siblings_of` and `own_siblings_of`, both built in one pass over the fields on first use."""
         if self._siblings is None:
             self._siblings, self._own = {}, {}
             for f in self.fields:
@@ -220,15 +218,19 @@ class FieldIndex:
                     self._siblings[f.value] = self._siblings.get(f.value, frozenset()) | f.siblings
                     if not f.path.endswith("]"):
                         self._own[f.value] = self._own.get(f.value, frozenset()) | f.siblings
-        return self._siblings
+        return self._siblings, self._own
+
+    @property
+    def siblings_of(self) -> dict[str, frozenset[str]]:
+        """string value -> the short strings beside it wherever it stands in the document (an order id's status in
+        the user's order map), computed on first use."""
+        return self._sibling_maps()[0]
 
     @property
     def own_siblings_of(self) -> dict[str, frozenset[str]]:
         """`siblings_of` where the value stands as a field of its own object, not as an item of a listing (an order's
         status beside its order id; not the user whose order list holds the id)."""
-        if self._siblings is None:
-            self.siblings_of  # noqa: B018  (fills both maps)
-        return self._own
+        return self._sibling_maps()[1]
 
     @property
     def entities(self) -> list[dict[str, Any]]:
