@@ -324,6 +324,16 @@ def test_a_value_the_assistant_finds_anew_is_referred_to_as_it_stands_now():
     assert not states_selector("update the order to my street address", latest, "5390 Lakeview Road")
 
 
+@pytest.mark.parametrize("phrase", ["add variant {item_id} to my cart", "add the variant {item_id} to my cart"])
+def test_a_reference_replaces_the_phrase_word_for_its_thing(phrase):
+    """A store item is a product variant: "add variant {item_id}" with a reference reads "add the item for the
+    variant with price 152.76", not "add variant the item for ..."."""
+    from sap.agents.requests import Argument, _fill
+
+    item = Argument("item_id", "item", "the item for the variant with price 152.76", False, False, "6921760560")
+    assert _fill(phrase, {"item_id": item}, random.Random(0)) == \
+        "add the item for the variant with price 152.76 to my cart"
+
 def test_a_reference_after_titled_or_called_is_said_with_with():
     from sap.agents.requests import Argument, _fill
 

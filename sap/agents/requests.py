@@ -328,7 +328,8 @@ class Argument:
     named: bool = False  # a found value named by what found it ("the nearest tire shop"): its words stay
 
 
-_SAME_THING = {"folder": ("directory",), "directory": ("folder",), "file": ("document",)}  # a phrase's word for a
+_SAME_THING = {"folder": ("directory",), "directory": ("folder",), "file": ("document",),
+               "item": ("variant",)}  # a phrase's word for a
 # noun that a reference to it replaces ("make a directory {dir_name}" -> "make the folder I mentioned")
 
 def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
