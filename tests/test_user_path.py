@@ -241,3 +241,18 @@ def test_ctrl_c_sigterm_and_kill_9_then_the_printed_hint_alone_give_the_bytes_of
     assert _cli("synthesize", "--toolset", "store", "-n", str(n), "--seed", "9", "-o", str(reference), "--db",
                 f"sqlite:///{tmp_path / 'ref.db'}", timeout=600).returncode == 0
     assert len(out.read_text().splitlines()) == n and out.read_bytes() == reference.read_bytes(), (first, second, third)
+
+
+@pytest.mark.parametrize("code, at_once", [(130, True), (143, True), (0, False), (2, False)])
+def test_an_interrupted_command_ends_at_once_without_joining_left_threads(monkeypatch, code, at_once):
+    """`sap` after Ctrl-C or SIGTERM ends with os._exit (a thread pool's worker started as the signal arrived would
+    hold the interpreter's exit forever); any other code is a normal exit."""
+    from importlib import import_module
+
+    cli = import_module("sap.cli.main")  # the module (sap.cli exports its `main` function under the same name)
+    ended: list[int] = []
+    monkeypatch.setattr(cli, "main", lambda: code)
+    monkeypatch.setattr(cli.os, "_exit", ended.append)
+    with pytest.raises(SystemExit) as exited:
+        cli.run()
+    assert exited.value.code == code and ended == ([code] if at_once else [])

@@ -1,6 +1,4 @@
 """`python -m sap.cli`."""
-import sys
+from sap.cli.main import run
 
-from sap.cli.main import main
-
-sys.exit(main())
+run()

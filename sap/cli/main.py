@@ -127,5 +127,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def run() -> None:
+    """The `sap` command: `main()`, then exit with its code. After an interrupt (130, 143) the process ends at once,
+    without joining the threads a library left: a thread pool's worker started just as Ctrl-C arrived is never told
+    to stop, and the interpreter's exit would wait on it forever (seen in tests/test_user_path.py). Everything the
+    run accepted is committed and its files closed by then, as after kill -9."""
+    code = main()
+    if code in (130, 143):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
