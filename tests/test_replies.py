@@ -183,3 +183,91 @@ def test_a_placed_stock_order_counts_shares_and_says_its_state_in_lower_case():
     text = assistant_reply([call], {"place_order": spec}, random.Random(0))
     assert "nine shares" in text and "$9.00" not in text, text
     assert "is pending" in text and "Pending" not in text and "Buy" not in text, text
+
+
+PROFILE = {"user_id": "ana_silva_1", "first_name": "Ana", "last_name": "Silva", "email": "ana@example.com",
+           "address1": "1 Elm St", "city": "Austin", "state": "TX", "zip": "78701",
+           "orders": [{"order_id": "#W123", "status": "pending"}], "payment_methods": {"paypal_1": {}, "gift_1": {}}}
+WRITES = {
+    "cancel_pending_order": ToolSpec(name="cancel_pending_order", description="Cancel a pending order.",
+                                     parameters=PARAMS, read_only=False),
+    "modify_pending_order_payment": ToolSpec(name="modify_pending_order_payment", parameters=PARAMS, read_only=False,
+                                             description="Modify the payment method of a pending order."),
+    "get_user_details": ToolSpec(name="get_user_details", description="Get the details of a user.",
+                                 parameters=PARAMS, read_only=True),
+    "press_brake_pedal": ToolSpec(name="press_brake_pedal", description="Press the brake pedal.", parameters=PARAMS,
+                                  read_only=False),
+}
+
+
+def _write(name: str, args: dict, result) -> ToolCall:
+    return ToolCall(call_id="call_0_1", name=name, args_exec=args,
+                    args_prov={p: ArgProvenance(tag=Tag.self_create) for p in args}, result=result)
+
+
+def test_a_goal_turn_reports_the_goal_not_the_profile_read_on_the_way():
+    lookup = _write("get_user_details", {}, PROFILE)
+    cancel = _write("cancel_pending_order", {"order_id": "#W123", "reason": "ordered by mistake"},
+                    {**ORDER, "status": "cancelled", "cancel_reason": "ordered by mistake"})
+    specs = {**SPECS, **WRITES}
+    for seed in range(6):
+        goal = assistant_reply([lookup, cancel], specs, random.Random(seed), prerequisites=[0])
+        assert "ana@example.com" not in goal and "Ana Silva" not in goal, goal  # the lookup is not dumped
+        assert "Ana" in goal and "account" in goal, goal  # the account found is acknowledged once
+        assert "cancelled" in goal and "ordered by mistake" in goal, goal
+        every = assistant_reply([lookup, cancel], specs, random.Random(seed))  # no goal: each call is told
+        assert "ana@example.com" in every, every
+    brake = _write("press_brake_pedal", {"order_id": "#W123"}, {"brakePedalStatus": "pressed"})
+    told = assistant_reply([brake, cancel], specs, random.Random(0), prerequisites=[0])
+    assert "pressed the brake pedal" in told and "brake pedal status" not in told, told  # a preparing write: a clause
+    failed = _write("get_user_details", {}, None).model_copy(update={"ok": False, "error": "User not found"})
+    failure = assistant_reply([failed, cancel], specs, random.Random(0), prerequisites=[0])
+    assert re.search(r"couldn't|wasn't able", failure), failure  # a failed prerequisite is reported
+
+
+def test_a_write_reply_says_what_the_write_set_not_the_whole_object():
+    cancelled = describe_result({**ORDER, "status": "cancelled", "cancel_reason": "no longer needed"},
+                                "cancel_pending_order", {"order_id": "#W123", "reason": "no longer needed"})
+    assert "no longer needed" in cancelled and "Tea Kettle" not in cancelled and "Austin" not in cancelled, cancelled
+    paid = describe_result({**ORDER, "status": "pending", "payment_history": [
+        {"payment_method_id": "paypal_1", "amount": 342.35}, {"payment_method_id": "gift_1", "amount": 342.35}]},
+        "modify_pending_order_payment", {"order_id": "#W123", "payment_method_id": "gift_1"})
+    assert "gift_1" in paid and "Tea Kettle" not in paid, paid  # the history holding the new method is what changed
+    moved = describe_result(ORDER, "modify_pending_order_address", {"order_id": "#W123", "address1": "1 Elm St",
+                                                                    "city": "Austin"})
+    assert "1 Elm St" in moved and "Tea Kettle" not in moved, moved
+    read = describe_result(ORDER, "get_order_details")
+    assert "Tea Kettle" in read and "Austin" in read, read  # a read still tells the object
+
+
+def test_a_single_value_names_what_was_asked_and_connections_read_as_connections():
+    status = ToolCall(call_id="call_0_0", name="get_flight_status", args_exec={"flight_number": "HAT029",
+                                                                                "date": "2024-05-25"},
+                      args_prov={}, result="available")
+    reply = assistant_reply([status], {}, random.Random(0))
+    assert "flight status for HAT029 on 2024-05-25 is available" in reply, reply
+    trips = describe_result([[{"flight_number": "HAT1", "status": "available"}, {"flight_number": "HAT2",
+                                                                                  "status": "available"}]],
+                            "search_onestop_flight")
+    assert "then" in trips and trips.lower().count("there ") == 1, trips  # not a list inside a list
+    assert "login status is active" in describe_result({"status": True}, "get_login_status")  # a read's one state
+
+
+def test_a_prerequisite_the_user_refers_to_later_is_reported():
+    specs = {"find": ToolSpec(name="find", description="Find files in the current directory.", read_only=True,
+                              parameters={"type": "object", "properties": {}, "required": []}),
+             "tail": ToolSpec(name="tail", description="Show the last lines of a file.", read_only=True,
+                              parameters={"type": "object", "properties": {"file_name": {"type": "string"}},
+                                          "required": ["file_name"]})}
+    found = ToolCall(call_id="call_0_0", name="find", args_exec={}, args_prov={},
+                     result={"matches": ["./notes.txt", "./todo.md"]})
+    last = ToolCall(call_id="call_0_1", name="tail", args_exec={"file_name": "notes.txt"},
+                    args_prov={"file_name": ArgProvenance(tag=Tag.self_create)}, result={"last_lines": "a"})
+    later = ToolCall(call_id="call_1_0", name="tail", args_exec={"file_name": "todo.md"}, result={"last_lines": "b"},
+                     args_prov={"file_name": ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.matches[1]")})
+    turns = [Turn(index=0, state="s", transition=0, calls=[found, last], prerequisites=[0]),
+             Turn(index=1, state="s", transition=0, calls=[later])]
+    told = RuleMessenger().write(turns, specs, random.Random(0))[0].assistant_message
+    assert "todo.md" in told, told  # the next turn refers to the second match: the user must have seen it
+    alone = RuleMessenger().write(turns[:1], specs, random.Random(0))[0].assistant_message
+    assert "todo.md" not in alone, alone  # nobody refers to it: the lookup is not told

@@ -179,6 +179,7 @@ class RuleMessenger:
         take no narrative); `withheld` maps (turn, call) to parameters whose values the user leaves out there."""
         wording = Wording(specs, phrase_book(specs))
         out: list[Turn] = []
+        referred = referred_results(turns)
         for turn in turns:
             if not turn.calls:  # a clarification or hand-off turn keeps the messages its writer gave it
                 out.append(turn)
@@ -212,9 +213,16 @@ class RuleMessenger:
             first = not any(t.user_message for t in out)  # greetings and intros open the dialogue only
             message = compose_message(requests, ahead, first, wording.book.intros if wording.book else (), rng,
                                       facts, after, wording.book.intro_weights if wording.book else ())
-            reply = assistant_reply(turn.calls, specs, rng)
+            unseen = [i for i in turn.prerequisites if (turn.index, i) not in referred]  # told only if used later
+            reply = assistant_reply(turn.calls, specs, rng, unseen)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out
+
+
+def referred_results(turns: list[Turn]) -> set[tuple[int, int]]:
+    """The (turn, call) places whose results a later turn's arguments refer to (P_o): the user saw those."""
+    return {(prov.turn, prov.call) for turn in turns for call in turn.calls for prov in call.args_prov.values()
+            if prov.effective_tag() == Tag.prev_output and prov.turn is not None and prov.turn < turn.index}
 
 
 def found_here(turn: Turn) -> frozenset[tuple[int, int]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from sap.executors.bfcl import BFCL_FAILURE_SHAPES
@@ -40,40 +41,76 @@ STATE_WORDS = PAIR_STATES | {"available", "open", "active", "empty", "valid", "o
 SHARE_KEYS = {"amount", "quantity"}  # a count of shares where the object is a stock order (it names a symbol)
 SHORT_STRING = 160  # longest string value quoted whole; longer ones end at a word boundary with "…"
 MOST_FACTS = 4  # fields of one object stated at most
+FACTS_AFTER_WRITE = 2  # fields stated of a write's result when none holds what it set
 WRITE_LEADS = ["Done. ", "All set. ", "Okay, that's done. ", "That's taken care of. ", "Finished. ", ""]
+_ID_NAME = re.compile(r"(?:_|\b)ids?$|Ids?$")  # a field or parameter naming ids
 COMMON_OPENERS = {"The", "There", "Here's", "That's", "That", "It", "Done:", "All", "Order", "Booking", "Reservation"}
 
 
-def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random) -> str:
-    """The assistant's answer to the user after `calls`: one or two sentences per call, joined."""
-    parts = [call_reply(c, specs.get(c.name), rng, specs) for c in calls]
+def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random,
+                    prerequisites: Collection[int] = ()) -> str:
+    """The assistant's answer to the user after `calls`: one or two sentences per call the user asked for, joined,
+    with one lead for the whole reply. The prerequisites the assistant worked out itself (indexes into `calls`) are
+    not reported one by one: a found account is acknowledged, preparing writes said in a clause, lookups not at all
+    (the user asked for the goal, not for the profile read on the way); a failed one is reported as any failure."""
+    shown = [i for i, c in enumerate(calls) if i not in prerequisites or _failed(c)]
+    if not shown:  # nothing but prerequisites: every call is reported
+        shown, prerequisites = list(range(len(calls))), ()
+    prepared = _prepared([calls[i] for i in sorted(prerequisites) if i < shown[0]], specs, rng)
+    parts = [call_reply(calls[i], specs.get(calls[i].name), rng, specs, lead=k == 0 and not prepared)
+             for k, i in enumerate(shown)]
     if len(parts) > 1:
         parts = [parts[0]] + [_joined(p, rng) for p in parts[1:]]
-    return " ".join(parts)
+    return " ".join(prepared + parts)
+
+
+def _failed(call: ToolCall) -> bool:
+    """Whether a call failed (an error, or a result that is a known soft failure)."""
+    return not call.ok or failure_reason(call.name, call.result) is not None
+
+
+def _prepared(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random) -> list[str]:
+    """What the reply says of the prerequisites done before the first reported call: the account found (by the
+    person a result names) and the preparing writes, in one sentence each; lookups say nothing."""
+    out = []
+    person = next((p for c in calls if isinstance(c.result, dict) and (p := _person(c.result))), None)
+    if person:
+        first = person.split()[0]
+        out.append(rng.choice([f"Thanks, {first}, I've found your account.", f"I've pulled up your account, {first}.",
+                               f"Thanks, {first} - your account is up."]))
+    writes = [past_tense(short_task(task_phrase(specs[c.name]))) for c in calls
+              if c.name in specs and is_write(task_phrase(specs[c.name]), specs[c.name])
+              and not (isinstance(c.result, dict) and _person(c.result))]
+    if writes:
+        steps = _join(list(dict.fromkeys(writes)))
+        out.append(rng.choice([f"First I {steps}.", f"I {steps} first.", f"To get there I {steps}."]))
+    return out
 
 
 def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
-               specs: dict[str, ToolSpec] | None = None) -> str:
+               specs: dict[str, ToolSpec] | None = None, lead: bool = True) -> str:
     """One call's part of the reply: a failure and what can be done next, a write acknowledged with its key values,
-    or the facts a read found; `specs` (the toolset) names what an error text must not show."""
+    or the facts a read found; `specs` (the toolset) names what an error text must not show; `lead` opens it with
+    a word of its own ("Done.", "Here's what I found:"), for the first part of a reply."""
     task = task_phrase(spec) if spec is not None else field_words(call.name)
     problem = failure_reason(call.name, call.result) or (call.error if not call.ok else None)
     if problem is not None:
         return failure_reply(task, problem, specs or ({spec.name: spec} if spec else {}), rng)
     write = is_write(task, spec)
-    facts = describe_result(call.result, call.name, set(call.args_exec) if write else set(),
-                            echoed=set() if write else _echoed(call.result, call.args_exec))
+    facts = describe_result(call.result, call.name, call.args_exec if write else {},
+                            echoed=set() if write else _echoed(call.result, call.args_exec),
+                            about="" if write else _asked_about(call.args_exec))
     if write:
         if facts:  # the result says what changed: the docstring's wording of the task adds nothing
-            return rng.choice(WRITE_LEADS) + facts
+            return (rng.choice(WRITE_LEADS) if lead else "") + facts
         done = f"I {past_tense(short_task(task))}"
         values = _arg_facts(call.args_exec, spec)
-        return rng.choice(["Done: {d}{v}.", "All set: {d}{v}.", "{D}{v}."]).format(
+        return rng.choice(["Done: {d}{v}.", "All set: {d}{v}.", "{D}{v}."] if lead else ["{D}{v}."]).format(
             d=done, D=done, v=f" ({values})" if values else "")
     if not facts:
         return rng.choice(["There was nothing to report there.", "That came back empty."])
-    lead = rng.choice(["", "", "Here's what I found: ", "I checked: "])
-    return lead + (_lower_first(facts) if lead else facts)
+    opener = rng.choice(["", "", "Here's what I found: ", "I checked: "]) if lead else ""
+    return opener + (_lower_first(facts) if opener else facts)
 
 
 def failure_reason(tool: str, result: Any) -> str | None:
@@ -206,9 +243,11 @@ def _past(verb: str) -> str:
     return v + "ed"
 
 
-def describe_result(result: Any, tool: str, changed: set[str] = frozenset(), echoed: set[str] = frozenset()) -> str:
-    """The facts of a result as sentences ("" for an empty one); `changed` names a write's arguments, whose fields
-    are the ones to state; `echoed` a read's fields that only repeat what was asked, said only if nothing else is."""
+def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, echoed: set[str] = frozenset(),
+                    about: str = "") -> str:
+    """The facts of a result as sentences ("" for an empty one); `changed` is a write's arguments, whose fields
+    are the ones to state; `echoed` a read's fields that only repeat what was asked, said only if nothing else is;
+    `about` what a single value was asked for ("for Amazon": "the symbol for Amazon is AMZN")."""
     if result is None or result == "" or result == {}:
         return ""
     noun = _tool_noun(tool)
@@ -217,10 +256,25 @@ def describe_result(result: Any, tool: str, changed: set[str] = frozenset(), ech
     if isinstance(result, dict):
         if _is_collection(result):
             return _sentence(_list_phrase(_collection_items(result), noun))
+        flags = [k for k, v in result.items() if isinstance(v, bool)]
+        if not changed and len(result) == 1 and flags and field_words(flags[0]).split()[-1] == "status":
+            return _sentence(f"the {noun} is {'active' if result[flags[0]] else 'inactive'}")  # a read's one state
         return _object_sentence(result, noun, changed, echoed)
     if isinstance(result, str) and len(result.split()) > 1:  # a message of its own ("Certificate ... added")
         return _sentence(_message(result))
-    return _sentence(f"the {noun} is {_say(result, noun)}")
+    return _sentence(f"the {noun}{' ' + about if about else ''} is {_say(result, noun)}")
+
+
+def _asked_about(args: dict[str, Any]) -> str:
+    """What a read was asked for, in words, from its short argument values ("for HAT029 on 2024-05-25"); "" when
+    it took none or more than two."""
+    shown = [v for k, v in args.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+             and not is_secret_param(k) and 0 < len(str(v)) <= 40]
+    if not shown or len(shown) > 2 or len(shown) < len(args):
+        return ""
+    dates = [str(v) for v in shown if re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(v))]
+    named = [_say(v, "") for v in shown if str(v) not in dates]
+    return " ".join(([f"for {' and '.join(named)}"] if named else []) + [f"on {d}" for d in dates])
 
 
 def _echoed(result: Any, args: dict[str, Any]) -> set[str]:
@@ -229,7 +283,8 @@ def _echoed(result: Any, args: dict[str, Any]) -> set[str]:
     return {k for k, v in result.items() if any(v == a for a in asked)} if isinstance(result, dict) else set()
 
 
-def _object_sentence(obj: dict[str, Any], noun: str, changed: set[str], echoed: set[str] = frozenset()) -> str:
+def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
+                     echoed: set[str] = frozenset()) -> str:
     """An object in words: who or what it is, its status, then its salient fields (a write's changed ones)."""
     subject, used = _subject(obj, noun)
     status_key = next((k for k in obj if field_words(k).split()[-1:] == ["status"] and isinstance(obj[k], str)
@@ -290,21 +345,29 @@ def _subject(obj: dict[str, Any], noun: str) -> tuple[str, set[str]]:
     return (f"{name}{by}" if name else f"{ident}{by}" if ident else ""), used
 
 
-def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
+def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any]) -> list[str]:
     """The object's salient fields as clauses ("the email is x", "there are three orders: ..."), most salient first;
     a write's changed fields first of all."""
     out = []
-    if {"address1", "city"} <= set(obj):
-        out.append(f"the address is {_address(obj)}")
+    address = {"address1", "city"} <= set(obj)
+    if address:
         skip = skip | set(ADDRESS_KEYS)
     empty = next((k for k, v in obj.items() if v == [] and k not in skip), None)
     if empty and not any(isinstance(v, list) and v for v in obj.values()):  # the one thing found is nothing
         out.append(_list_phrase([], field_words(empty)))
     keys = [k for k in obj if k not in skip and not k.startswith("_") and obj[k] not in (None, "", [], {})
             and not (isinstance(obj[k], str) and len(obj[k]) > 4 * SHORT_STRING)
-            and not (obj[k] is True and field_words(k).split()[-1] in ("status", "success"))
+            and not (obj[k] is True and field_words(k).split()[-1] in (("status", "success") if changed else
+                                                                      ("success",)))
             and not _counted(k, obj)]
     keys.sort(key=lambda k: (-1 if k in changed else _rank(k, obj[k]), list(obj).index(k)))
+    if changed:  # a write: what it set, else its two most salient fields (not the whole object again)
+        ids = {str(v) for k, v in obj.items() if _ID_NAME.search(k)}  # the thing written names itself
+        own = [k for k in keys if _sets(k, obj[k], changed, ids)]
+        address = address and bool(changed.keys() & set(ADDRESS_KEYS))
+        keys = own if own or address else keys[:FACTS_AFTER_WRITE]
+    if address:
+        out.append(f"the address is {_address(obj)}")
     for key in keys[:MOST_FACTS - len(out)]:
         value = obj[key]
         if isinstance(value, list) or (isinstance(value, dict) and _is_collection(value)):
@@ -325,6 +388,30 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: set[str]) -> list[str]:
         else:
             out.append(_field_clause(_numbered(field_words(key)), _say(value, key), value))
     return out
+
+
+def _sets(key: str, value: Any, changed: Mapping[str, Any], ids: set[str]) -> bool:
+    """Whether a result field holds what a write's arguments set: the argument itself, a field ending in its name
+    or last word (`cancel_reason` for `reason`, `currentACTemperature` for `temperature`), the address object of a
+    flat address's parts, or a structure holding a value the write set that is not one of the thing's own `ids`
+    (the payment history holding the new payment method)."""
+    if key in changed or (key == "address" and changed.keys() & set(ADDRESS_KEYS)):
+        return True
+    last = field_words(key).split()[-1:]
+    if any(last == field_words(c).split()[-1:] and not _ID_NAME.search(c) for c in changed):
+        return True
+    given = {str(v) for c, v in changed.items() if isinstance(v, (str, int)) and not isinstance(v, bool)
+             and len(str(v)) >= 3 and str(v) not in ids}
+    return isinstance(value, (list, dict)) and bool(given & set(_scalars(value)))
+
+
+def _scalars(value: Any) -> list[str]:
+    """Every string or integer inside a structure, as text."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _scalars(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _scalars(v)]
+    return [str(value)] if isinstance(value, (str, int)) and not isinstance(value, bool) else []
 
 
 def _flag_clause(words: str, value: bool) -> str:
@@ -386,7 +473,7 @@ def _rank(key: str, value: Any) -> int:
     """How salient a field is: money and dates, then plain values and named listings, then other ids and lists."""
     if MONEY.search(key) or re.search(r"date|time|day", key, re.I):
         return 0
-    if re.search(r"(?:_|\b)ids?$|Ids?$", key):
+    if _ID_NAME.search(key):
         return 3
     if isinstance(value, (list, dict)):
         items = value if isinstance(value, list) else list(value.values())
@@ -422,6 +509,8 @@ def _list_phrase(items: list[Any], noun: str, total: int | None = None) -> str:
 def _label(item: Any, noun: str, priced: bool = True) -> str:
     """A short name for one list element: a scalar as it is, an object by its name (else id) and its status or
     price, else its first short field."""
+    if isinstance(item, list):  # a connection of several (a one-stop trip's two flights)
+        return " then ".join(_label(i, noun, priced) for i in item)
     if not isinstance(item, dict):
         return _say(item, noun)
     name_key = next((k for k in NAME_KEYS if isinstance(item.get(k), str) and item[k]), None)
