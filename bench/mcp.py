@@ -1,5 +1,5 @@
-"""MCP executor speed: calls per second through an MCP server beside direct Python calls of the same work, and the
-cost of a reset per slot by each strategy (`restart`: fresh working directory and fresh server processes;
+"""MCP executor speed: calls per second through an MCP server beside direct Python calls of the same work, the same
+calls in recorded mode (made live and recorded, then answered from the recorded cache), and the cost of a reset per slot by each strategy (`restart`: fresh working directory and fresh server processes;
 `directory`: the directory rebuilt under running servers).
 
 The call figures use the echo tool of tests/mcp_servers/fake_server.py beside the same echo as a Python class run by
@@ -82,6 +82,12 @@ def main() -> None:
         finally:
             mcp_ex.close()
         direct = calls_per_s(PythonObjectExecutor([Echo]), args.calls)
+        recorded_ex = load_toolset(config(where, fake, timeout=30, record={"cache": "echo"})).executor_factory()
+        try:  # the first pass goes live and records every call; the second is answered from the cache
+            recording, replaying = calls_per_s(recorded_ex, args.calls), calls_per_s(recorded_ex, args.calls)
+            counts = {"answered": recorded_ex.cache.answered, "live": recorded_ex.cache.live}
+        finally:
+            recorded_ex.close()
         real = FS_SERVER.is_file()
         if real:
             servers = {"fs": {"command": "node", "args": [str(FS_SERVER), "{workdir}"]},
@@ -94,9 +100,13 @@ def main() -> None:
     label = "filesystem+git" if real else "fake"
     print(f"echo through MCP   {through_mcp:>10,.0f} calls/s")
     print(f"echo direct Python {direct:>10,.0f} calls/s  ({direct / through_mcp:.0f}x)")
+    print(f"recorded mode      {recording:>10,.0f} calls/s live and recorded, {replaying:,.0f} calls/s from the "
+          f"cache ({replaying / through_mcp:.0f}x live; {counts['live']} live, {counts['answered']} from the cache)")
     print(f"reset per slot ({label}): restart {restart * 1000:.0f} ms, directory {directory * 1000:.0f} ms")
     print(json.dumps({"bench": "mcp", "mcp_calls_per_s": round(through_mcp), "direct_calls_per_s": round(direct),
-                      "direct_over_mcp": round(direct / through_mcp, 1), "reset_servers": label,
+                      "direct_over_mcp": round(direct / through_mcp, 1),
+                      "recorded_live_calls_per_s": round(recording), "recorded_cache_calls_per_s": round(replaying),
+                      "reset_servers": label,
                       "reset_restart_ms": round(restart * 1000, 1), "reset_directory_ms": round(directory * 1000, 1),
                       "calls": args.calls, "resets": args.resets}))
 

@@ -13,6 +13,10 @@ import pytest
 
 SAP = Path(__file__).resolve().parent.parent / "sap"
 
+# the cache's core (keys, index, rules, the cache executor, the recorder, the store, recorded mode) sits beside the
+# toolsets, below the rest of the cache package (templates, sampling, collection, queries: over agents and the LLM),
+# so an MCP toolset in recorded mode can put its executors behind a cache
+CACHE_CORE = tuple(f"sap.cache.{m}" for m in ("keys", "index", "rules", "executor", "recorder", "store", "readthrough"))
 # layer number -> modules or packages (a package stands for every module in it); 1 is the top
 LAYERS: dict[int, tuple[str, ...]] = {
     1: ("sap.cli",),
@@ -22,7 +26,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     5: ("sap.cache",),
     6: ("sap.agents",),
     7: ("sap.fsm", "sap.export", "sap.rewards", "sap.report", "sap.audit"),
-    8: ("sap.provenance", "sap.toolsets", "sap.testing"),
+    8: ("sap.provenance", "sap.toolsets", "sap.testing", *CACHE_CORE),
     9: ("sap.store", "sap.text", "sap.executors"),
     10: ("sap.llm", "sap.prompts", "sap.model", "sap.jsonutil", "sap.version", "sap.errors", "sap.drops",
          "sap.lazy", "sap.alternation"),

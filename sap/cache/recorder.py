@@ -74,11 +74,15 @@ class Recorder:
         if before is not None:
             self.current = state_id(self.live)
         if res.ok:
-            entry_id, added = self.index.add(call.name, json_copy(call.args_exec), res.value, state=before,
-                                             after=self.current)
-            if added:
-                self.new.append(entry_id)
+            self.record(call, res.value, before)
         return res
+
+    def record(self, call: ToolCall, value: Any, before: str | None) -> None:
+        """Keep a successful call's response in the index, made in state `before` and leaving the current one."""
+        entry_id, added = self.index.add(call.name, json_copy(call.args_exec), value, state=before,
+                                         after=self.current)
+        if added:
+            self.new.append(entry_id)
 
     def snapshot(self) -> Any:
         return self.live.snapshot(), self.current

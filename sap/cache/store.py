@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from sqlalchemy import JSON, Integer, String, UniqueConstraint, func, inspect, select, text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
 from sap.cache.executor import CacheExecutor
@@ -13,7 +14,7 @@ from sap.cache.index import CacheIndex, Entry
 from sap.cache.keys import args_digest, canonical_json
 from sap.cache.rules import ToolRules
 from sap.model import Toolset, ToolSpec
-from sap.store.runs import RunStore
+from sap.store.runs import RunStore, db_retry
 from sap.store.schema import Base
 
 
@@ -111,22 +112,36 @@ class CacheStore:
         return self._add_rows(cache, (Entry(0, f, a, r) for f, a, r in entries))
 
     def _add_rows(self, cache: str, entries: Iterable[Entry]) -> int:
-        """Store entries (their ids ignored) not cached yet, in one transaction; how many were new."""
-        rows: dict[str, CacheEntryRow] = {}
+        """Store entries (their ids ignored) not cached yet, in one transaction; how many were new. A concurrent
+        writer (another process recording the same cache) may store a digest first: the transaction is run again
+        and reads it as known (a busy SQLite database is waited for as the run store's writes are)."""
+        rows: dict[str, dict[str, Any]] = {}
         for e in entries:
             digest = args_digest(e.function, e.args, e.state)
-            rows.setdefault(digest, CacheEntryRow(cache=cache, function=e.function, digest=digest, args=e.args,
-                                                  response=e.response, state_before=e.state, state_after=e.after))
+            rows.setdefault(digest, {"cache": cache, "function": e.function, "digest": digest, "args": e.args,
+                                     "response": e.response, "state_before": e.state, "state_after": e.after})
         if not rows:
             return 0
+        tries = 3
+        while True:
+            try:
+                return db_retry(self._insert)(cache, rows)
+            except IntegrityError:
+                tries -= 1
+                if not tries:
+                    raise
+
+    def _insert(self, cache: str, rows: dict[str, dict[str, Any]]) -> int:
+        """One transaction of `_add_rows`: the cache's content row locked first (so writers of one cache take turns
+        on PostgreSQL), then the digests stored already left out."""
         with self.store.session.begin() as s:
+            content = s.get(CacheContentRow, cache, with_for_update=True)
             known: set[str] = set()
             digests = list(rows)
             for start in range(0, len(digests), 500):
                 known.update(s.execute(select(CacheEntryRow.digest).where(
                     CacheEntryRow.cache == cache, CacheEntryRow.digest.in_(digests[start:start + 500]))).scalars())
-            new = [row for d, row in rows.items() if d not in known]
-            content = s.get(CacheContentRow, cache, with_for_update=True)
+            new = [CacheEntryRow(**row) for d, row in rows.items() if d not in known]
             if content is None and not s.scalar(select(func.count()).select_from(CacheEntryRow)
                                                 .where(CacheEntryRow.cache == cache)):
                 content = CacheContentRow(cache=cache, entries=0, content_hash="")

@@ -11,15 +11,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sap.errors import StoreError
 from sap.executors.mcp import BUILDERS, GIT_ENV, STATE_IGNORED, STATE_VIEWS, McpExecutor, McpSetup
 from sap.executors.mcp_client import ProtocolViolation, ServerFailure, ServerParams
-from sap.model import Toolset, ToolSpec
+from sap.model import Executor, Toolset, ToolSpec
 from sap.toolsets.errors import UnknownToolset
 from sap.toolsets.mcp_values import with_state_values
 from sap.toolsets.modules import module_from_path
 
 SAP_KEYS = {"name", "description", "state", "build", "sample_config", "root", "timeout", "start_timeout", "masks",
-            "error_patterns", "state_ignored", "reset", "exclude_tools"}
+            "error_patterns", "state_ignored", "reset", "exclude_tools", "record"}
+RECORD_KEYS = {"cache", "db"}
+DB_SCHEMES = ("sqlite:///", "postgresql://", "postgres://")
 SERVER_KEYS = {"command", "args", "env", "cwd", "url", "type", "transport", "disabled"}
 WORDS = ("alpha", "budget", "draft", "notes", "report", "summary", "todo", "ideas", "plan", "review", "meeting",
          "release")
@@ -82,6 +85,30 @@ def _user_function(path: Path, field: str, ref: str) -> Callable[..., Any]:
     if not callable(fn):
         raise _fail(path, field, ref, f"{file} defines no function {name}")
     return fn
+
+
+def _record_target(path: Path, record: Any) -> tuple[str, str]:
+    """The `record` field read: (the cache's name, the URL of its database). `db` is a SQLite file (relative to the
+    config file; default `<config stem>.cache.db` beside it) or a database URL."""
+    if not isinstance(record, dict):
+        raise _fail(path, "sap.record", record, 'expected an object {"cache": NAME, "db": PATH or URL}')
+    unknown = sorted(set(record) - RECORD_KEYS)
+    if unknown:
+        raise _fail(path, f"sap.record.{unknown[0]}", record[unknown[0]], f"unknown key; known: {sorted(RECORD_KEYS)}")
+    cache, db = record.get("cache"), record.get("db", f"{path.stem}.cache.db")
+    if not (isinstance(cache, str) and cache.strip() and len(cache) <= 200):
+        raise _fail(path, "sap.record.cache", cache, "expected the name of a cache (a non-empty string, at most 200 "
+                                                     "characters)")
+    if not (isinstance(db, str) and db.strip()):
+        raise _fail(path, "sap.record.db", db, "expected a SQLite file path or a database URL")
+    if "://" in db:
+        if not db.startswith(DB_SCHEMES):
+            raise _fail(path, "sap.record.db", db, f"expected a file path or a URL starting {' or '.join(DB_SCHEMES)}")
+        return cache, db
+    file = (path.parent / db).resolve()
+    if not file.parent.is_dir():
+        raise _fail(path, "sap.record.db", db, f"no directory {file.parent}")
+    return cache, f"sqlite:///{file}"
 
 
 def _server(path: Path, name: str, entry: Any) -> ServerParams:
@@ -223,6 +250,7 @@ def load_mcp_toolset(name: str, timeout: float = 5.0) -> Toolset:
     for key, patterns in (("masks", masks), ("error_patterns", error_patterns)):
         if not (isinstance(patterns, list) and all(isinstance(m, str) and _compiles(m) for m in patterns)):
             raise _fail(path, f"sap.{key}", patterns, "expected a list of regular expressions")
+    record = _record_target(path, own["record"]) if "record" in own else None
     if state == "git":  # the servers' commits get sap's fixed identity and dates too, so their hashes replay
         servers = tuple(replace(s, env={**GIT_ENV, **s.env}) for s in servers)
     setup = McpSetup(servers=servers, routes={}, build=build, root=root,
@@ -248,7 +276,22 @@ def load_mcp_toolset(name: str, timeout: float = 5.0) -> Toolset:
             routes[sap_name] = (server, tool_name)
     setup = replace(setup, routes=routes)
     specs, samplers = with_state_values(specs, c0)
+    factory: Callable[[], Executor] = lambda: McpExecutor(setup)
+    if record is not None:
+        factory = _recorded(path, factory, record, specs)
     return Toolset(name=str(own.get("name", name)),
                    description=str(own.get("description", f"MCP servers {', '.join(s.name for s in servers)}")),
-                   tools=specs, executor_factory=lambda: McpExecutor(setup), sample_config=sample,
+                   tools=specs, executor_factory=factory, sample_config=sample,
                    extra={"samplers": samplers} if samplers else {})
+
+
+def _recorded(path: Path, factory: Callable[[], Executor], record: tuple[str, str],
+              specs: list[ToolSpec]) -> Callable[[], Executor]:
+    """Recorded mode: `factory`'s executors behind the cache `record` names (its database opened now, its tools
+    saved); a database that cannot be opened fails naming the field."""
+    from sap.cache.readthrough import recording  # here: sqlalchemy only for configs that record
+
+    try:
+        return recording(factory, record[1], record[0], specs)
+    except StoreError as exc:
+        raise _fail(path, "sap.record.db", record[1], str(exc)) from None
