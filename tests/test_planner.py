@@ -420,3 +420,18 @@ def test_c0_values_are_the_logged_in_customers_own_once_the_dialogue_names_them(
 def test_before_anyone_is_named_any_c0_value_can_be_taken():
     got = {bind(_free([], s)).args_exec["order_id"] for s in SEEDS}
     assert got >= {"#A1", "#B1"}  # so the test above is meaningful
+
+
+def test_a_file_parameter_takes_a_file_and_a_folder_parameter_a_folder_from_one_listing():
+    listing = {"current_directory_content": ["logs", "notes.txt", "temp", "todo.md"]}
+    history = [HistoryCall(0, 0, call("ls", {}, result=listing))]
+    aliases = {"file_name": ["current_directory_content"], "folder": ["current_directory_content"]}
+    cat = spec("cat", "Display the contents of a file.", {"file_name": STR}).model_copy(
+        update={"value_fields": {"file_name": aliases["file_name"]}})
+    cd = spec("cd", "Change the current directory.", {"folder": STR}).model_copy(
+        update={"value_fields": {"folder": aliases["folder"]}})
+    files = {bind(request(cat, {"file_name": Tag.prev_output}, history=history, seed=s)).args_exec["file_name"]
+             for s in SEEDS}
+    folders = {bind(request(cd, {"folder": Tag.prev_output}, history=history, seed=s)).args_exec["folder"]
+               for s in SEEDS}
+    assert files <= {"notes.txt", "todo.md"} and folders <= {"logs", "temp"}, (files, folders)  # never a folder to read

@@ -339,6 +339,20 @@ def _error_names_id(req: PlanRequest, name: str) -> bool:
     return name not in req.spec.required and _names_thing_of(req.last_error, name)
 
 
+_FILE_NAME = re.compile(r"[^/\\]\.[A-Za-z0-9]{1,5}$")  # a name with an extension: a file's ("notes.txt")
+
+
+def _of_its_kind(name: str, pool: list[tuple[Any, Candidate]]) -> list[tuple[Any, Candidate]]:
+    """The candidates that name what the parameter names, when some do: a file parameter's with an extension, a
+    folder or directory parameter's without one (a listing gives both kinds of entry by name alone)."""
+    words = set(_WORD.findall(name.lower().replace("_", " ")))
+    kind = "file" if words & {"file", "filename"} else "folder" if words & {"folder", "dir", "directory"} else None
+    if kind is None:
+        return pool
+    fits = [p for p in pool if isinstance(p[1].value, str) and bool(_FILE_NAME.search(p[1].value)) == (kind == "file")]
+    return fits or pool
+
+
 class RulePlanner:
     """Binds by code: P_o from earlier results, P_i from c0, P_u from stated values, P_c by generators."""
 
@@ -513,6 +527,7 @@ class RulePlanner:
         strict = (ctx.no_op() and not _ID.search(name)  # a value that left the state as it was is not used again
                   or ctx.blames(name))  # nor the order an error refuses ("Non-delivered order cannot be exchanged")
         pool = fresh or ([] if strict else pool)
+        pool = _of_its_kind(name, pool)
         entity = ctx.entity_values(name)
         if entity is not None:  # a value of another entity than its partners' is unusable here
             pool = [p for p in pool if json.dumps(p[1].value, sort_keys=True) in entity]

@@ -102,7 +102,7 @@ def trading_bot(rng: random.Random) -> dict[str, Any]:
                        "MA(20)": round(price * rng.uniform(0.97, 1.03), 2)}
     counter = rng.randint(10000, 90000)
     orders = {}
-    for i in range(rng.randint(0, 3)):
+    for i in range(rng.choice([0, 1, 2, 2, 2, 2, 3, 3])):  # an active account: most have orders on it
         sym = rng.choice(symbols)
         orders[str(counter + i)] = {"id": counter + i, "order_type": rng.choice(["Buy", "Sell"]), "symbol": sym,
                                     "price": stocks[sym]["price"], "amount": rng.randint(1, 20),
@@ -110,7 +110,7 @@ def trading_bot(rng: random.Random) -> dict[str, Any]:
     return {"orders": orders,
             "account_info": {"account_id": rng.randint(10000, 99999), "balance": float(rng.randint(5, 60) * 1000),
                              "binding_card": int(faker_for(rng).credit_card_number("visa16"))},
-            "authenticated": False, "market_status": rng.choice(["Open", "Closed"]),
+            "authenticated": False, "market_status": "Closed" if rng.random() < 0.15 else "Open",  # trading hours
             "order_counter": counter + len(orders), "stocks": stocks,
             "watch_list": rng.sample(symbols, rng.randint(1, 3)), "transaction_history": [],
             "random_seed": rng.randint(1, 10**6)}
