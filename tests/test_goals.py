@@ -198,3 +198,33 @@ def test_a_booking_another_call_needs_is_asked_for_not_made_silently():
     assert prerequisites([call("book_flight"), call("retrieve_invoice")], 0, requires, writes) == []
     assert prerequisites([call("pressBrakePedal"), call("startEngine")], 0, requires, writes) == [0]
 
+
+
+def _turn(index: int, *calls) -> Turn:
+    return Turn(index=index, state="s", transition=0, calls=list(calls))
+
+
+def test_independent_requests_pair_up_in_one_message_and_dependent_or_repeated_ones_do_not():
+    from sap.graphs.goal_turns import merge_goal_turns
+
+    speed = call("get_current_speed", {}, result={"speed": 40}, call_id="call_0_0")
+    lights = call("set_headlights", {"mode": "on"}, result={"status": "on"}, call_id="call_1_0")
+    tires = call("check_tire_pressure", {}, result={"fl": 30}, call_id="call_2_0")
+    independent = [_turn(0, speed), _turn(1, lights), _turn(2, tires)]
+    sizes = {tuple(len(t.calls) for t in merge_goal_turns(independent, [], {}, {"set_headlights"}, 1,
+                                                          random.Random(s)).turns) for s in range(30)}
+    assert (2, 1) in sizes and (1, 1, 1) in sizes  # paired sometimes, never three requests in one message
+    assert all(sum(s) == 3 and max(s) <= 2 for s in sizes)
+    assert merge_goal_turns(independent, [], {}, {"set_headlights"}, 3, random.Random(0)).turns == \
+        merge_goal_turns(independent, [], {}, {"set_headlights"}, 1).turns  # never below min turns; no rng: none
+    assert len(merge_goal_turns(independent, [], {}, {"set_headlights"}, 1).turns) == 3
+    again = call("set_headlights", {"mode": "off"}, result={"status": "off"}, call_id="call_1_0")
+    same = [_turn(0, lights.model_copy(update={"call_id": "call_0_0"})), _turn(1, again)]
+    assert all(len(merge_goal_turns(same, [], {}, {"set_headlights"}, 1, random.Random(s)).turns) == 2
+               for s in range(30))  # "switch the lights on, then off" is not one message
+    shop = call("find_shop", {}, result={"address": "1 Main St"}, call_id="call_0_0")
+    report = call("log_visit", {"note": "1 Main St"}, result={"ok": True}, call_id="call_1_0",
+                  prov={"note": output(0, 0, "$.address")})
+    uses = [_turn(0, shop, call("get_time", {}, result={"t": 1}, call_id="call_0_1")), _turn(1, report)]
+    assert all(len(merge_goal_turns(uses, [], {}, {"log_visit"}, 1, random.Random(s)).turns) == 2
+               for s in range(30))  # a turn using the one before's result is no second request

@@ -271,3 +271,10 @@ def test_a_prerequisite_the_user_refers_to_later_is_reported():
     assert "todo.md" in told, told  # the next turn refers to the second match: the user must have seen it
     alone = RuleMessenger().write(turns[:1], specs, random.Random(0))[0].assistant_message
     assert "todo.md" not in alone, alone  # nobody refers to it: the lookup is not told
+
+
+def test_a_two_word_status_is_a_state_not_a_message_of_its_own():
+    told = describe_result({"id": 3, "title": "Budget question", "status": "In Progress", "priority": 2}, "get_ticket")
+    assert "is in progress" in told and "In Progress." not in told, told
+    assert describe_result({"status": "Navigating to 456 Oakwood Avenue"}, "set_navigation") == \
+        "Navigating to 456 Oakwood Avenue."

@@ -293,7 +293,7 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
                         and (field_words(k).split()[-1:] in (["status"], ["result"], ["message"], ["notification"])
                              or len(obj[k].split()) >= 4 and obj[k][:1].isupper() and "\n" not in obj[k]
                              and not _names_thing(k))
-                        and (k != status_key or obj[k][:1].isupper())), None)
+                        and (k != status_key or obj[k][:1].isupper() and len(obj[k].split()) > 2)), None)
     message = _message(obj[message_key]) if message_key else ""
     if message_key:  # a message of the result's own ("Navigating to ...", "'a.txt' removed")
         used = used | {message_key}
@@ -532,7 +532,8 @@ def _say(value: Any, key: str) -> str:
         return "yes" if value else "no"
     if isinstance(value, (int, float)):
         return _money(value) if MONEY.search(key) else _number(value)
-    if isinstance(value, str) and re.fullmatch(r"[A-Z][a-z]+", value) and re.search(r"(?:status|type)$", key):
+    if isinstance(value, str) and re.fullmatch(r"[A-Z][a-z]+(?: [A-Z][a-z]+)?", value) and \
+            re.search(r"(?:status|type)$", key):
         return value.lower()  # a state or kind said mid-sentence ("order 7 is pending", "the order type is buy")
     if isinstance(value, str):
         text = value.replace("\n", " / ") if "\n" in value else value

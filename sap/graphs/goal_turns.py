@@ -3,6 +3,7 @@ it uses, authentication, preconditions) merges into it, so the user states the g
 the steps; calls keep their executor order, and provenance, call ids and the virtual history follow the new turns."""
 from __future__ import annotations
 
+import random
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from sap.provenance.jsonpath import resolve
 from sap.provenance.selectors import output_selector, stated_selector
 
 MAX_CALLS = 6  # a merged turn holds at most this many calls: one request a user would make in one message
+PAIR_RATE = 0.5  # how often a turn independent of the one before is asked for in the same message
 
 
 @dataclass(frozen=True)
@@ -26,18 +28,42 @@ class GoalTurns:
 
 
 def merge_goal_turns(turns: list[Turn], virtual: list[dict[str, Any]], requires: Mapping[str, Collection[str]],
-                     writes: Collection[str], min_turns: int) -> GoalTurns:
+                     writes: Collection[str], min_turns: int, rng: random.Random | None = None) -> GoalTurns:
     """The turns with each turn whose calls are all prerequisites of the next turn's merged into it (greedily,
     first to last, never below `min_turns` turns or above MAX_CALLS calls a turn), each turn's prerequisites
-    marked (`Turn.prerequisites`)."""
+    marked (`Turn.prerequisites`). With `rng`, a turn independent of the one before (it uses nothing that turn
+    found) also joins it at PAIR_RATE, once per turn: the user asks for two things in one message."""
     groups: list[list[Turn]] = []
+    paired: set[int] = set()  # groups that took a second request already
     for n, turn in enumerate(turns):
-        if groups and _serves(groups[-1], turn, requires, writes) and \
-                len(groups) + len(turns) - n - 1 >= min_turns:
+        room = len(groups) + len(turns) - n - 1 >= min_turns
+        if groups and room and _serves(groups[-1], turn, requires, writes):
             groups[-1].append(turn)
+        elif groups and room and rng is not None and len(groups) - 1 not in paired and \
+                _independent(groups[-1], turn, requires, writes) and rng.random() < PAIR_RATE:
+            groups[-1].append(turn)
+            paired.add(len(groups) - 1)
         else:
             groups.append([turn])
     return renumbered(groups, virtual, requires, writes)
+
+
+def _independent(group: list[Turn], turn: Turn, requires: Mapping[str, Collection[str]],
+                 writes: Collection[str]) -> bool:
+    """Whether `turn` can be asked for in the same message as `group`: both make calls, together at most MAX_CALLS;
+    none of `turn`'s arguments comes from a result of `group` (that would make a prerequisite, not a second
+    request); `turn` prepares nothing (its preparation, a brake pressed again, could undo what `group` asked for)
+    and calls no tool `group` calls (no "release the brake, then press it" in one message)."""
+    size = sum(len(t.calls) for t in group)
+    if not size or not turn.calls or size + len(turn.calls) > MAX_CALLS:
+        return False
+    if prerequisites(turn.calls, turn.index, requires, writes):
+        return False
+    if {c.name for c in turn.calls} & {c.name for t in group for c in t.calls}:
+        return False
+    mine = {t.index for t in group}
+    return not any(p.effective_tag() == Tag.prev_output and p.turn in mine
+                   for c in turn.calls for p in c.args_prov.values())
 
 
 def _serves(group: list[Turn], turn: Turn, requires: Mapping[str, Collection[str]], writes: Collection[str]) -> bool:

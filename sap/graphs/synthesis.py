@@ -602,7 +602,7 @@ def goal_turns(state: SynthState, ctx: SynthesisContext, turns: list[Turn]) -> t
     """The goal-level turns of the executed ones, and the state update that re-points the call ids, the virtual
     history and the turn numbers of the logs at them."""
     merged = merge_goal_turns(turns, state.get("virtual_history", []), ctx.requires(), ctx.fsm()[1].writes,
-                              ctx.min_keep_turns)
+                              ctx.min_keep_turns, random.Random(f"{state['seed']}:pairs"))
     ids = {old.call_id: new.call_id for old, new in zip(_committed(turns), _committed(merged.turns))}
     logs = {key: [{**e, "turn": merged.turn_of.get(e["turn"], e["turn"])} for e in state.get(key, [])]
             for key in ("attempt_log", "repair_log", "c0_patch")}
