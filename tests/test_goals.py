@@ -228,3 +228,30 @@ def test_independent_requests_pair_up_in_one_message_and_dependent_or_repeated_o
     uses = [_turn(0, shop, call("get_time", {}, result={"t": 1}, call_id="call_0_1")), _turn(1, report)]
     assert all(len(merge_goal_turns(uses, [], {}, {"log_visit"}, 1, random.Random(s)).turns) == 2
                for s in range(30))  # a turn using the one before's result is no second request
+
+
+def test_requests_are_not_paired_across_a_reference_to_an_earlier_turn():
+    from sap.graphs.goal_turns import merge_goal_turns
+
+    shop = call("find_shop", {}, result={"address": "1 Main St"}, call_id="call_0_0")
+    speed = call("get_current_speed", {}, result={"speed": 40}, call_id="call_1_0")
+    go = call("set_navigation", {"destination": "1 Main St"}, result={"status": "ok"}, call_id="call_2_0",
+              prov={"destination": output(0, 0, "$.address")})
+    turns = [_turn(0, shop), _turn(1, speed), _turn(2, go)]
+    assert all(len(merge_goal_turns(turns, [], {}, {"set_navigation"}, 1, random.Random(s)).turns) == 3
+               for s in range(30))  # the shop found two turns back stays two turns back
+
+
+def test_a_lookup_looks_ahead_to_the_paths_next_write():
+    """The planner's upcoming tools: the rest of the turn when it holds a write, else the path's tools up to its
+    next write (a lookup the turn before a confirmed exchange is about an order that can be exchanged)."""
+    from types import SimpleNamespace
+
+    from sap.graphs.synthesis import upcoming_tools
+
+    fsm = SimpleNamespace(writes=["exchange", "cancel"])
+    state = {"actions": [["login", "get_order"], [], ["exchange"], ["get_product", "cancel"]], "turn_pos": 0,
+             "call_pos": 0}
+    assert upcoming_tools(state, None, fsm) == ["get_order", "exchange"]
+    assert upcoming_tools({**state, "actions": [["get_order", "cancel"], ["exchange"]]}, None, fsm) == ["cancel"]
+    assert upcoming_tools({**state, "actions": [["get_order"], ["get_product"]]}, None, fsm) == []

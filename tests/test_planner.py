@@ -435,3 +435,22 @@ def test_a_file_parameter_takes_a_file_and_a_folder_parameter_a_folder_from_one_
     folders = {bind(request(cd, {"folder": Tag.prev_output}, history=history, seed=s)).args_exec["folder"]
                for s in SEEDS}
     assert files <= {"notes.txt", "todo.md"} and folders <= {"logs", "temp"}, (files, folders)  # never a folder to read
+
+
+def test_an_item_swapped_for_a_variant_is_of_the_variants_product():
+    order = {"order_id": "#W1", "status": "delivered",
+             "items": [{"item_id": "111", "product_id": "P1", "name": "Lamp"},
+                       {"item_id": "222", "product_id": "P2", "name": "Kettle"}]}
+    product = {"product_id": "P2", "name": "Kettle", "variants": {"333": {"item_id": "333", "available": True},
+                                                                 "444": {"item_id": "444", "available": True}}}
+    history = [HistoryCall(0, 0, call("get_order_details", {"order_id": "#W1"}, result=order)),
+               HistoryCall(1, 0, call("get_product_details", {"product_id": "P2"}, result=product))]
+    ids = {"type": "array", "items": STR}
+    exchange = spec("exchange_delivered_order_items", "Exchange items in a delivered order for new items of the "
+                    "same product.", {"order_id": STR, "item_ids": ids, "new_item_ids": ids}).model_copy(
+        update={"value_fields": {"new_item_ids": ["$.variants.*.item_id"]}})
+    tags = {p: Tag.prev_output for p in ("order_id", "item_ids", "new_item_ids")}
+    pairs = {(tuple(b.args_exec["item_ids"]), tuple(b.args_exec["new_item_ids"]))
+             for b in (bind(request(exchange, tags, turn=2, history=history, seed=s)) for s in SEEDS)}
+    assert {old for old, _ in pairs} == {("222",)}, pairs  # the lamp has no variant in the dialogue
+    assert {new for _, new in pairs} <= {("333",), ("444",)}, pairs

@@ -143,7 +143,8 @@ class _CallContext:
         """Values of `name` in the failed attempts of this call, values the last error quoted, and for a `new_x`
         parameter the value bound to `x` (nothing is exchanged or replaced by itself)."""
         named = error_quotes(self.req.last_error) - set(error_options(self.req.last_error))
-        same = [self.bound[name[4:]]] if name.startswith("new_") and name[4:] in self.bound else []
+        twin = name[4:] if name.startswith("new_") else f"new_{name}"
+        same = [self.bound[twin]] if twin in self.bound else []
         tried = [a[name] for a in self.req.failed_args if name in a]
         if self.no_op():  # a write that changed nothing: first another target for the same values, then new values
             first = len(self.req.failed_args) == 1
@@ -216,16 +217,75 @@ class _CallContext:
         known = self.known_siblings(cand.value)
         return cand.siblings if known is None else known if doc is None else cand.siblings | known
 
-    def rank(self, cand: Candidate, doc: tuple[int, int] | None, bad: frozenset[str]) -> tuple[int, int, int, int]:
+    def rank(self, cand: Candidate, doc: tuple[int, int] | None,
+             bad: frozenset[str]) -> tuple[int, int, int, int, int]:
         """Preference: match score; an element the user has seen (an earlier turn's reply names only the first
         few of a listing: "the ninth file there" would point at one it never showed); sibling values the dialogue
         knows beside it (`siblings`) that the tool or the last error asks for (pending, hotel) and not those that
-        came with failed values (delivered, cancelled); nearness to the other picks of this call."""
+        came with failed values (delivered, cancelled); the ids it shares with this call's other picks (`tied`:
+        the new item a variant of the old item's product); nearness to the other picks of this call."""
         seen = doc is None or doc[0] == self.req.turn or all(int(i) < SHOWN for i in _INDEX.findall(cand.path))
         siblings = self.siblings(cand, doc)
         hint = len(siblings & self.words) + len(siblings & (self.error_words - bad)) - 2 * len(siblings & bad)
         near = max((_common_prefix(cand.path, p) for d, p in self.sources if d == doc), default=0)
-        return cand.score, int(seen), hint, near
+        return cand.score, int(seen), hint, self.tied(cand, doc), near
+
+    def document(self, doc: tuple[int, int] | None) -> Any:
+        """c0 (None) or the result of the earlier call at (turn, index)."""
+        if doc is None:
+            return self.req.c0
+        return next((h.call.result for h in self.req.history if (h.turn, h.index) == tuple(doc)), None)
+
+    def tied(self, cand: Candidate, doc: tuple[int, int] | None) -> int:
+        """1 if the objects around `cand` (`around`: a variant's product, an order item's product and order) share
+        an id with those around this call's other picks from other documents, the picked values themselves left
+        out, else 0: one product ties the item swapped out of an order to the variant swapped in."""
+        if not self.sources:
+            return 0
+        mine = self.around(doc, cand.path, cand.value)
+        theirs = frozenset().union(*(self.around(d, p, resolve_or_none(self.document(d), p))
+                                     for d, p in self.sources if d != doc))
+        return int(bool(mine & theirs - {str(v) for v in self.bound.values()} - {str(cand.value)}))
+
+    def around(self, doc: tuple[int, int] | None, path: str, value: Any) -> frozenset[str]:
+        """The ids around a value (or a list's values) in its document: those on its path (`context_ids`) and, in an
+        earlier result, those of the objects having it as their own id (an item id listed bare in a fulfilment is
+        also the id of an order item with a product)."""
+        body = self.document(doc)
+        values = {json.dumps(v) for v in (value if isinstance(value, list) else [value])
+                  if isinstance(v, (str, int)) and not isinstance(v, bool)}
+        own = [e for e in index_of(body).entities if any(_ID_KEY.search(k) and json.dumps(v) in values
+                                                         for k, v in e.items())] if doc is not None else []
+        return context_ids(body, path) | {str(v) for e in own for k, v in e.items() if _ID_KEY.search(k)
+                                          and isinstance(v, (str, int)) and not isinstance(v, bool)}
+
+
+_ID_KEY = re.compile(r"(?:^|_)id$")  # a field holding one thing's id
+
+
+def resolve_or_none(doc: Any, path: str) -> Any:
+    """The value at `path` in `doc`, or None where it does not resolve."""
+    try:
+        return resolve(doc, path)
+    except PathError:
+        return None
+
+
+def context_ids(doc: Any, path: str) -> frozenset[str]:
+    """The ids (as text) that the objects on the way to `path` in `doc` hold in their id fields (`product_id` of the
+    product whose variant it is, `order_id` and `product_id` beside an order's item), the root's included."""
+    out: set[str] = set()
+    cur = doc
+    for m in PATH_TOKEN.finditer(path, 1):
+        if isinstance(cur, dict):
+            out.update(str(v) for k, v in cur.items() if _ID_KEY.search(k) and isinstance(v, (str, int))
+                       and not isinstance(v, bool))
+        key, idx = (json.loads(m.group(3)) if m.group(3) else m.group(1)), m.group(2)
+        try:
+            cur = cur[int(idx)] if idx is not None else cur[key]
+        except (KeyError, IndexError, TypeError, ValueError):
+            break
+    return frozenset(out)
 
 
 def _identifiers(doc: Any, out: set[str]) -> None:
@@ -367,7 +427,9 @@ class RulePlanner:
         ctx.params = self._params(req)
         prov: dict[str, ArgProvenance] = {}
         wholes = [n for n in ctx.params if object_items(req.spec.properties.get(n, {}))]
-        for name in sorted(ctx.params, key=lambda n: n not in wholes):  # whole objects first: their partners follow
+        # whole objects first (their partners follow); a `new_x` before its `x` (the new item fixes the product the
+        # old item is of, among the products the dialogue looked up)
+        for name in sorted(ctx.params, key=lambda n: (n not in wholes, f"new_{n}" in ctx.params)):
             schema = req.spec.properties.get(name, {})
             items = None if req.free or req.spec.read_only else self._items(name, schema, ctx)
             if items is not None:

@@ -400,8 +400,7 @@ def _sets(key: str, value: Any, changed: Mapping[str, Any], ids: set[str]) -> bo
     last = field_words(key).split()[-1:]
     if any(last == field_words(c).split()[-1:] and not _ID_NAME.search(c) for c in changed):
         return True
-    given = {str(v) for c, v in changed.items() if isinstance(v, (str, int)) and not isinstance(v, bool)
-             and len(str(v)) >= 3 and str(v) not in ids}
+    given = {v for c, v in changed.items() for v in _scalars(v) if len(v) >= 3 and v not in ids}
     return isinstance(value, (list, dict)) and bool(given & set(_scalars(value)))
 
 

@@ -15,7 +15,7 @@ from sap.provenance.jsonpath import resolve
 from sap.provenance.selectors import output_selector, stated_selector
 
 MAX_CALLS = 6  # a merged turn holds at most this many calls: one request a user would make in one message
-PAIR_RATE = 0.5  # how often a turn independent of the one before is asked for in the same message
+PAIR_RATE = 0.7  # how often a turn independent of the one before is asked for in the same message
 
 
 @dataclass(frozen=True)
@@ -32,20 +32,30 @@ def merge_goal_turns(turns: list[Turn], virtual: list[dict[str, Any]], requires:
     """The turns with each turn whose calls are all prerequisites of the next turn's merged into it (greedily,
     first to last, never below `min_turns` turns or above MAX_CALLS calls a turn), each turn's prerequisites
     marked (`Turn.prerequisites`). With `rng`, a turn independent of the one before (it uses nothing that turn
-    found) also joins it at PAIR_RATE, once per turn: the user asks for two things in one message."""
+    found) also joins it at PAIR_RATE, once per turn, when no reference spans the two (a value found or said
+    before them and used after stays as many turns back): the user asks for two things in one message."""
     groups: list[list[Turn]] = []
     paired: set[int] = set()  # groups that took a second request already
+    spans = _references(turns)
     for n, turn in enumerate(turns):
         room = len(groups) + len(turns) - n - 1 >= min_turns
         if groups and room and _serves(groups[-1], turn, requires, writes):
             groups[-1].append(turn)
         elif groups and room and rng is not None and len(groups) - 1 not in paired and \
-                _independent(groups[-1], turn, requires, writes) and rng.random() < PAIR_RATE:
+                _independent(groups[-1], turn, requires, writes) and \
+                not any(src <= groups[-1][-1].index < use for src, use in spans) and rng.random() < PAIR_RATE:
             groups[-1].append(turn)
             paired.add(len(groups) - 1)
         else:
             groups.append([turn])
     return renumbered(groups, virtual, requires, writes)
+
+
+def _references(turns: list[Turn]) -> set[tuple[int, int]]:
+    """(source turn, using turn) of every argument taken from an earlier turn's result or statement: pairing two
+    requests across such a span would shorten how far back the dialogue reaches (its chain length)."""
+    return {(p.turn, t.index) for t in turns for c in t.calls for p in c.args_prov.values()
+            if p.effective_tag() in (Tag.prev_output, Tag.prev_user_msg) and p.turn is not None and p.turn < t.index}
 
 
 def _independent(group: list[Turn], turn: Turn, requires: Mapping[str, Collection[str]],

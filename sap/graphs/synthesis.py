@@ -418,6 +418,17 @@ def sample_path(state: SynthState, runtime: Ctx) -> dict[str, Any]:
             "virtual_history": [], "c0_patch": [], "repair_log": [], "changed_calls": []}
 
 
+def upcoming_tools(state: SynthState, ctx: SynthesisContext, fsm: FSM) -> list[str]:
+    """The tools after the pending call up to the turn's end, or past it up to the next write of the path (a lookup
+    ahead of a confirmed exchange is about an order that can be exchanged, a delivered one)."""
+    later = [t for a in turn_actions(state, ctx)[state["turn_pos"]:] for t in a][state["call_pos"] + 1:]
+    ahead = turn_action(state, ctx)[state["call_pos"] + 1:]
+    if any(t in fsm.writes for t in ahead):
+        return ahead
+    write = next((i for i, t in enumerate(later) if t in fsm.writes), None)
+    return later[:write + 1] if write is not None else ahead
+
+
 @timed("plan_call")
 def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
     """Bind the next call (or retry the pending one with the last error fed back) with the planner."""
@@ -437,7 +448,7 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
                       index=call_pos, history=history, stated=stated, c0=ctx.c0(state),
                       rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
                       last_error=state.get("exec_error"), failed_args=state.get("failed_args", []),
-                      upcoming=[specs[t] for t in action[call_pos + 1:]],
+                      upcoming=[specs[t] for t in upcoming_tools(state, ctx, fsm)],
                       virtual=[StatedValue(v["turn"], v["param"], v["value"]) for v in state.get("virtual_history", [])],
                       samplers=ctx.toolset.extra.get("samplers", {}),
                       combinations=ctx.toolset.extra.get("combinations", {}).get(tool, []))

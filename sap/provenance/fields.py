@@ -81,7 +81,8 @@ def _collect(doc: Any, path: str, key: str | None, parent: str | None, siblings:
              out: list[Field]) -> None:
     """Append the fields of `doc`, found at `path` under `key` (whose own parent key is `parent`), to `out`."""
     if isinstance(doc, dict):
-        near = frozenset(v.lower() for v in doc.values() if isinstance(v, str) and len(v) < 40)
+        near = frozenset(v.lower() for v in doc.values() if isinstance(v, str) and len(v) < 40) | frozenset(
+            str(k).lower() for k, v in doc.items() if v is True)  # a flag that holds is said by its name: available
         # entries of a map keyed by id ({"tweets": {"3": {"id": 3}}}) take the map's key as their parent
         inner = parent if key is not None and key.isdigit() else key
         keyed = key is not None and bool(doc) and all(isinstance(v, dict) for v in doc.values())
