@@ -178,7 +178,7 @@ def role_tags(role: ToolRole, initial: bool, stated: frozenset[str] = frozenset(
     return tags
 
 
-TERMINAL_WEIGHT = 3.0  # a terminal tool's edge after a change (the walk ends in `done` far more often)
+TERMINAL_SHARE = 0.1  # of the walk's weight out of a state after a change: a hand-off to a human there
 _IDENTIFIER = re.compile(r"(?:^|_)ids?$", re.I)
 _CREATES = re.compile(r"^(?:register|create|add|new|post|make|open)_([a-z]+(?:_[a-z]+)*)$")
 
@@ -333,11 +333,12 @@ class RuleFSMBuilder:
             for r in roles.values():
                 if r.kind == "logout" and src != "start":
                     edges.append(self._edge(src, "end", [r], roles, False, weight=0.2))
-                elif r.kind == "terminal" and src == "done":  # a hand-off follows a change (tau2: about one
-                    edges.append(self._edge(src, "end", [r], roles, False, weight=TERMINAL_WEIGHT))  # task in ten)
+                elif r.kind == "terminal" and src == "done":  # a hand-off follows a change (weighed below)
+                    edges.append(self._edge(src, "end", [r], roles, False))
         producers = {r.spec.name: {a: sorted(ps) for a, ps in r.producers.items() if ps} for r in roles.values()}
         producers = {t: ps for t, ps in producers.items() if ps}
         edges = _prune_dead([e for e in edges if e is not None], producers)
+        _weigh_terminals(edges, {r.spec.name for r in roles.values() if r.kind == "terminal"})
         if hub == "authed" and not any(is_auth_name(r.spec.name) for r in auth):
             # identification the policy declares (a user lookup, not a login): a lookup no path feeds right after
             # it reads from c0, as a first turn would
@@ -420,6 +421,16 @@ class RuleFSMBuilder:
         for group in by_src.values():
             for e in group:
                 e.probability = 1.0 / len(group)
+
+
+def _weigh_terminals(edges: list[Transition], terminal: set[str]) -> None:
+    """Give each hand-off edge TERMINAL_SHARE of its state's out-weight, however many other tools leave the state
+    (a fixed weight drowned among airline's many tools: 2 walks in 114 held the hand-off, retail's 10 times
+    as many)."""
+    for edge in edges:
+        if terminal.intersection(edge.action):
+            rest = sum(e.weight for e in edges if e.source == edge.source and not terminal.intersection(e.action))
+            edge.weight = TERMINAL_SHARE / (1 - TERMINAL_SHARE) * rest if rest else edge.weight
 
 
 class FlatFSMBuilder(RuleFSMBuilder):
