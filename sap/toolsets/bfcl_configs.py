@@ -30,7 +30,8 @@ def _file_text(rng: random.Random) -> str:
 
 
 def _directory(rng: random.Random, depth: int) -> dict[str, Any]:
-    """A directory node with files and (above the bottom level) subdirectories."""
+    """A directory node with files and (above the bottom level) subdirectories, one in six of them empty (a
+    folder nothing was put in yet: what `rmdir` can remove)."""
     contents: dict[str, Any] = {}
     for _ in range(rng.randint(1, 3)):
         name = f"{rng.choice(TOPICS)}_{rng.choice(WORDS)}{rng.choice(EXTENSIONS)}"
@@ -38,7 +39,8 @@ def _directory(rng: random.Random, depth: int) -> dict[str, Any]:
     if depth > 0:
         for name in rng.sample(FOLDERS, rng.randint(1, 3)):
             if name not in contents:
-                contents[name] = _directory(rng, depth - 1 if rng.random() < 0.7 else 0)
+                contents[name] = {"type": "directory", "contents": {}} if rng.random() < 1 / 6 else \
+                    _directory(rng, depth - 1 if rng.random() < 0.7 else 0)
     return {"type": "directory", "contents": contents}
 
 
