@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from sap.api import synthesize
+from sap.fsm.probe import probe
 from sap.jsonutil import read_records, write_jsonl
 from sap.provenance.checks import is_confirmation
 from sap.runs.slots import parse_mix
@@ -154,10 +155,15 @@ def bfcl_tool_shares() -> dict[str, dict[str, float]]:
 
 def tool_coverage(toolset: str, records: list[dict[str, Any]], bfcl: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The toolset's tools no record calls, and per BFCL class in it, BFCL's five most-tested tools with the share
-    of BFCL's entries and of these records calling each (`ok`: at least half of BFCL's share)."""
+    of BFCL's entries and of these records calling each (`ok`: at least half of BFCL's share); `never_succeeds`:
+    the never-called tools no call of the FSM probe got to succeed (BFCL's weather.com lookup always answers
+    {"error": 404}), which no record can call without keeping an error as ground truth."""
     ts = load_toolset(toolset)
     called = Counter(t for r in records for t in {p["name"] for p in r["provenance"]})
     out: dict[str, Any] = {"never_called": sorted(t.name for t in ts.tools if not called[t.name])}
+    if out["never_called"]:  # a tool no probe call ever got to succeed has no ground truth to give
+        profiles = probe(ts, seeds=3).profiles
+        out["never_succeeds"] = [t for t in out["never_called"] if t in profiles and not profiles[t].successes]
     if toolset.startswith("bfcl/"):
         top = {}
         for cls in toolset.removeprefix("bfcl/").split("+"):
@@ -280,7 +286,9 @@ def print_table(row: dict[str, Any], reference: dict[str, float]) -> None:
     print(f"  turn shape: {shape['calls_per_turn']:.2f} calls per turn; calls dictated {shape['dictated_share']:.1%}, "
           f"with a request phrase of their own {shape['own_request_share']:.1%}")
     cover = row["coverage"]
-    print(f"  tools never called: {', '.join(cover['never_called']) or 'none'}")
+    failing = set(cover.get("never_succeeds", []))
+    print("  tools never called: " + (", ".join(t + (" (no probe call of it succeeds: no ground truth)" if t in failing
+                                                      else "") for t in cover["never_called"]) or "none"))
     for tool, share in cover.get("bfcl_top_tools", {}).items():
         print(f"  BFCL top tool {tool:<28} records calling it: sap {share['sap']:.0%}, BFCL {share['bfcl']:.0%}"
               f"{'' if share['ok'] else '  (below half of BFCL)'}")
