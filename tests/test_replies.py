@@ -278,3 +278,14 @@ def test_a_two_word_status_is_a_state_not_a_message_of_its_own():
     assert "is in progress" in told and "In Progress." not in told, told
     assert describe_result({"status": "Navigating to 456 Oakwood Avenue"}, "set_navigation") == \
         "Navigating to 456 Oakwood Avenue."
+
+
+def test_replies_to_two_lookups_say_which_is_which():
+    look = [ToolCall(call_id=f"call_0_{i}", name="get_stock_info", args_exec={"symbol": s}, args_prov={},
+                     result={"price": p, "percent_change": 0.1}) for i, (s, p) in enumerate([("TSLA", 654.23),
+                                                                                          ("AAPL", 245.14)])]
+    for seed in range(6):
+        reply = assistant_reply(look, {}, random.Random(seed))
+        assert re.search(r"for TSLA, the price is \$654\.23", reply, re.I), reply
+        assert re.search(r"for AAPL, the price is \$245\.14", reply, re.I), reply
+        assert "found: For" not in reply and "checked: For" not in reply, reply

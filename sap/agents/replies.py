@@ -44,7 +44,8 @@ MOST_FACTS = 4  # fields of one object stated at most
 FACTS_AFTER_WRITE = 2  # fields stated of a write's result when none holds what it set
 WRITE_LEADS = ["Done. ", "All set. ", "Okay, that's done. ", "That's taken care of. ", "Finished. ", ""]
 _ID_NAME = re.compile(r"(?:_|\b)ids?$|Ids?$")  # a field or parameter naming ids
-COMMON_OPENERS = {"The", "There", "Here's", "That's", "That", "It", "Done:", "All", "Order", "Booking", "Reservation"}
+COMMON_OPENERS = {"The", "There", "For", "Here's", "That's", "That", "It", "Done:", "All", "Order", "Booking",
+                  "Reservation"}
 
 
 def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random,
@@ -247,7 +248,7 @@ def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, ech
                     about: str = "") -> str:
     """The facts of a result as sentences ("" for an empty one); `changed` is a write's arguments, whose fields
     are the ones to state; `echoed` a read's fields that only repeat what was asked, said only if nothing else is;
-    `about` what a single value was asked for ("for Amazon": "the symbol for Amazon is AMZN")."""
+    `about` what a read was asked for ("for Amazon": "the symbol for Amazon is AMZN", "For TSLA, the price is")."""
     if result is None or result == "" or result == {}:
         return ""
     noun = _tool_noun(tool)
@@ -259,7 +260,7 @@ def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, ech
         flags = [k for k, v in result.items() if isinstance(v, bool)]
         if not changed and len(result) == 1 and flags and field_words(flags[0]).split()[-1] == "status":
             return _sentence(f"the {noun} is {'active' if result[flags[0]] else 'inactive'}")  # a read's one state
-        return _object_sentence(result, noun, changed, echoed)
+        return _object_sentence(result, noun, changed, echoed, about)
     if isinstance(result, str) and len(result.split()) > 1:  # a message of its own ("Certificate ... added")
         return _sentence(_message(result))
     return _sentence(f"the {noun}{' ' + about if about else ''} is {_say(result, noun)}")
@@ -284,8 +285,9 @@ def _echoed(result: Any, args: dict[str, Any]) -> set[str]:
 
 
 def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
-                     echoed: set[str] = frozenset()) -> str:
-    """An object in words: who or what it is, its status, then its salient fields (a write's changed ones)."""
+                     echoed: set[str] = frozenset(), about: str = "") -> str:
+    """An object in words: who or what it is, its status, then its salient fields (a write's changed ones); an
+    object that names nothing of itself is said `about` what was asked ("For TSLA, the price is ...")."""
     subject, used = _subject(obj, noun)
     status_key = next((k for k in obj if field_words(k).split()[-1:] == ["status"] and isinstance(obj[k], str)
                        and k not in used), None)
@@ -308,7 +310,7 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
     else:
         if status_key:
             facts = [f"the {field_words(status_key)} is {_say(obj[status_key], status_key)}"] + facts
-        text = _sentence(_join(facts))
+        text = _sentence((f"{about}, " if about and facts else "") + _join(facts))
     return " ".join(t for t in (_sentence(message), text) if t)
 
 
