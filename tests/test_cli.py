@@ -204,3 +204,12 @@ def test_read_only_commands_create_no_database(tmp_path, capsys, monkeypatch):
     code, _, err = _run(capsys, "validate", "c.jsonl", "--db", "sqlite:///other.db")
     assert (code, err) == (2, "sap validate: error: no run database at other.db (--db sqlite:///other.db)\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl"]
+
+
+def test_a_bare_db_path_is_a_sqlite_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["synthesize", "--toolset", "filesystem", "-n", "1", "-o", "out.jsonl", "--db", "runs.db"]) == 0
+    assert (tmp_path / "runs.db").is_file()  # the file the help says --db may name, not a URL error
+    capsys.readouterr()
+    assert main(["runs", "--db", "runs.db"]) == 0
+    assert "1/1 accepted" in capsys.readouterr().out

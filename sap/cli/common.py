@@ -299,9 +299,15 @@ def ray_args(p: argparse.ArgumentParser) -> None:
                    f"queue once their lease runs out (default {LEASE_SECONDS:g})")
 
 
+def db_url(text: str) -> str:
+    """A --db value as a database URL: a URL as given, a bare file path as the SQLite file it names."""
+    return text if "://" in text else f"sqlite:///{text}"
+
+
 def db_args(p: argparse.ArgumentParser) -> None:
     """--db and --full-sync, shared by every command that touches runs."""
-    p.add_argument("--db", default="sqlite:///sap.db", help="run database URL (SQLite file or postgresql://...)")
+    p.add_argument("--db", type=db_url, default="sqlite:///sap.db",
+                   help="run database: a SQLite file (PATH or sqlite:///PATH) or postgresql://...")
     p.add_argument("--full-sync", action="store_true", help="SQLite synchronous=FULL (slower, survives power loss)")
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sap.cli.common import (
     check_writable,
     db_args,
+    db_url,
     open_store,
     pct,
 )
@@ -255,7 +256,7 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser("validate", help="replay every record on its executor and check its provenance")
     p.add_argument("file", help="JSONL of sap records")
     p.add_argument("--toolset", help="toolset to replay on (default: each record's meta.toolset)")
-    p.add_argument("--db", default="sqlite:///sap.db", help="database holding the caches that cache-mode records "
+    p.add_argument("--db", type=db_url, default="sqlite:///sap.db", help="database holding the caches that cache-mode records "
                    "(meta.toolset cache:NAME) replay on")
     p.set_defaults(fn=_cmd_validate)
     p = sub.add_parser("show", help="print records as readable dialogues, with each argument's provenance")

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from sap.cli.common import db_url
 from sap.errors import UsageError
 
 
@@ -14,7 +15,7 @@ def add_serve_env_args(p: argparse.ArgumentParser) -> None:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help="sap records (JSONL from sap synthesize) or a BFCL multi-turn question file")
     source.add_argument("--run", help="a run id: serve its accepted records from --db")
-    p.add_argument("--db", default="sqlite:///sap.db", help="run database URL of --run")
+    p.add_argument("--db", type=db_url, default="sqlite:///sap.db", help="run database URL of --run")
     p.add_argument("--answers", help="BFCL possible_answer file (default: possible_answer/<same name> beside --data)")
     p.add_argument("--toolset", help="toolset of every sap record (default: each record's meta.toolset)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")

@@ -5,7 +5,7 @@ import argparse
 import json
 from typing import Any
 
-from sap.cli.common import DeprecatedAlias, LineWriter, check_writable, pct, request_args
+from sap.cli.common import DeprecatedAlias, LineWriter, check_writable, db_url, pct, request_args
 
 # the reward a rollout is scored by: its (w_atomic, w_orch); the two single ones are the cache paper's ablations
 REWARD_WEIGHTS = {"graduated": (0.5, 0.5), "r_atomic": (1.0, 0.0), "r_orch": (0.0, 1.0)}
@@ -57,7 +57,7 @@ def add_eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", required=True, help="sap records (JSONL from sap synthesize) or a BFCL multi-turn "
                    "question file")
     p.add_argument("--answers", help="BFCL possible_answer file (default: possible_answer/<same name> beside --data)")
-    p.add_argument("--db", default="sqlite:///sap.db", help="run database holding the caches that cache-mode records "
+    p.add_argument("--db", type=db_url, default="sqlite:///sap.db", help="run database holding the caches that cache-mode records "
                    "(cache:NAME) play on")
     p.add_argument("-o", "--output", help="JSONL of per-task rewards: task_id, rewards (K progress rewards), mean, "
                    "graduated; one line per task as soon as its K rollouts are done")

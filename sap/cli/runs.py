@@ -9,6 +9,7 @@ from typing import Any
 
 from sap.cli.common import (
     agents_args,
+    db_url,
     agents_config,
     ray_args,
     check_owner,
@@ -291,6 +292,6 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--augment", default="", help="also make these rewrites of each kept variant: miss_param,miss_func")
     p.add_argument("--rounds", type=int, default=3, help="plan/execute rounds per variant")
     p.add_argument("--toolset", help="toolset of the seeds (default: their meta.toolset)")
-    p.add_argument("--db", help="checkpoint each variant's thread in this database (sqlite:///FILE or postgresql://)")
+    p.add_argument("--db", type=db_url, help="checkpoint each variant's thread in this database (sqlite:///FILE or postgresql://)")
     agents_args(p)
     p.set_defaults(fn=_cmd_variants)
