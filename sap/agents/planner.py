@@ -140,8 +140,8 @@ class _CallContext:
     people: frozenset[str] | None = None  # `dialogue_identifiers` of the history, once asked for
 
     def failed(self, name: str) -> list[Any]:
-        """Values of `name` in the failed attempts of this call, values the last error quoted, and for a `new_x`
-        parameter the value bound to `x` (nothing is exchanged or replaced by itself)."""
+        """Values of `name` in the failed attempts of this call, values the last error quoted, and the value bound to
+        its twin (`x` for `new_x` and `new_x` for `x`: nothing is exchanged or replaced by itself)."""
         named = error_quotes(self.req.last_error) - set(error_options(self.req.last_error))
         twin = name[4:] if name.startswith("new_") else f"new_{name}"
         same = [self.bound[twin]] if twin in self.bound else []
