@@ -156,8 +156,9 @@ def bfcl_tool_shares() -> dict[str, dict[str, float]]:
 def tool_coverage(toolset: str, records: list[dict[str, Any]], bfcl: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The toolset's tools no record calls, and per BFCL class in it, BFCL's five most-tested tools with the share
     of BFCL's entries and of these records calling each (`ok`: at least half of BFCL's share); `never_succeeds`:
-    the never-called tools no call of the FSM probe got to succeed (BFCL's weather.com lookup always answers
-    {"error": 404}), which no record can call without keeping an error as ground truth."""
+    the never-called tools no call of the FSM probe got to succeed either: a hint, not a proof, that the executor
+    refuses every call of it (BFCL's weather.com lookup always answers {"error": 404}); a tool the probe cannot
+    prepare for (retail's payment change) may still succeed in a dialogue."""
     ts = load_toolset(toolset)
     called = Counter(t for r in records for t in {p["name"] for p in r["provenance"]})
     out: dict[str, Any] = {"never_called": sorted(t.name for t in ts.tools if not called[t.name])}
@@ -287,7 +288,7 @@ def print_table(row: dict[str, Any], reference: dict[str, float]) -> None:
           f"with a request phrase of their own {shape['own_request_share']:.1%}")
     cover = row["coverage"]
     failing = set(cover.get("never_succeeds", []))
-    print("  tools never called: " + (", ".join(t + (" (no probe call of it succeeds: no ground truth)" if t in failing
+    print("  tools never called: " + (", ".join(t + (" (no FSM probe call of it succeeded either)" if t in failing
                                                       else "") for t in cover["never_called"]) or "none"))
     for tool, share in cover.get("bfcl_top_tools", {}).items():
         print(f"  BFCL top tool {tool:<28} records calling it: sap {share['sap']:.0%}, BFCL {share['bfcl']:.0%}"
