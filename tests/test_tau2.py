@@ -149,3 +149,21 @@ def test_missing_tau2_lists_toolsets_and_names_the_install_command(tmp_path):
     run = subprocess.run([sys.executable, "-m", "sap.cli", "synthesize", "--toolset", "tau2/retail", "-n", "1",
                           "-o", str(tmp_path / "x.jsonl")], capture_output=True, text=True, env=env, timeout=60)
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and INSTALL_HINT in run.stderr
+
+
+@needs_tau2
+def test_a_payment_change_can_take_any_of_the_customers_own_methods():
+    """modify_pending_order_payment's new method: one of the customer's (c0's profile copy or a fetched profile),
+    not only one an order was already paid with (that one is the current method, which tau2 refuses)."""
+    from sap.provenance.fields import candidates
+
+    spec = {t.name: t for t in RETAIL.tools}["modify_pending_order_payment"]
+    schema = spec.properties["payment_method_id"]
+    for seed in range(12):
+        c0 = RETAIL.sample_config(seed)
+        (user,) = c0["users"].values()
+        found = {c.value for c in candidates("payment_method_id", schema, c0, spec.aliases("payment_method_id"))}
+        assert set(user["payment_methods"]) <= found, (seed, sorted(found))
+    profile = {"user_id": "u", "payment_methods": {"gift_card_1": {"id": "gift_card_1", "source": "gift_card"}}}
+    assert {c.value for c in candidates("payment_method_id", schema, profile, spec.aliases("payment_method_id"))} \
+        == {"gift_card_1"}

@@ -29,9 +29,14 @@ MIN_ACTIONABLE = {"retail": 3, "airline": 1}
 # per domain, tool and parameter: the other fields whose values can fill it (`ToolSpec.value_fields`). An item
 # swapped in an order must be a variant of the same product: the variants a product lookup lists (their ids
 # are also the variant map's keys), not the other items of the order, which the name `item_id` also matches.
+# A payment method the payment of an order moves to is one of the customer's (listed under `id` in a profile).
 VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
-    "retail": {tool: {"new_item_ids": ["$.variants.*.item_id"]}
-               for tool in ("exchange_delivered_order_items", "modify_pending_order_items")},
+    "retail": {**{tool: {"new_item_ids": ["$.variants.*.item_id"]}
+                  for tool in ("exchange_delivered_order_items", "modify_pending_order_items")},
+               # the new payment method is one of the customer's own (their profile, or c0's copy of it), not only
+               # one an order was paid with
+               "modify_pending_order_payment": {"payment_method_id": ["$.payment_methods.*.id",
+                                                                      "$.users.*.payment_methods.*.id"]}},
     "airline": {"book_reservation": {"payment_methods.payment_id": ["id"]}},  # a payment method's own id
 }
 INSURANCE_FEE, BAG_FEE = 30, 50  # airline dollars per passenger with insurance, per non-free bag
