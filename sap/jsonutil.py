@@ -1,4 +1,4 @@
-"""JSON helpers: a fast deep copy for plain-JSON documents, JSONL reading that names the bad line, atomic JSONL
+"""JSON helpers: the scalars inside a value, a fast deep copy for plain-JSON documents, JSONL reading that names the bad line, atomic JSONL
 writing."""
 from __future__ import annotations
 
@@ -6,6 +6,18 @@ import json
 import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+
+def leaves(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
+    """(path, scalar) for every scalar inside a JSON value; a path holds dict keys and list indexes."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from leaves(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from leaves(v, path + (i,))
+    else:
+        yield path, value
 
 
 def json_copy(doc: Any) -> Any:

@@ -138,6 +138,7 @@ class _CallContext:
     address: dict[str, str] | None = None  # the one new postal address this call's address parts are cut from
     item_sources: list[Any] = field(default_factory=list)  # the objects an array argument's items were made of
     people: frozenset[str] | None = None  # `dialogue_identifiers` of the history, once asked for
+    picked_ids: dict[tuple[Any, int], frozenset[str]] = field(default_factory=dict)  # `tied`'s, per document
 
     def failed(self, name: str) -> list[Any]:
         """Values of `name` in the failed attempts of this call, values the last error quoted, and the value bound to
@@ -242,10 +243,12 @@ class _CallContext:
         out, else 0: one product ties the item swapped out of an order to the variant swapped in."""
         if not self.sources:
             return 0
+        key = (doc, len(self.sources))  # the other picks' ids: the same for every candidate of one document
+        if key not in self.picked_ids:
+            self.picked_ids[key] = frozenset().union(*(self.around(d, p, resolve_or_none(self.document(d), p))
+                                                       for d, p in self.sources if d != doc))
         mine = self.around(doc, cand.path, cand.value)
-        theirs = frozenset().union(*(self.around(d, p, resolve_or_none(self.document(d), p))
-                                     for d, p in self.sources if d != doc))
-        return int(bool(mine & theirs - {str(v) for v in self.bound.values()} - {str(cand.value)}))
+        return int(bool(mine & self.picked_ids[key] - {str(v) for v in self.bound.values()} - {str(cand.value)}))
 
     def around(self, doc: tuple[int, int] | None, path: str, value: Any) -> frozenset[str]:
         """The ids around a value (or a list's values) in its document: those on its path (`context_ids`) and, in an
@@ -256,11 +259,16 @@ class _CallContext:
                   if isinstance(v, (str, int)) and not isinstance(v, bool)}
         own = [e for e in index_of(body).entities if any(_ID_KEY.search(k) and json.dumps(v) in values
                                                          for k, v in e.items())] if doc is not None else []
-        return context_ids(body, path) | {str(v) for e in own for k, v in e.items() if _ID_KEY.search(k)
-                                          and isinstance(v, (str, int)) and not isinstance(v, bool)}
+        return context_ids(body, path).union(*(_own_ids(e) for e in own))
 
 
 _ID_KEY = re.compile(r"(?:^|_)id$")  # a field holding one thing's id
+
+
+def _own_ids(obj: dict[str, Any]) -> set[str]:
+    """The values (as text) of an object's own id fields."""
+    return {str(v) for k, v in obj.items() if _ID_KEY.search(k) and isinstance(v, (str, int))
+            and not isinstance(v, bool)}
 
 
 def resolve_or_none(doc: Any, path: str) -> Any:
@@ -278,8 +286,7 @@ def context_ids(doc: Any, path: str) -> frozenset[str]:
     cur = doc
     for m in PATH_TOKEN.finditer(path, 1):
         if isinstance(cur, dict):
-            out.update(str(v) for k, v in cur.items() if _ID_KEY.search(k) and isinstance(v, (str, int))
-                       and not isinstance(v, bool))
+            out |= _own_ids(cur)
         key, idx = (json.loads(m.group(3)) if m.group(3) else m.group(1)), m.group(2)
         try:
             cur = cur[int(idx)] if idx is not None else cur[key]

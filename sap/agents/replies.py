@@ -10,6 +10,7 @@ from typing import Any
 
 from sap.executors.bfcl import BFCL_FAILURE_SHAPES
 from sap.executors.failures import MESSAGE_FIELDS, error_text
+from sap.jsonutil import leaves
 from sap.model import ToolCall, ToolSpec
 from sap.provenance.generate import is_secret_param
 from sap.text import field_words, task_phrase
@@ -365,7 +366,8 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any]) -> l
     keys.sort(key=lambda k: (-1 if k in changed else _rank(k, obj[k]), list(obj).index(k)))
     if changed:  # a write: what it set, else its two most salient fields (not the whole object again)
         ids = {str(v) for k, v in obj.items() if _ID_NAME.search(k)}  # the thing written names itself
-        own = [k for k in keys if _sets(k, obj[k], changed, ids)]
+        given = {s for s in _scalars(list(changed.values())) if len(s) >= 3} - ids
+        own = [k for k in keys if _sets(k, obj[k], changed, given)]
         address = address and bool(changed.keys() & set(ADDRESS_KEYS))
         keys = own if own or address else keys[:FACTS_AFTER_WRITE]
     if address:
@@ -392,27 +394,22 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any]) -> l
     return out
 
 
-def _sets(key: str, value: Any, changed: Mapping[str, Any], ids: set[str]) -> bool:
+def _sets(key: str, value: Any, changed: Mapping[str, Any], given: set[str]) -> bool:
     """Whether a result field holds what a write's arguments set: the argument itself, a field ending in its name
     or last word (`cancel_reason` for `reason`, `currentACTemperature` for `temperature`), the address object of a
-    flat address's parts, or a structure holding a value the write set that is not one of the thing's own `ids`
-    (the payment history holding the new payment method)."""
+    flat address's parts, or a structure holding one of `given` (the values the write set, as text, but the thing's
+    own ids: the payment history holding the new payment method)."""
     if key in changed or (key == "address" and changed.keys() & set(ADDRESS_KEYS)):
         return True
     last = field_words(key).split()[-1:]
     if any(last == field_words(c).split()[-1:] and not _ID_NAME.search(c) for c in changed):
         return True
-    given = {v for c, v in changed.items() for v in _scalars(v) if len(v) >= 3 and v not in ids}
-    return isinstance(value, (list, dict)) and bool(given & set(_scalars(value)))
+    return isinstance(value, (list, dict)) and bool(given & _scalars(value))
 
 
-def _scalars(value: Any) -> list[str]:
+def _scalars(value: Any) -> set[str]:
     """Every string or integer inside a structure, as text."""
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _scalars(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _scalars(v)]
-    return [str(value)] if isinstance(value, (str, int)) and not isinstance(value, bool) else []
+    return {str(v) for _, v in leaves(value) if isinstance(v, (str, int)) and not isinstance(v, bool)}
 
 
 def _flag_clause(words: str, value: bool) -> str:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,7 @@ from sap.audit.dialogues import AuditCall, AuditDialogue
 from sap.executors.bfcl import BFCL_FAILURE_SHAPES
 from sap.executors.failures import failure_text
 from sap.executors.tau2_env import TAU2_FAILURE_SHAPES
+from sap.jsonutil import leaves
 from sap.provenance.leaks import data_values, find_leaks
 
 KNOWN_SHAPES = BFCL_FAILURE_SHAPES + TAU2_FAILURE_SHAPES
@@ -61,18 +62,6 @@ class Finding:
 # short English words: a value spelled like one is said only when quoted
 _SHORT_WORDS = frozenset("a i an as at be by do go he if in is it me my no of on or so to up us we".split())
 CheckResult = tuple[int, list[Finding]]  # (items looked at, flawed ones)
-
-
-def leaves(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
-    """(path, scalar) for every scalar inside a JSON value; a path holds dict keys and list indexes."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from leaves(v, path + (k,))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from leaves(v, path + (i,))
-    else:
-        yield path, value
 
 
 def said(value: Any, text: str) -> bool:

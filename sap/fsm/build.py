@@ -427,10 +427,13 @@ def _weigh_terminals(edges: list[Transition], terminal: set[str]) -> None:
     """Give each hand-off edge TERMINAL_SHARE of its state's out-weight, however many other tools leave the state
     (a fixed weight drowned among airline's many tools: 2 walks in 114 held the hand-off, retail's 10 times
     as many)."""
+    rest: dict[str, float] = {}  # per state, the weight of its other out-edges
+    for e in edges:
+        if not terminal.intersection(e.action):
+            rest[e.source] = rest.get(e.source, 0.0) + e.weight
     for edge in edges:
-        if terminal.intersection(edge.action):
-            rest = sum(e.weight for e in edges if e.source == edge.source and not terminal.intersection(e.action))
-            edge.weight = TERMINAL_SHARE / (1 - TERMINAL_SHARE) * rest if rest else edge.weight
+        if terminal.intersection(edge.action) and rest.get(edge.source):
+            edge.weight = TERMINAL_SHARE / (1 - TERMINAL_SHARE) * rest[edge.source]
 
 
 class FlatFSMBuilder(RuleFSMBuilder):

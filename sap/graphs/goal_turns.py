@@ -58,29 +58,27 @@ def _references(turns: list[Turn]) -> set[tuple[int, int]]:
             if p.effective_tag() in (Tag.prev_output, Tag.prev_user_msg) and p.turn is not None and p.turn < t.index}
 
 
+def _fit(group: list[Turn], turn: Turn) -> bool:
+    """Whether `group` and `turn` both make calls and hold at most MAX_CALLS together."""
+    size = sum(len(t.calls) for t in group)
+    return bool(size and turn.calls) and size + len(turn.calls) <= MAX_CALLS
+
+
 def _independent(group: list[Turn], turn: Turn, requires: Mapping[str, Collection[str]],
                  writes: Collection[str]) -> bool:
-    """Whether `turn` can be asked for in the same message as `group`: both make calls, together at most MAX_CALLS;
-    none of `turn`'s arguments comes from a result of `group` (that would make a prerequisite, not a second
-    request); `turn` prepares nothing (its preparation, a brake pressed again, could undo what `group` asked for)
-    and calls no tool `group` calls (no "release the brake, then press it" in one message)."""
-    size = sum(len(t.calls) for t in group)
-    if not size or not turn.calls or size + len(turn.calls) > MAX_CALLS:
-        return False
-    if prerequisites(turn.calls, turn.index, requires, writes):
-        return False
-    if {c.name for c in turn.calls} & {c.name for t in group for c in t.calls}:
-        return False
-    mine = {t.index for t in group}
-    return not any(p.effective_tag() == Tag.prev_output and p.turn in mine
-                   for c in turn.calls for p in c.args_prov.values())
+    """Whether `turn` can be asked for in the same message as `group` (its use of `group`'s results is ruled out by
+    the caller's span check): they fit in one turn; `turn` prepares nothing (its preparation, a brake pressed
+    again, could undo what `group` asked for) and calls no tool `group` calls (no "release the brake, then press
+    it" in one message)."""
+    return _fit(group, turn) and not prerequisites(turn.calls, turn.index, requires, writes) and \
+        not {c.name for c in turn.calls} & {c.name for t in group for c in t.calls}
 
 
 def _serves(group: list[Turn], turn: Turn, requires: Mapping[str, Collection[str]], writes: Collection[str]) -> bool:
     """Whether every call of `group` is a prerequisite of the turn the group and `turn` would make."""
-    size = sum(len(t.calls) for t in group)
-    if not size or not turn.calls or size + len(turn.calls) > MAX_CALLS:
+    if not _fit(group, turn):
         return False
+    size = sum(len(t.calls) for t in group)
     candidate = [*group, turn]  # numbered -1 here, a number no reference outside it holds
     calls = _joined(candidate, -1, _places([candidate], -1), {t.index: -1 for t in candidate})
     return set(range(size)) <= set(prerequisites(calls, -1, requires, writes))
