@@ -289,3 +289,21 @@ def test_replies_to_two_lookups_say_which_is_which():
         assert re.search(r"for TSLA, the price is \$654\.23", reply, re.I), reply
         assert re.search(r"for AAPL, the price is \$245\.14", reply, re.I), reply
         assert "found: For" not in reply and "checked: For" not in reply, reply
+
+
+def test_an_account_is_acknowledged_once_per_dialogue():
+    profile = ToolSpec(name="get_user_details", description="Get the details of a user.", read_only=True,
+                       parameters={"type": "object", "properties": {}, "required": []})
+    cancel = ToolSpec(name="cancel_pending_order", description="Cancel a pending order.", read_only=False,
+                      parameters={"type": "object", "properties": {"order_id": {"type": "string"}}, "required": []})
+    specs = {"get_user_details": profile, "cancel_pending_order": cancel}
+
+    def turn(index: int) -> Turn:
+        look = ToolCall(call_id=f"call_{index}_0", name="get_user_details", args_exec={}, args_prov={},
+                        result=PROFILE)
+        write = ToolCall(call_id=f"call_{index}_1", name="cancel_pending_order", args_exec={"order_id": "#W1"},
+                         args_prov={"order_id": ArgProvenance(tag=Tag.self_create)}, result={"status": "cancelled"})
+        return Turn(index=index, state="s", transition=0, calls=[look, write], prerequisites=[0])
+
+    replies = [t.assistant_message for t in RuleMessenger().write([turn(0), turn(1)], specs, random.Random(0))]
+    assert "account" in replies[0] and "account" not in replies[1], replies  # found once, not found again

@@ -21,7 +21,7 @@ from sap.agents.requests import (
     request_phrase,
     said_value,
 )
-from sap.agents.replies import assistant_reply
+from sap.agents.replies import assistant_reply, names_person
 from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn, key_param
 from sap.provenance.phrasebook import PLACEHOLDER, phrase_book, placeholders
 from sap.provenance.selectors import ordinal
@@ -214,7 +214,8 @@ class RuleMessenger:
             message = compose_message(requests, ahead, first, wording.book.intros if wording.book else (), rng,
                                       facts, after, wording.book.intro_weights if wording.book else ())
             unseen = [i for i in turn.prerequisites if (turn.index, i) not in referred]  # told only if used later
-            reply = assistant_reply(turn.calls, specs, rng, unseen)
+            known = any(names_person(c) for t in out for c in t.calls if c.ok)  # an earlier turn found the account
+            reply = assistant_reply(turn.calls, specs, rng, unseen, account_known=known)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out
 

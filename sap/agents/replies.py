@@ -50,15 +50,16 @@ COMMON_OPENERS = {"The", "There", "For", "Here's", "That's", "That", "It", "Done
 
 
 def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random,
-                    prerequisites: Collection[int] = ()) -> str:
+                    prerequisites: Collection[int] = (), account_known: bool = False) -> str:
     """The assistant's answer to the user after `calls`: one or two sentences per call the user asked for, joined,
     with one lead for the whole reply. The prerequisites the assistant worked out itself (indexes into `calls`) are
-    not reported one by one: a found account is acknowledged, preparing writes said in a clause, lookups not at all
-    (the user asked for the goal, not for the profile read on the way); a failed one is reported as any failure."""
+    not reported one by one: a found account is acknowledged (unless `account_known`: an earlier turn found it),
+    preparing writes said in a clause, lookups not at all (the user asked for the goal, not for the profile read
+    on the way); a failed one is reported as any failure."""
     shown = [i for i, c in enumerate(calls) if i not in prerequisites or _failed(c)]
     if not shown:  # nothing but prerequisites: every call is reported
         shown, prerequisites = list(range(len(calls))), ()
-    prepared = _prepared([calls[i] for i in sorted(prerequisites) if i < shown[0]], specs, rng)
+    prepared = _prepared([calls[i] for i in sorted(prerequisites) if i < shown[0]], specs, rng, account_known)
     parts = [call_reply(calls[i], specs.get(calls[i].name), rng, specs, lead=k == 0 and not prepared)
              for k, i in enumerate(shown)]
     if len(parts) > 1:
@@ -71,22 +72,29 @@ def _failed(call: ToolCall) -> bool:
     return not call.ok or failure_reason(call.name, call.result) is not None
 
 
-def _prepared(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random) -> list[str]:
+def _prepared(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random,
+              account_known: bool = False) -> list[str]:
     """What the reply says of the prerequisites done before the first reported call: the account found (by the
-    person a result names) and the preparing writes, in one sentence each; lookups say nothing."""
+    person a result names; not again once `account_known`) and the preparing writes, in one sentence each; lookups
+    say nothing."""
     out = []
-    person = next((p for c in calls if isinstance(c.result, dict) and (p := _person(c.result))), None)
-    if person:
+    person = next((p for c in calls if (p := names_person(c))), None)
+    if person and not account_known:
         first = person.split()[0]
         out.append(rng.choice([f"Thanks, {first}, I've found your account.", f"I've pulled up your account, {first}.",
                                f"Thanks, {first} - your account is up."]))
     writes = [past_tense(short_task(task_phrase(specs[c.name]))) for c in calls
               if c.name in specs and is_write(task_phrase(specs[c.name]), specs[c.name])
-              and not (isinstance(c.result, dict) and _person(c.result))]
+              and not names_person(c)]
     if writes:
         steps = _join(list(dict.fromkeys(writes)))
         out.append(rng.choice([f"First I {steps}.", f"I {steps} first.", f"To get there I {steps}."]))
     return out
+
+
+def names_person(call: ToolCall) -> str | None:
+    """The person a call's result names (a login or profile: "Omar Khan"), else None."""
+    return _person(call.result) if isinstance(call.result, dict) else None
 
 
 def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
