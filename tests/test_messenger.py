@@ -126,3 +126,15 @@ def test_words_joined_phrases_say_twice_are_said_once_outside_quotes():
 
     assert unstuttered('Put the card number on file on file and just just send "please please me".') == \
         'Put the card number on file and just send "please please me".'
+
+
+def test_a_request_ending_in_a_clause_takes_no_tail_and_please_is_said_once():
+    """"cancel order 1, I placed it by mistake" is never followed by "for me" or "if you can"; an opener with a
+    politeness word of its own drops the phrase's "please" ("Will you possibly please ...")."""
+    from sap.agents.composer import opened
+
+    for seed in range(300):
+        text = opened("cancel order 1, I placed it by mistake", random.Random(seed))
+        assert re.search(r"by mistake[?.]$", text), text
+        polite = opened("please cancel order 1", random.Random(seed))
+        assert len(re.findall(r"\bplease\b", polite, re.I)) <= 1, polite

@@ -339,3 +339,22 @@ def test_an_item_is_not_exchanged_for_itself(seed):
     b = _bind(exchange, {"item_id": Tag.prev_output, "new_item_id": Tag.prev_output}, [HistoryCall(0, 0, items)],
               seed=seed)
     assert b.args_exec["item_id"] != b.args_exec["new_item_id"]
+
+
+def test_a_variant_is_named_by_its_option_and_an_amount_as_money():
+    """Variants told apart by an option ("the variant in white"), not by price; where only an amount tells two
+    things apart it is said as money, and the code check still finds the selector in the words."""
+    from sap.agents.requests import criterion
+
+    product = {"variants": [{"item_id": "1", "options": {"color": "black"}, "price": 119.37},
+                            {"item_id": "2", "options": {"color": "white"}, "price": 143.62}]}
+    sel = output_selector(product, "$.variants[1].item_id", "2", False)
+    assert (sel.field, sel.value) == ("color", "white")
+    said = {criterion(sel, random.Random(s)) for s in range(30)}
+    assert any(w.startswith("in white") for w in said) and all("white" in w for w in said), said
+    methods = {"methods": [{"id": "g1", "balance": 254.0}, {"id": "g2", "balance": 80.5}]}
+    sel = output_selector(methods, "$.methods[0].id", "g1", False)
+    assert (sel.field, sel.value) == ("balance", 254.0)
+    words = [criterion(sel, random.Random(s)) for s in range(20)]
+    assert all("$254.00" in w for w in words), words
+    assert all(states_selector(f"pay with the gift card {w}", sel, "g1") for w in words)

@@ -307,3 +307,30 @@ def test_an_account_is_acknowledged_once_per_dialogue():
 
     replies = [t.assistant_message for t in RuleMessenger().write([turn(0), turn(1)], specs, random.Random(0))]
     assert "account" in replies[0] and "account" not in replies[1], replies  # found once, not found again
+
+
+def test_a_requested_action_is_something_the_thing_has_and_a_refund_is_said():
+    """"Order #W1 has a return requested" (not "is return requested"); the returned items by what they are, not
+    "there is one item ID: 1"; the refund the result reports beside what the write set."""
+    result = {"order_id": "#W1", "status": "return requested", "item_ids": ["8983261521"],
+              "payment_method_id": "paypal_5", "refund_amount": 20.5}
+    text = describe_result(result, "return_delivered_order_items",
+                           {"order_id": "#W1", "item_ids": ["8983261521"], "payment_method_id": "paypal_5"})
+    assert text.startswith("Order #W1 has a return requested;"), text
+    assert "the item is 8983261521" in text and "item ID" not in text, text
+    assert "$20.50" in text, text
+    two = describe_result({**result, "status": "exchange requested", "item_ids": ["1", "2"]}, "exchange_items",
+                          {"order_id": "#W1", "item_ids": ["1", "2"]})
+    assert "has an exchange requested" in two and "the items are 1 and 2" in two, two
+    assert describe_result({"order_id": "#W1", "status": "in progress"}, "get_order").startswith("Order #W1 is in progress")
+
+
+def test_a_move_says_what_went_where():
+    spec = ToolSpec(name="mv", description="Move or rename a file into an existing folder or to a new name.",
+                    parameters={"type": "object", "properties": {"file_name": {}, "destination": {}}, "required": []})
+    call = ToolCall(call_id="call_0_0", name="mv", args_exec={"file_name": "a.cfg", "destination": "b.txt"},
+                    args_prov={"file_name": ArgProvenance(tag=Tag.self_create),
+                               "destination": ArgProvenance(tag=Tag.self_create)},
+                    result={"file_name": "b.txt", "source": "a.cfg", "path": "/u/b.txt"}, ok=True)
+    text = assistant_reply([call], {"mv": spec}, random.Random(0))
+    assert text.endswith("I moved a.cfg to /u/b.txt."), text

@@ -68,7 +68,7 @@ _LEAD_CLAUSES = expand_all([
     "Oh, [and|also|one more thing,]", "Now then,"])
 _CHAINS = expand_all([
     ", then {y}", " and then {y}", ", [and |]after that[,|] {y}", " and {y}", ", and once that's [done|finished|sorted], {y}",
-    ", and also {y}", "; then {y}", " and afterwards {y}", ", plus {y}", ", followed by {y}", ", then go on to {y}",
+    ", and also {y}", "; then {y}", " and afterwards {y}", ", plus {y}", ", then go on to {y}",
     " before you {y}", ", and when you're [done|finished|through] {y}", ", and next {y}", "; after that, {y}",
     ", and [straight|right] after that {y}", "; [once|when] that's [done|out of the way], {y}", " and, after that, {y}"])
 _SECOND_SENTENCES = expand_all([
@@ -120,7 +120,7 @@ def capitalized(text: str) -> str:
 
 _MODALS = expand_all([
     "[Could|Can|Would|Will|Might] you", "[Could|Can|Would] you [possibly|please|quickly|just|kindly|maybe|also]",
-    "Would you mind helping me [and|out and]", "Could you try to", "Would you be so kind as to",
+    "Would you help me [out |]and", "Could you try to", "Would you be so kind as to",
     "Are you able to", "[Can|Could] you go ahead and", "Is there any way you could", "Do you think you could"])
 _FRAMES = expand_all([
     "[I need|I want|I'd like|I'd really like|I would like] you to", "I'm hoping you can", "I'd love it if you could",
@@ -159,7 +159,8 @@ _STUTTER = re.compile(r"\b(for me|just|please|go ahead and|also|now|too|as well|
 
 
 _SOFTENED = re.compile(r"\b(?:please|for me|if you can|if possible|thanks|when you can|asap|now|today|too|as well)$"
-                       r"| - |\b(?:so|since|because|as) (?:I|I'm|I've|we|it|the|my)\b", re.I)  # or a clause of its own
+                       r"| - |\b(?:so|since|because|as) (?:I|I'm|I've|we|it|the|my)\b"
+                       r"|[,;] (?:I|I'm|I've|I'd|it|it's|it was|that's|we)\b", re.I)  # or a clause of its own
 
 
 def unstuttered(text: str) -> str:
@@ -180,8 +181,14 @@ def opened(request: str, rng: random.Random) -> str:
         template = rng.choice(_FRAMES) + " {x}."
     else:
         template = rng.choice(_OPENERS)
-    if rng.random() < 0.25 and re.search(r"\{[xX]\}[?.]$", template) and not _SOFTENED.search(request):
-        request += rng.choice(_TAILS)  # one softener at the end: never after the opener's or the phrase's own
+    if _SOFTENED.search(request):  # a request that ends in a clause of its own ("- I ordered it by mistake") takes
+        template = re.sub(r"(\{[xX]\})[^{}?.]+([?.])$", r"\1\2", template)  # no tail after it ("... by mistake for me")
+        template = "{X}." if template == "{X}?" else template
+    elif rng.random() < 0.25 and re.search(r"\{[xX]\}[?.]$", template):
+        tail = rng.choice(_TAILS)  # one softener at the end: never after the opener's or the phrase's own
+        request += "" if "please" in tail and re.search(r"\bplease\b", request + template, re.I) else tail
+    if re.match(r"please\s", request, re.I) and not template.startswith("{"):  # "Will you possibly please cancel"
+        request = request[len("please "):]
     return capitalized(template.replace("{X}", capitalized(request)).replace("{x}", request))
 
 

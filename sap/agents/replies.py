@@ -110,6 +110,8 @@ def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
     facts = describe_result(call.result, call.name, call.args_exec if write else {},
                             echoed=set() if write else _echoed(call.result, call.args_exec),
                             about="" if write else _asked_about(call.args_exec))
+    if write and (moved := _relocation(call.result, task)):
+        return (rng.choice(WRITE_LEADS) if lead else "") + moved
     if write:
         if facts:  # the result says what changed: the docstring's wording of the task adds nothing
             return (rng.choice(WRITE_LEADS) if lead else "") + facts
@@ -253,6 +255,15 @@ def _past(verb: str) -> str:
     return v + "ed"
 
 
+def _relocation(result: Any, task: str) -> str:
+    """A move or copy said as what went where ("I moved preferences.cfg to /frossi/changelog.txt."), from a result
+    naming its `source` and new `path` and the task's verb; "" for any other result."""
+    if not (isinstance(result, dict) and isinstance(result.get("source"), str) and isinstance(result.get("path"), str)):
+        return ""
+    verb = past_tense(short_task(task)).split()[0]
+    return f"I {verb} {result['source']} to {result['path']}."
+
+
 def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, echoed: set[str] = frozenset(),
                     about: str = "") -> str:
     """The facts of a result as sentences ("" for an empty one); `changed` is a write's arguments, whose fields
@@ -312,7 +323,7 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
     skip = used | ({status_key} if status_key else set())
     facts = _facts(obj, skip | echoed, changed) or _facts(obj, skip, changed)
     if subject and status_key:
-        head = f"{subject} is {_say(obj[status_key], status_key)}"
+        head = f"{subject} {_state(_say(obj[status_key], status_key))}"
         text = _sentence(head + (f"; {_join(facts)}" if facts else ""))
     elif subject:
         text = _sentence(f"{subject}: {_join(facts)}" if facts else f"that's {subject}")
@@ -321,6 +332,18 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
             facts = [f"the {field_words(status_key)} is {_say(obj[status_key], status_key)}"] + facts
         text = _sentence((f"{about}, " if about and facts else "") + _join(facts))
     return " ".join(t for t in (_sentence(message), text) if t)
+
+
+_NOT_NOUNS = {"not", "in", "on", "being", "fully", "partially", "now", "already", "auto"}
+
+
+def _state(said: str) -> str:
+    """A status as the verb phrase after its thing: "is pending", but a requested action as what the thing has
+    ("has a return requested", not "is return requested")."""
+    match = re.fullmatch(r"([a-z]+) (requested|scheduled|initiated|approved|pending)", said)
+    if match and match.group(1) not in _NOT_NOUNS and not match.group(1).endswith(("ly", "ed")):
+        return f"has {'an' if said[0] in 'aeiou' else 'a'} {said}"
+    return f"is {said}"
 
 
 def _names_thing(key: str) -> bool:
@@ -377,12 +400,16 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any]) -> l
         given = {s for s in _scalars(list(changed.values())) if len(s) >= 3} - ids
         own = [k for k in keys if _sets(k, obj[k], changed, given)]
         address = address and bool(changed.keys() & set(ADDRESS_KEYS))
-        keys = own if own or address else keys[:FACTS_AFTER_WRITE]
+        outcome = [k for k in keys if k not in own and MONEY.search(k) and isinstance(obj[k], (int, float))][:1]
+        keys = own + outcome if own or address else keys[:FACTS_AFTER_WRITE]  # and what it cost or refunded
     if address:
         out.append(f"the address is {_address(obj)}")
     for key in keys[:MOST_FACTS - len(out)]:
         value = obj[key]
-        if isinstance(value, list) or (isinstance(value, dict) and _is_collection(value)):
+        if isinstance(value, list) and value and _ID_NAME.search(key) and \
+                all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
+            out.append(_id_list_clause(field_words(key), value))
+        elif isinstance(value, list) or (isinstance(value, dict) and _is_collection(value)):
             items = value if isinstance(value, list) else _collection_items(value)
             total = obj.get(f"{_singular(key)}_count")
             out.append(_list_phrase(items, field_words(key), total if isinstance(total, int) else None))
@@ -400,6 +427,15 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any]) -> l
         else:
             out.append(_field_clause(_numbered(field_words(key)), _say(value, key), value))
     return out
+
+
+def _id_list_clause(words: str, ids: list[Any]) -> str:
+    """A list of ids as what they name: "the item is 8983261521", "the items are 1 and 2" (not "there is one item
+    ID: 8983261521")."""
+    noun = re.sub(r"\s*ids?$", "", words, flags=re.I) or "id"
+    noun = _singular(noun)
+    said = [str(i) for i in ids]
+    return f"the {noun} is {said[0]}" if len(said) == 1 else f"the {_plural(noun)} are {_join(said)}"
 
 
 def _sets(key: str, value: Any, changed: Mapping[str, Any], given: set[str]) -> bool:

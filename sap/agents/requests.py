@@ -147,10 +147,23 @@ _CALLED = ["called {v}", "named {v}", "called {v}"]  # a name field: "the item c
 _NAME_FIELDS = {"name", "title", "product name", "item name", "full name"}
 
 
+_PRICED = ["priced at {v}", "that costs {v}", "at {v}", "for {v}", "whose price is {v}", "going for {v}"]
+_AMOUNT = ["with a {f} of {v}", "whose {f} is {v}", "with {v} as its {f}", "showing a {f} of {v}"]
+_OPTION = ["in {v}", "in {v}", "that comes in {v}", "whose {f} is {v}", "with the {v} {f}"]
+_MONEY_FIELD = re.compile(r"price|cost|total|amount|balance|fare|fee", re.I)
+
+
 def criterion(sel: Selector, rng: random.Random) -> str:
-    """A field selector in words: "whose status is pending", "called Coffee Maker" (never "marked name ...")."""
+    """A field selector in words: "whose status is pending", "called Coffee Maker" (never "marked name ..."), an
+    amount as money ("priced at $72.66", "with a balance of $254.00")."""
     field = words_of(sel.field)
+    if isinstance(sel.value, (int, float)) and not isinstance(sel.value, bool) and _MONEY_FIELD.search(sel.field) \
+            and round(sel.value, 2) == sel.value:
+        money = f"${sel.value:.2f}"  # no thousands separator: the code check finds the value's own digits in it
+        return rng.choice(_PRICED if field.lower() == "price" else _AMOUNT).format(f=field, v=money)
     value = join_words([str(v) for v in sel.value]) if isinstance(sel.value, list) else sel.value
+    if field.lower() in ("color", "colour", "size", "material", "style") and isinstance(sel.value, str):
+        return rng.choice(_OPTION).format(f=field, v=value)  # "the variant in white"
     return rng.choice(_CALLED if field.lower() in _NAME_FIELDS else _WITH).format(f=field, v=value)
 
 

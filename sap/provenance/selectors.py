@@ -55,17 +55,19 @@ def _scalar(v: Any) -> bool:
 def _field_criterion(entry: Any, others: list[Any], own: str | int | None, value: Any) -> tuple[str, Any] | None:
     """A field of `entry` whose value appears nowhere in any other entry (under no key: "origin MIA" does not
     name a flight when another one lands in MIA): not the bound field, nor one that restates the bound value (a
-    path holding the file name); strings before numbers, ids last."""
+    path holding the file name); strings before numbers, ids last; a field of an object inside the entry (a
+    variant's options) counts as the entry's own."""
     if not isinstance(entry, dict):
         return None
     bound = str(value).lower()
-    keys = [k for k in entry if k != own and _scalar(entry[k])
-            and str(entry[k]).lower() not in bound and bound not in str(entry[k]).lower()]
-    keys.sort(key=lambda k: (str(k).lower().endswith("id"), not isinstance(entry[k], str)))
-    for k in keys:
-        shown = json.dumps(entry[k])
+    fields = [(k, v) for k, v in entry.items() if k != own] + [  # an option of a variant ("color": "white") too
+        (k, v) for d, sub in entry.items() if d != own and isinstance(sub, dict) for k, v in sub.items()]
+    keys = [(k, v) for k, v in fields if _scalar(v) and str(v).lower() not in bound and bound not in str(v).lower()]
+    keys.sort(key=lambda kv: (str(kv[0]).lower().endswith("id"), not isinstance(kv[1], str)))
+    for k, v in keys:
+        shown = json.dumps(v)
         if all(shown not in json.dumps(o, default=str) for o in others):
-            return str(k), entry[k]
+            return str(k), v
     return None
 
 
