@@ -22,6 +22,7 @@ from sap.agents.replanner import (
     ReplanRequest,
     RuleReplanner,
     allowed_edges,
+    avoided,
     path_problems,
 )
 from sap.api import synthesize
@@ -194,6 +195,20 @@ def test_rule_replanner_avoids_the_blacklist(store_fsm, seed):
     assert not _used_tools(store_fsm, path[1:]) & blacklist
     walk_limits = replace(req, max_turns=req.max_turns + 2)  # the walk may run two turns past max to reach a final
     assert path_problems(walk_limits, list(range(len(store_fsm.transitions))), path[1:]) == []
+
+
+def test_a_refused_state_is_avoided_for_every_tool_that_needs_it():
+    """After "only pending orders allow this action" the re-planned path avoids every tool acting on a pending order
+    (none is left), not the other order tools; an error naming a bad value or the tool itself widens nothing."""
+    specs = {t.name: t for t in load_toolset("store").tools}
+    refused = avoided([("modify_pending_order_payment",
+                        "order '#W3' is 'delivered'; only pending orders allow this action")], specs)
+    assert refused == {"modify_pending_order_payment", "cancel_pending_order", "modify_pending_order_address",
+                       "modify_pending_order_items"}
+    assert avoided([("return_delivered_order_items", "item(s) ['2'] are not in order '#W7'"),
+                    ("get_product_details", "incoherent call: it repeats call call_0_0 (get_product_details) and "
+                                            "observes no change")], specs) == {"return_delivered_order_items",
+                                                                              "get_product_details"}
 
 
 def test_llm_replanner_uses_the_answer_after_a_gap_is_fed_back(store_fsm):

@@ -4,7 +4,9 @@ from a numbered list of those reachable from the current state."""
 from __future__ import annotations
 
 import random
+import re
 from collections import deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -13,10 +15,11 @@ from pydantic import BaseModel, Field
 from sap.agents.llm_common import LLMRole
 from sap.llm.schema import closed
 from sap.fsm.conditions import allowed
+from sap.fsm.prerequisites import words
 from sap.fsm.walk import NoPathError
 from sap.fsm.walk import sample_path as walk
 from sap.llm import LLMRoleError
-from sap.model import FSM, Turn
+from sap.model import FSM, ToolSpec, Turn
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,28 @@ class ReplanRequest:
         """How many transitions the re-planned part may have."""
         done = len(self.kept)
         return max(1, self.min_turns - done), max(1, self.max_turns - done)
+
+
+def refused_kin(tool: str, error: str, specs: Mapping[str, ToolSpec]) -> set[str]:
+    """The other tools that need the state an error refused `tool` for: "order '#W1' is 'cancelled'; only pending
+    orders allow this action" for modify_pending_order_payment refuses every tool whose name says "pending" (no
+    pending order is left to act on), by the words the error shares with the tool's name beyond its verb and the
+    thing its id parameters name ("order"); none when the error names the tool itself (a repeated call)."""
+    if tool not in specs or tool in error:
+        return set()
+    verb = next(iter(re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", tool).lower())), "")
+    things = set().union(*(words(p) for p in specs[tool].properties if re.search(r"(?:_|\b)ids?$|Ids?$", p)))
+    needed = (words(error) & words(tool)) - words(verb) - things
+    return {t for t in specs if t != tool and words(t) & needed}
+
+
+def avoided(failures: Iterable[tuple[str, str]], specs: Mapping[str, ToolSpec]) -> frozenset[str]:
+    """The tools a re-planned path avoids after `failures` (tool, its last error): each failing tool and the tools
+    that need the state its error refused (`refused_kin`)."""
+    out: set[str] = set()
+    for tool, error in failures:
+        out |= {tool} | refused_kin(tool, error, specs)
+    return frozenset(out)
 
 
 class Replanner(Protocol):

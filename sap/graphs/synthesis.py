@@ -36,7 +36,7 @@ from sap.agents.planner import (
     StatedValue,
 )
 from sap.agents.repair import PatchOp, Repairer, RuleRepairer, apply_patch, repair_call
-from sap.agents.replanner import Replanner, ReplanRequest, RuleReplanner
+from sap.agents.replanner import Replanner, ReplanRequest, RuleReplanner, avoided
 from sap.executors.base import ReplayMismatch, end_state_hash, replay
 from sap.drops import DropReason
 from sap.export.records import to_record, trajectory_id
@@ -559,7 +559,8 @@ def repair_call_node(state: SynthState, runtime: Ctx) -> Command[Literal["plan_c
 @timed("replan")
 def replan(state: SynthState, runtime: Ctx) -> Command[Literal["__end__"]]:
     """The pending call is lost: drop its turn, blacklist its tool and re-plan the rest of the path (at most
-    max_replans times); else truncate at the failing turn, or drop the slot if too few turns remain."""
+    max_replans times) around it and the tools needing the state its error refused (`avoided`); else truncate at
+    the failing turn, or drop the slot if too few turns remain."""
     ctx = runtime.context
     _, fsm = ctx.fsm()
     call = ToolCall.model_validate(state["pending"])
@@ -572,8 +573,10 @@ def replan(state: SynthState, runtime: Ctx) -> Command[Literal["__end__"]]:
               "pending": None, "c0_patch": [op for op in state.get("c0_patch", []) if op["turn"] < turn_pos]}
     blacklist = state.get("blacklist", []) + [call.name]                     # patches made for dropped turns go
     if len(blacklist) <= ctx.max_replans:
+        last_error = {a["tool"]: a["error"] or "" for a in state.get("attempt_log", [])}
+        avoid = avoided([(t, last_error.get(t, "")) for t in blacklist], ctx.specs)
         new_path = ctx.replanner.replan(ReplanRequest(
-            fsm, state["path"], kept, frozenset(blacklist), ctx.min_turns, ctx.max_turns,
+            fsm, state["path"], kept, avoid, ctx.min_turns, ctx.max_turns,
             random.Random(f"{state['seed']}:replan:{len(blacklist)}")))
         if new_path is not None:
             return Command(goto=END, update={
