@@ -334,3 +334,23 @@ def test_a_move_says_what_went_where():
                     result={"file_name": "b.txt", "source": "a.cfg", "path": "/u/b.txt"}, ok=True)
     text = assistant_reply([call], {"mv": spec}, random.Random(0))
     assert text.endswith("I moved a.cfg to /u/b.txt."), text
+
+
+def test_a_field_a_later_turn_points_at_is_in_the_reply():
+    """A reservation whose flights a later turn refers to ("the flight that costs $151.00") states its flights even
+    where more salient fields would have filled the reply; the messenger reads what later turns refer to."""
+    from sap.agents.messenger import referred_keys
+
+    result = {"reservation_id": "X1", "origin": "BOS", "destination": "PHX", "created_at": "2024-05-01",
+              "total_price": 591.0, "baggage_fee": 0.0, "insurance_cost": 30.0, "travel_date": "2024-05-05",
+              "flights": [{"flight_number": "HAT182", "price": 197.0}, {"flight_number": "HAT161", "price": 151.0}]}
+    assert "HAT161" not in describe_result(result, "get_reservation_details")
+    kept = describe_result(result, "get_reservation_details", keep={"flights"})
+    assert "HAT161 ($151.00)" in kept, kept
+    first = ToolCall(call_id="call_0_0", name="get_order_details", args_exec={"order_id": "X1"},
+                     args_prov={"order_id": ArgProvenance(tag=Tag.self_create)}, result=result, ok=True)
+    later = ToolCall(call_id="call_1_0", name="get_order_details", args_exec={"order_id": "HAT161"},
+                     args_prov={"order_id": ArgProvenance(tag=Tag.prev_output, turn=0, call=0,
+                                                          path="$.flights[1].flight_number")}, result={}, ok=True)
+    turns = [Turn(index=0, state="s", transition=0, calls=[first]), Turn(index=1, state="s", transition=0, calls=[later])]
+    assert referred_keys(turns) == {(0, 0): {"flights"}}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from dataclasses import dataclass
@@ -180,6 +181,7 @@ class RuleMessenger:
         wording = Wording(specs, phrase_book(specs))
         out: list[Turn] = []
         referred = referred_results(turns)
+        referred_fields = referred_keys(turns)
         for turn in turns:
             if not turn.calls:  # a clarification or hand-off turn keeps the messages its writer gave it
                 out.append(turn)
@@ -215,7 +217,8 @@ class RuleMessenger:
                                       facts, after, wording.book.intro_weights if wording.book else ())
             unseen = [i for i in turn.prerequisites if (turn.index, i) not in referred]  # told only if used later
             known = any(names_person(c) for t in out for c in t.calls if c.ok)  # an earlier turn found the account
-            reply = assistant_reply(turn.calls, specs, rng, unseen, account_known=known)
+            reply = assistant_reply(turn.calls, specs, rng, unseen, account_known=known,
+                                    referred={i: keys for (t, i), keys in referred_fields.items() if t == turn.index})
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out
 
@@ -224,6 +227,19 @@ def referred_results(turns: list[Turn]) -> set[tuple[int, int]]:
     """The (turn, call) places whose results a later turn's arguments refer to (P_o): the user saw those."""
     return {(prov.turn, prov.call) for turn in turns for call in turn.calls for prov in call.args_prov.values()
             if prov.effective_tag() == Tag.prev_output and prov.turn is not None and prov.turn < turn.index}
+
+
+def referred_keys(turns: list[Turn]) -> dict[tuple[int, int], set[str]]:
+    """(turn, call) -> the top-level fields of its result that a later turn's arguments refer to ("flights" for
+    `$.flights[1].flight_number`): what its reply must have shown."""
+    out: dict[tuple[int, int], set[str]] = {}
+    for turn in turns:
+        for call in turn.calls:
+            for prov in call.args_prov.values():
+                if prov.effective_tag() == Tag.prev_output and prov.turn is not None and prov.turn < turn.index and \
+                        (key := re.match(r"\$\.([A-Za-z_][\w-]*)", prov.path or "")):
+                    out.setdefault((prov.turn, prov.call), set()).add(key.group(1))
+    return out
 
 
 def found_here(turn: Turn) -> frozenset[tuple[int, int]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -59,12 +59,14 @@ def refused_kin(tool: str, error: str, specs: Mapping[str, ToolSpec]) -> set[str
     return {t for t in specs if t != tool and words(t) & needed}
 
 
-def avoided(failures: Iterable[tuple[str, str]], specs: Mapping[str, ToolSpec]) -> frozenset[str]:
-    """The tools a re-planned path avoids after `failures` (tool, its last error): each failing tool and the tools
-    that need the state its error refused (`refused_kin`)."""
+def avoided(failures: Mapping[str, Sequence[str]], specs: Mapping[str, ToolSpec]) -> frozenset[str]:
+    """The tools a re-planned path avoids after `failures` (tool -> the errors of its failed attempts): each failing
+    tool, and the tools that need a state every one of its attempts was refused for (`refused_kin`): one attempt
+    refused for another reason ("item not in order") may have held the one fitting thing there was."""
     out: set[str] = set()
-    for tool, error in failures:
-        out |= {tool} | refused_kin(tool, error, specs)
+    for tool, errors in failures.items():
+        kin = [refused_kin(tool, e, specs) for e in errors]
+        out |= {tool} | (set.intersection(*kin) if kin else set())
     return frozenset(out)
 
 

@@ -50,17 +50,20 @@ COMMON_OPENERS = {"The", "There", "For", "Here's", "That's", "That", "It", "Done
 
 
 def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random,
-                    prerequisites: Collection[int] = (), account_known: bool = False) -> str:
+                    prerequisites: Collection[int] = (), account_known: bool = False,
+                    referred: Mapping[int, Collection[str]] = {}) -> str:
     """The assistant's answer to the user after `calls`: one or two sentences per call the user asked for, joined,
     with one lead for the whole reply. The prerequisites the assistant worked out itself (indexes into `calls`) are
     not reported one by one: a found account is acknowledged (unless `account_known`: an earlier turn found it),
     preparing writes said in a clause, lookups not at all (the user asked for the goal, not for the profile read
-    on the way); a failed one is reported as any failure."""
+    on the way); a failed one is reported as any failure. `referred` maps a call's index to the fields of its
+    result a later turn refers to: the reply states those, so the user has seen what they later point at."""
     shown = [i for i, c in enumerate(calls) if i not in prerequisites or _failed(c)]
     if not shown:  # nothing but prerequisites: every call is reported
         shown, prerequisites = list(range(len(calls))), ()
     prepared = _prepared([calls[i] for i in sorted(prerequisites) if i < shown[0]], specs, rng, account_known)
-    parts = [call_reply(calls[i], specs.get(calls[i].name), rng, specs, lead=k == 0 and not prepared)
+    parts = [call_reply(calls[i], specs.get(calls[i].name), rng, specs, lead=k == 0 and not prepared,
+                        keep=referred.get(i, ()))
              for k, i in enumerate(shown)]
     if len(parts) > 1:
         parts = [parts[0]] + [_joined(p, rng) for p in parts[1:]]
@@ -98,10 +101,11 @@ def names_person(call: ToolCall) -> str | None:
 
 
 def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
-               specs: dict[str, ToolSpec] | None = None, lead: bool = True) -> str:
+               specs: dict[str, ToolSpec] | None = None, lead: bool = True, keep: Collection[str] = ()) -> str:
     """One call's part of the reply: a failure and what can be done next, a write acknowledged with its key values,
     or the facts a read found; `specs` (the toolset) names what an error text must not show; `lead` opens it with
-    a word of its own ("Done.", "Here's what I found:"), for the first part of a reply."""
+    a word of its own ("Done.", "Here's what I found:"), for the first part of a reply; `keep` are result fields
+    stated whatever else is salient."""
     task = task_phrase(spec) if spec is not None else field_words(call.name)
     problem = failure_reason(call.name, call.result) or (call.error if not call.ok else None)
     if problem is not None:
@@ -109,7 +113,7 @@ def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
     write = is_write(task, spec)
     facts = describe_result(call.result, call.name, call.args_exec if write else {},
                             echoed=set() if write else _echoed(call.result, call.args_exec),
-                            about="" if write else _asked_about(call.args_exec))
+                            about="" if write else _asked_about(call.args_exec), keep=keep)
     if write and (moved := _relocation(call.result, task)):
         return (rng.choice(WRITE_LEADS) if lead else "") + moved
     if write:
@@ -265,7 +269,7 @@ def _relocation(result: Any, task: str) -> str:
 
 
 def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, echoed: set[str] = frozenset(),
-                    about: str = "") -> str:
+                    about: str = "", keep: Collection[str] = ()) -> str:
     """The facts of a result as sentences ("" for an empty one); `changed` is a write's arguments, whose fields
     are the ones to state; `echoed` a read's fields that only repeat what was asked, said only if nothing else is;
     `about` what a read was asked for ("for Amazon": "the symbol for Amazon is AMZN", "For TSLA, the price is")."""
@@ -280,7 +284,7 @@ def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, ech
         flags = [k for k, v in result.items() if isinstance(v, bool)]
         if not changed and len(result) == 1 and flags and field_words(flags[0]).split()[-1] == "status":
             return _sentence(f"the {noun} is {'active' if result[flags[0]] else 'inactive'}")  # a read's one state
-        return _object_sentence(result, noun, changed, echoed, about)
+        return _object_sentence(result, noun, changed, echoed - set(keep), about, keep)
     if isinstance(result, str) and len(result.split()) > 1:  # a message of its own ("Certificate ... added")
         return _sentence(_message(result))
     return _sentence(f"the {noun}{' ' + about if about else ''} is {_say(result, noun)}")
@@ -305,7 +309,7 @@ def _echoed(result: Any, args: dict[str, Any]) -> set[str]:
 
 
 def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
-                     echoed: set[str] = frozenset(), about: str = "") -> str:
+                     echoed: set[str] = frozenset(), about: str = "", keep: Collection[str] = ()) -> str:
     """An object in words: who or what it is, its status, then its salient fields (a write's changed ones); an
     object that names nothing of itself is said `about` what was asked ("For TSLA, the price is ...")."""
     subject, used = _subject(obj, noun)
@@ -321,7 +325,7 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
         used = used | {message_key}
         status_key = None if status_key == message_key else status_key
     skip = used | ({status_key} if status_key else set())
-    facts = _facts(obj, skip | echoed, changed) or _facts(obj, skip, changed)
+    facts = _facts(obj, skip | echoed, changed, keep) or _facts(obj, skip, changed, keep)
     if subject and status_key:
         head = f"{subject} {_state(_say(obj[status_key], status_key))}"
         text = _sentence(head + (f"; {_join(facts)}" if facts else ""))
@@ -379,9 +383,9 @@ def _subject(obj: dict[str, Any], noun: str) -> tuple[str, set[str]]:
     return (f"{name}{by}" if name else f"{ident}{by}" if ident else ""), used
 
 
-def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any]) -> list[str]:
+def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep: Collection[str] = ()) -> list[str]:
     """The object's salient fields as clauses ("the email is x", "there are three orders: ..."), most salient first;
-    a write's changed fields first of all."""
+    a write's changed fields first of all, and the `keep` fields (what a later turn refers to) never left out."""
     out = []
     address = {"address1", "city"} <= set(obj)
     if address:
@@ -394,17 +398,18 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any]) -> l
             and not (obj[k] is True and field_words(k).split()[-1] in (("status", "success") if changed else
                                                                       ("success",)))
             and not _counted(k, obj)]
-    keys.sort(key=lambda k: (-1 if k in changed else _rank(k, obj[k]), list(obj).index(k)))
+    keys.sort(key=lambda k: (-2 if k in keep else -1 if k in changed else _rank(k, obj[k]), list(obj).index(k)))
     if changed:  # a write: what it set, else its two most salient fields (not the whole object again)
         ids = {str(v) for k, v in obj.items() if _ID_NAME.search(k)}  # the thing written names itself
         given = {s for s in _scalars(list(changed.values())) if len(s) >= 3} - ids
         own = [k for k in keys if _sets(k, obj[k], changed, given)]
         address = address and bool(changed.keys() & set(ADDRESS_KEYS))
         outcome = [k for k in keys if k not in own and MONEY.search(k) and isinstance(obj[k], (int, float))][:1]
-        keys = own + outcome if own or address else keys[:FACTS_AFTER_WRITE]  # and what it cost or refunded
+        kept = [k for k in keys if k in keep and k not in own]
+        keys = kept + own + outcome if own or address else keys[:max(FACTS_AFTER_WRITE, len(kept))]  # + its cost
     if address:
         out.append(f"the address is {_address(obj)}")
-    for key in keys[:MOST_FACTS - len(out)]:
+    for key in keys[:max(MOST_FACTS - len(out), sum(k in keep for k in keys))]:
         value = obj[key]
         if isinstance(value, list) and value and _ID_NAME.search(key) and \
                 all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):

@@ -573,8 +573,8 @@ def replan(state: SynthState, runtime: Ctx) -> Command[Literal["__end__"]]:
               "pending": None, "c0_patch": [op for op in state.get("c0_patch", []) if op["turn"] < turn_pos]}
     blacklist = state.get("blacklist", []) + [call.name]                     # patches made for dropped turns go
     if len(blacklist) <= ctx.max_replans:
-        last_error = {a["tool"]: a["error"] or "" for a in state.get("attempt_log", [])}
-        avoid = avoided([(t, last_error.get(t, "")) for t in blacklist], ctx.specs)
+        errors = {t: [a["error"] or "" for a in state.get("attempt_log", []) if a["tool"] == t] for t in blacklist}
+        avoid = avoided(errors, ctx.specs)
         new_path = ctx.replanner.replan(ReplanRequest(
             fsm, state["path"], kept, avoid, ctx.min_turns, ctx.max_turns,
             random.Random(f"{state['seed']}:replan:{len(blacklist)}")))
