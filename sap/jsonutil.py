@@ -1,4 +1,4 @@
-"""JSON helpers: the scalars inside a value, a fast deep copy for plain-JSON documents, JSONL reading that names the bad line, atomic JSONL
+"""JSON helpers: the scalars inside a value, whether a key is inside one, a fast deep copy for plain-JSON documents, JSONL reading that names the bad line, atomic JSONL
 writing."""
 from __future__ import annotations
 
@@ -18,6 +18,20 @@ def leaves(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
             yield from leaves(v, path + (i,))
     else:
         yield path, value
+
+
+def holds_key(value: Any, names: set[str]) -> bool:
+    """Whether one of `names` is a dict key anywhere inside a JSON value (a folder's tree holding a file's name)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if names & set(node):
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def json_copy(doc: Any) -> Any:

@@ -271,6 +271,30 @@ class Transition(BaseModel):
     provenance_tag: dict[str, dict[str, Tag]] = Field(default_factory=dict)
 
 
+class Scope(Protocol):
+    """Where a toolset's names resolve (a file system's current folder): a name from c0's tree or from a listing is
+    usable only in the folder it is in; a toolset declares one as `extra["scope"]`."""
+
+    def folder_of(self, path: str) -> tuple[str, ...] | None:
+        """The folder a c0 path names an entry of (None: a path the scope says nothing about)."""
+
+    def current(self, calls: list[ToolCall]) -> tuple[str, ...]:
+        """The current folder after `calls` (the successful calls so far, in order)."""
+
+    def listed_in(self, tool: str) -> bool:
+        """Whether `tool`'s result lists the entries of the folder current when it ran (`ls`)."""
+
+    def moves(self, tool: str) -> bool:
+        """Whether `tool` changes the current folder (`cd`)."""
+
+    @property
+    def up(self) -> str:
+        """The value a moving tool takes to go one folder up (`..`)."""
+
+    def where(self, c0: dict[str, Any], name: str) -> tuple[str, ...] | None:
+        """The folder of c0's tree that holds an entry called `name`, or None."""
+
+
 class Precondition(BaseModel):
     """A learned prerequisite: `tool` failed with `error` until `needs` ran first (with `args`: the argument values
     that made it work and that the planner's own binding may not hit, such as a boolean, an enum or a bound)."""

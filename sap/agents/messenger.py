@@ -273,6 +273,10 @@ def user_facts(call: ToolCall, mentions: Sequence[Mention], wording: Wording, tu
         said = {k: m for k, m in said.items() if k not in prepared[1]}
     for m in said.values():
         own = m.marker == "FROM_CONFIG"  # the user's own facts: "my email address is ..."
+        told = [t for t in wording.phrases(call.name).stated if placeholders(t) == [m.param]] if own else []
+        if told:  # the tool's own way to say it ("the files are in my logs folder")
+            out.append(rng.choice(told).replace("{" + m.param + "}", said_value(m.value)))
+            continue
         pool = (_OWN if own else _GIVEN) if isinstance(m.value, str) else _OWN[:2] if own else _GIVEN[:2]
         out.append(rng.choice(pool).format(n=wording.noun(call.name, m.param), v=said_value(m.value)))
         # a number or flag leads no sentence ("0 is my tweet"): "my tweet is 0"

@@ -12,7 +12,8 @@ from typing import Any, Protocol
 from sap.agents.items import (choose_items, config_objects, inherited, object_items, output_provenance,
                               source_objects)
 from sap.agents.replies import SHOWN
-from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec, item_key
+from sap.model import ArgProvenance, Scope, Selector, Tag, ToolCall, ToolSpec, item_key
+from sap.jsonutil import holds_key
 from sap.provenance.fields import Candidate, candidates, child_path, index_of, match_score, type_ok
 from sap.provenance.generate import REFERENCE_DATE, announceable, c0_values, calendar, generate, is_birth_param
 from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, resolve
@@ -34,6 +35,11 @@ _SECRET = re.compile(r"password|passcode|pin$|cvv|cvc|expir|security_code|secret
 def error_quotes(error: str | None) -> set[str]:
     """Values an error message quotes (the culprits it names)."""
     return {a or b for a, b in _QUOTED.findall(error or "")}
+
+
+def error_names(error: str | None) -> set[str]:
+    """The names an error is about: the values it quotes and its file-like words ("grep: a.csv: No such file")."""
+    return error_quotes(error) | set(re.findall(r"(?<![\w.])\w[\w-]*\.\w+(?![\w.])", error or ""))
 
 
 def error_options(error: str | None) -> list[str]:
@@ -83,6 +89,7 @@ class PlanRequest:
     # earlier call (turn, call) for prev_output, an anchor turn for prev_user_msg (a RODS variant follows its seed)
     combinations: list[dict[str, Any]] = field(default_factory=list)  # joint values the tool's code accepts (BFCL's
     # estimate_distance knows only some pairs of zip codes): a new value fits the parameters bound before it
+    scope: Scope | None = None  # where names resolve (a file system's current folder), as the toolset declares it
 
 
 @dataclass
@@ -219,8 +226,8 @@ class _CallContext:
         return cand.siblings if known is None else known if doc is None else cand.siblings | known
 
     def rank(self, cand: Candidate, doc: tuple[int, int] | None,
-             bad: frozenset[str]) -> tuple[int, int, int, int, int]:
-        """Preference: match score; an element the user has seen (an earlier turn's reply names only the first
+             bad: frozenset[str]) -> tuple[int, int, int, int, int, int]:
+        """Preference: a name leading to what the last error could not find (`toward`); match score; an element the user has seen (an earlier turn's reply names only the first
         few of a listing: "the ninth file there" would point at one it never showed); sibling values the dialogue
         knows beside it (`siblings`) that the tool or the last error asks for (pending, hotel) and not those that
         came with failed values (delivered, cancelled); the ids it shares with this call's other picks (`tied`:
@@ -229,7 +236,30 @@ class _CallContext:
         siblings = self.siblings(cand, doc)
         hint = len(siblings & self.words) + len(siblings & (self.error_words - bad)) - 2 * len(siblings & bad)
         near = max((_common_prefix(cand.path, p) for d, p in self.sources if d == doc), default=0)
-        return cand.score, int(seen), hint, self.tied(cand, doc), near
+        return self.toward(cand, doc), cand.score, int(seen), hint, self.tied(cand, doc), near
+
+    def here(self, cand: Candidate, doc: tuple[int, int] | None) -> bool:
+        """False for a name of another folder than the current one (the toolset's scope: c0's tree says where an
+        entry is, a listing lists the folder current when it ran), else True."""
+        scope = self.req.scope
+        if scope is None:
+            return True
+        calls = [h for h in sorted(self.req.history, key=lambda h: (h.turn, h.index)) if h.call.ok]
+        if doc is None:
+            folder = scope.folder_of(cand.path)
+        else:
+            at = next((k for k, h in enumerate(calls) if (h.turn, h.index) == tuple(doc)), None)
+            folder = scope.current([h.call for h in calls[:at]]) if at is not None and \
+                scope.listed_in(calls[at].call.name) else None
+        return folder is None or folder == scope.current([h.call for h in calls])
+
+    def toward(self, cand: Candidate, doc: tuple[int, int] | None) -> int:
+        """In a toolset with a scope, 1 for a key of c0 whose subtree holds a name the last error is about (the
+        folder a file it could not find is in), else 0."""
+        quoted = error_names(self.req.last_error)
+        if self.req.scope is None or doc is not None or not quoted or not cand.path.endswith("~"):
+            return 0
+        return int(holds_key(resolve_or_none(self.req.c0, cand.path[:-1]), quoted))
 
     def document(self, doc: tuple[int, int] | None) -> Any:
         """c0 (None) or the result of the earlier call at (turn, index)."""
@@ -409,15 +439,16 @@ def _error_names_id(req: PlanRequest, name: str) -> bool:
 _FILE_NAME = re.compile(r"[^/\\]\.[A-Za-z0-9]{1,5}$")  # a name with an extension: a file's ("notes.txt")
 
 
-def _of_its_kind(name: str, pool: list[tuple[Any, Candidate]]) -> list[tuple[Any, Candidate]]:
-    """The candidates that name what the parameter names, when some do: a file parameter's with an extension, a
-    folder or directory parameter's without one (a listing gives both kinds of entry by name alone)."""
+def _of_its_kind(name: str, pool: list[tuple[Any, Candidate]], strict: bool = False) -> list[tuple[Any, Candidate]]:
+    """The candidates that name what the parameter names, when some do (`strict`: only those, even none, where a
+    scope says names are a folder's entries): a file parameter's with an extension, a folder or directory
+    parameter's without one (a listing gives both kinds of entry by name alone)."""
     words = set(_WORD.findall(name.lower().replace("_", " ")))
     kind = "file" if words & {"file", "filename"} else "folder" if words & {"folder", "dir", "directory"} else None
     if kind is None:
         return pool
     fits = [p for p in pool if isinstance(p[1].value, str) and bool(_FILE_NAME.search(p[1].value)) == (kind == "file")]
-    return fits or pool
+    return fits if strict else fits or pool
 
 
 class RulePlanner:
@@ -596,7 +627,8 @@ class RulePlanner:
         strict = (ctx.no_op() and not _ID.search(name)  # a value that left the state as it was is not used again
                   or ctx.blames(name))  # nor the order an error refuses ("Non-delivered order cannot be exchanged")
         pool = fresh or ([] if strict else pool)
-        pool = _of_its_kind(name, pool)
+        pool = _of_its_kind(name, pool, strict=ctx.req.scope is not None)
+        pool = [p for p in pool if ctx.here(p[1], p[0])]  # a name of another folder is not usable from this one
         entity = ctx.entity_values(name)
         if entity is not None:  # a value of another entity than its partners' is unusable here
             pool = [p for p in pool if json.dumps(p[1].value, sort_keys=True) in entity]

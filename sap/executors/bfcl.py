@@ -143,5 +143,15 @@ class BfclExecutor(PythonObjectExecutor):
         return call
 
     def state(self) -> dict[str, Any]:
-        """Each instance's public attributes as plain JSON, by class name (what BFCL's state checker compares)."""
+        """Each instance's public attributes as plain JSON, by class name (`compared_state`), and a file system's
+        current folder as `_cwd`: BFCL keeps it private, but `cd` changes what every later call sees, so a call
+        after a `cd` is not a repeat of the same call before it, and a replay that ends elsewhere differs."""
+        out = self.compared_state()
+        for name, inst in self.instances.items():
+            if getattr(inst, "_current_dir", None) is not None and callable(getattr(inst, "pwd", None)):
+                out[name] = {**out[name], "_cwd": inst.pwd()["current_working_directory"]}
+        return out
+
+    def compared_state(self) -> dict[str, Any]:
+        """Each instance's public attributes as plain JSON, by class name: what BFCL's state checker compares."""
         return {name: plain_state(inst) for name, inst in self.instances.items()}

@@ -277,7 +277,7 @@ class RuleFSMBuilder:
 
     def cache_key(self) -> str:
         """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
-        return f"rule:{self.probe_seeds}:named-restated:pre:new-of-kind:described-new:replacements:hand-off"
+        return f"rule:{self.probe_seeds}:named-restated:pre-where:new-of-kind:described-new:replacements:hand-off"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """Probe the toolset, learn preconditions, classify its tools and lay out states and tagged transitions."""
@@ -446,7 +446,7 @@ class FlatFSMBuilder(RuleFSMBuilder):
 
     def cache_key(self) -> str:
         """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
-        return f"flat:{self.probe_seeds}:named-restated:pre:unfed"
+        return f"flat:{self.probe_seeds}:named-restated:pre-where:unfed"
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """A start state, one working state looping on every tool, and a final state reached by any tool."""

@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sap.fsm.probe import LOGOUT_NAME, ProbeReport
+from sap.jsonutil import holds_key
 from sap.model import FSM, ArgProvenance, ExecResult, Executor, Precondition, Tag, ToolCall, Toolset, ToolSpec
 from sap.provenance.fields import candidates
 from sap.provenance.generate import generate
+from sap.provenance.jsonpath import PathError, resolve
 
 MAX_CHAIN = 3  # prerequisite steps per failing call
 CANDIDATES = 6  # tools tried per step, best word match first
@@ -38,10 +40,15 @@ def words(text: str) -> set[str]:
     return {w[:4] for w in re.findall(r"[a-z]{3,}", spaced) if w not in _STOP}
 
 
+_NAMES = re.compile(r"'[^']*'|\"[^\"]*\"|(?<![\w.])\w[\w-]*\.\w+(?![\w.])")  # quoted values and file names
+
+
 def _gist(error: str) -> set[str]:
     """The word stems of an error's first sentence (what follows, such as a list of the doors still unlocked,
-    varies)."""
-    return words(re.split(r"[.:!?](?:\s|$)", error.strip(), maxsplit=1)[0])
+    varies), without a leading command name ("wc: ...") and the names it quotes: "wc: a.csv: No such file or
+    directory" and "cat: 'b.md': No such file or directory" say the same thing."""
+    text = _NAMES.sub("", re.sub(r"^(?!error:)\w+:\s+", "", error.strip(), flags=re.I)).lstrip(" :;,-")
+    return words(re.split(r"[.:!?](?:\s|$)", text, maxsplit=1)[0])
 
 
 def error_matches(learned: str, error: str | None) -> bool:
@@ -115,6 +122,7 @@ class _Call:
     seed: str
     error: str = ""
     fresh: bool = False  # fresh values for the parameters not fixed, rather than values c0 or results hold
+    guided: bool = False  # `fixed` leads to what an error named in this c0 (a folder): not a value to keep
 
 
 @dataclass
@@ -158,10 +166,34 @@ class _Trial:
             self.ex.close()
 
 
-def _names_own_value(error: str, args: dict[str, Any]) -> bool:
+_ABSENT = re.compile(r"no such|not found|does not exist|doesn't exist|cannot find|can't find", re.I)
+
+
+def _names_own_value(error: str, args: dict[str, Any], scoped: dict[str, Any] | None) -> bool:
     """Whether the error names one of the call's own string values ("Order #W12 not found"): a bad argument, not a
-    state the other tools could change."""
-    return any(isinstance(v, str) and len(v) >= 3 and v in error for v in args.values())
+    state the other tools could change; unless, in a toolset with a scope, it says that value is absent while the
+    c0 tree `scoped` holds it as a key (a file not in the current folder is in another one: where the call runs
+    is the state)."""
+    named = {v for v in args.values() if isinstance(v, str) and len(v) >= 3 and v in error}
+    return bool(named) and not (scoped is not None and _ABSENT.search(error) and holds_key(scoped, named))
+
+
+def _guided(spec: ToolSpec, error: str, args: dict[str, Any], c0: dict[str, Any]) -> list[dict[str, Any]]:
+    """Bindings of `spec` that lead to what `error` names (a value it quotes, or one of the failed call's `args`):
+    a parameter set to a key of c0 whose subtree holds such a name (the folder a file that was not found is in),
+    up to BINDINGS."""
+    quoted = {a or b for a, b in re.findall(r"'([^']+)'|\"([^\"]+)\"", error)} | \
+        {v for v in args.values() if isinstance(v, str) and len(v) >= 3 and v in error}
+    out = []
+    for name in spec.required:
+        for c in candidates(name, spec.properties.get(name, {}), c0, spec.aliases(name)):
+            try:
+                node = resolve(c0, c.path[:-1]) if c.path.endswith("~") else None
+            except PathError:
+                continue
+            if quoted and holds_key(node, quoted):
+                out.append({name: c.value})
+    return out[:BINDINGS]
 
 
 def _ranked(toolset: Toolset, report: ProbeReport, target: str, error: str) -> list[ToolSpec]:
@@ -213,7 +245,10 @@ def _search(toolset: Toolset, report: ProbeReport, trial: _Trial, learned: dict[
             c0: dict[str, Any], seed: str) -> tuple[list[_Step], Any, bool] | None:
     """A chain of prerequisite calls after which `spec` succeeds on c0, its result and whether it changed the
     state; None if the call succeeds alone, fails for its own arguments, or no chain within the bounds helps."""
-    goals = [_Call(spec, fixed, f"{seed}:goal:{k}") for k, fixed in enumerate(fixed_values(spec)[:2])]
+    scoped = c0 if toolset.extra.get("scope") is not None else None
+    fixed = fixed_values(spec)[:2]
+    fixed += [{}] * (BINDINGS - 1) if scoped is not None and fixed == [{}] else []  # names in other folders too
+    goals = [_Call(spec, f, f"{seed}:goal:{k}") for k, f in enumerate(fixed)]
     for goal in goals + [_Call(spec, {}, f"{seed}:goal:fresh", fresh=True)]:  # c0's own value may be the wrong one
         prefix: list[_Step] = []
         while len(prefix) < MAX_CHAIN and trial.runs < BUDGET:
@@ -221,19 +256,25 @@ def _search(toolset: Toolset, report: ProbeReport, trial: _Trial, learned: dict[
             if res.ok:  # it needs nothing here (a step adds to the chain only when the call still fails)
                 break
             error = res.error or ""
-            if _names_own_value(error, args) or not _gist(error):  # a bad argument, or nothing to recognise it by
+            if _names_own_value(error, args, scoped) or not _gist(error):  # a bad argument, or nothing to recognise it by
                 break
             retry = _Call(spec, goal.fixed, goal.seed, error, goal.fresh)  # again, binding the ids its error names
             progress = None
-            for cand in _ranked(toolset, report, spec.name, error)[:CANDIDATES]:
-                for j, cand_fixed in enumerate(fixed_values(cand)):
+            scope = toolset.extra.get("scope")  # a tool that moves where names resolve is led toward the named thing
+            elsewhere = scope is not None and _names_own_value(error, args, None)  # absent here, in c0's tree
+            ranked = [(cand, _guided(cand, error, args, c0) if scope is not None and scope.moves(cand.name) else [])
+                      for cand in _ranked(toolset, report, spec.name, error)
+                      if not elsewhere or scope.moves(cand.name)]  # go where it is, not bring it here
+            ranked.sort(key=lambda cg: not cg[1])  # a tool that can lead to what the error names first
+            for cand, guided in ranked[:CANDIDATES]:
+                for j, cand_fixed in enumerate(guided + fixed_values(cand)):
                     if trial.runs >= BUDGET:
                         return None
                     base = _expand(prefix, learned)
                     if not all(r.ok for _, r in trial.run(c0, base)):
                         return None
                     state = trial.ex.state()
-                    step = _Step(_Call(cand, cand_fixed, f"{seed}:{cand.name}:{j}"), error)
+                    step = _Step(_Call(cand, cand_fixed, f"{seed}:{cand.name}:{j}", guided=j < len(guided)), error)
                     tried = base + _expand([step], learned)
                     out = trial.run(c0, tried + [retry])
                     if len(out) < len(tried) + 1 or not out[len(tried) - 1][1].ok:
@@ -278,5 +319,5 @@ def learn_preconditions(toolset: Toolset, report: ProbeReport) -> list[Precondit
                     prof.changed_state = prof.changed_state or changed
     finally:
         trial.close()
-    return [Precondition(tool=name, needs=s.call.spec.name, error=s.cures, args=s.call.fixed)
+    return [Precondition(tool=name, needs=s.call.spec.name, error=s.cures, args={} if s.call.guided else s.call.fixed)
             for name in studied if name in learned for s in learned[name]]

@@ -25,15 +25,16 @@ def is_write(spec: ToolSpec, writes: Collection[str] = ()) -> bool:
 
 
 def execute_coherently(ex: Executor, spec: ToolSpec, call: ToolCall, committed: Sequence[ToolCall],
-                       changed: Collection[str], writes: Collection[str] = ()) -> tuple[ExecResult, bool]:
+                       changed: Collection[str], writes: Collection[str] = (),
+                       relative: bool = False) -> tuple[ExecResult, bool]:
     """Run `call` on `ex` unless it is incoherent: (the result, or a refusal; whether the state changed).
 
     `committed` are the trajectory's calls so far, `changed` the ids of those that changed the state and `writes`
     the FSM's action tools. A call identical to an earlier one with no state change since is refused before it
     runs; a write (`is_write`) whose state hash is the same before and after is a no-op; a repeated call that
     changed nothing and returns the earlier result observes nothing new. A refused call left the state as it was
-    (it changed nothing)."""
-    prior = next((c for c in reversed(committed) if _identical(c, call)), None)
+    (it changed nothing). A `relative` move (`cd ..`) is never a repeat: each one goes a folder further."""
+    prior = None if relative else next((c for c in reversed(committed) if _identical(c, call)), None)
     if prior is not None:
         after = [c.call_id for c in committed[[c.call_id for c in committed].index(prior.call_id) + 1:]]
         if not any(cid in changed for cid in after):

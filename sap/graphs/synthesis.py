@@ -49,6 +49,7 @@ from sap.graphs.coherence import INCOHERENT, execute_coherently, noop_writes
 from sap.graphs.confirm import confirm_writes
 from sap.graphs.fsm_graph import verified_fsm
 from sap.graphs.goal_turns import merge_goal_turns
+from sap.graphs.routes import circles, route_values, settled
 from sap.graphs.rewrite import RewriteRejected, judged_rewrite
 from sap.graphs.state import SynthState
 from sap.model import (
@@ -300,9 +301,15 @@ def with_prerequisite(state: SynthState, ctx: SynthesisContext, fsm: FSM, call: 
         return None
     actions = turn_actions(state, ctx)
     action, pos = actions[state["turn_pos"]], state["call_pos"]
-    pre = precondition_for(fsm, call.name, error, done=action[:pos])
+    scope = ctx.toolset.extra.get("scope")
+    pre = precondition_for(fsm, call.name, error, done=settled(scope, action[:pos]))
     if pre is None:
         return None
+    if scope is not None and scope.moves(pre.needs):  # no move of the current folder that would wander back
+        turns = _turns(state)
+        if circles(scope, [c for t in turns if t.index < state["turn_pos"] for c in t.calls if c.ok],
+                   [c for t in turns if t.index == state["turn_pos"] for c in t.calls]):
+            return None
     return [*actions[:state["turn_pos"]], [*action[:pos], pre.needs, *action[pos:]], *actions[state["turn_pos"] + 1:]]
 
 
@@ -451,11 +458,13 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
                       upcoming=[specs[t] for t in upcoming_tools(state, ctx, fsm)],
                       virtual=[StatedValue(v["turn"], v["param"], v["value"]) for v in state.get("virtual_history", [])],
                       samplers=ctx.toolset.extra.get("samplers", {}),
-                      combinations=ctx.toolset.extra.get("combinations", {}).get(tool, []))
+                      combinations=ctx.toolset.extra.get("combinations", {}).get(tool, []),
+                      scope=ctx.toolset.extra.get("scope"))
     binding = ctx.planner.bind(req)
     ruled_values(ctx, tool, history, req.rng, binding.args_exec, binding.args_prov)
     derived_values(ctx, tool, history, binding.args_exec, binding.args_prov)
     prerequisite_values(fsm, tool, action[call_pos + 1:], binding.args_exec, binding.args_prov)
+    route_values(req, binding.args_exec, binding.args_prov)
     place = len(turns[-1].calls) if turns and turns[-1].index == turn_pos else 0  # a skipped read leaves no gap
     call = ToolCall(call_id=f"call_{turn_pos}_{place}", name=tool, args_exec=binding.args_exec,
                     args_prov=binding.args_prov, attempts=attempts + 1)
@@ -515,8 +524,9 @@ def execute_call(state: SynthState, runtime: Ctx) -> Command[Literal["plan_call"
     committed = _committed(_turns(state))
     ex = ctx.executors.acquire(state["index"], c0, committed)
     _, fsm = ctx.fsm()
+    scope = ctx.toolset.extra.get("scope")
     res, changed = execute_coherently(ex, ctx.specs[call.name], call, committed, state.get("changed_calls", []),
-                                      fsm.writes)
+                                      fsm.writes, relative=scope is not None and scope.moves(call.name))
     if res.ok:
         return commit(state, ctx, call, res.value, ex, c0, {}, changed)
     if _skippable(state, ctx, call, res.error):
@@ -526,8 +536,9 @@ def execute_call(state: SynthState, runtime: Ctx) -> Command[Literal["plan_call"
                                            "attempt": attempts, "error": res.error}]
     actions = with_prerequisite(state, ctx, fsm, call, res.error)
     if actions is not None:  # the failed attempt changed nothing: plan the prerequisite, then the call afresh
+        # the error stays: it says what the prerequisite is for (the file a `cd` must lead to)
         return Command(goto="plan_call", update={"actions": actions, "attempt_log": log, "attempts": 0,
-                                                 "exec_error": None, "failed_args": [], "pending": None})
+                                                 "exec_error": res.error, "failed_args": [], "pending": None})
     update = {"attempts": attempts, "exec_error": res.error, "attempt_log": log}
     if attempts < ctx.max_attempts:
         return Command(goto="plan_call", update={

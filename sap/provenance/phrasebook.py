@@ -45,8 +45,9 @@ class Conditional:
 
 @dataclass(frozen=True)
 class ToolPhrases:
-    """How users ask for one tool: plain requests, conditional ones, goals, a noun per parameter, and how a user
-    names what the tool finds when the assistant runs it on its own (`found`: "the nearest tire shop")."""
+    """How users ask for one tool: plain requests, conditional ones, goals, a noun per parameter, how a user
+    names what the tool finds when the assistant runs it on its own (`found`: "the nearest tire shop") and how
+    they state a value of their own that such a run takes (`stated`: "the files are in my {folder} folder")."""
 
     tool: str
     requests: tuple[str, ...]
@@ -57,6 +58,7 @@ class ToolPhrases:
     found: str | None = None
     items: Mapping[str, str] = field(default_factory=dict)  # array-of-objects param -> how one item is said
     weights: Mapping[str, float] = field(default_factory=dict)  # reading -> 1 / its entry's readings
+    stated: tuple[str, ...] = ()  # one placeholder each: a value of the user's own, said as a fact
 
     def weight(self, reading: str) -> float:
         """How much a reading weighs in a draw (its entry's share; 1 for a phrase not read from a file)."""
@@ -119,10 +121,10 @@ def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases
     """One tool's table, checked against its spec."""
     if not isinstance(raw, dict):
         raise PhraseBookError("must be a table", file=file, tool=name)
-    unknown = set(raw) - {"requests", "when", "goals", "nouns", "found", "items"}
+    unknown = set(raw) - {"requests", "when", "goals", "nouns", "found", "items", "stated"}
     if unknown:
-        raise PhraseBookError(f"unknown keys {sorted(unknown)} (allowed: requests, when, goals, nouns, found, items)",
-                              file=file, tool=name)
+        raise PhraseBookError(f"unknown keys {sorted(unknown)} (allowed: requests, when, goals, nouns, found, items, "
+                              "stated)", file=file, tool=name)
     params = spec.properties
     requests = _strings(raw.get("requests", []), file, name, "requests")
     goals = _strings(raw.get("goals", []), file, name, "goals")
@@ -135,6 +137,12 @@ def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases
     if found is not None:
         found = _strings([found], file, name, "found")[0]
         _check_placeholders((found,), params, file, name, "found")
+    stated, _ = _readings(_strings(raw.get("stated", []), file, name, "stated"), file, name, "stated")
+    _check_placeholders(stated, params, file, name, "stated")
+    for i, text in enumerate(stated):
+        if len(placeholders(text)) != 1:
+            raise PhraseBookError(f"{text!r} must hold exactly one placeholder", file=file, tool=name,
+                                  field=f"stated[{i}]")
     when = []
     for i, entry in enumerate(raw.get("when", [])):
         field = f"when[{i}]"
@@ -161,7 +169,8 @@ def _tool_phrases(name: str, raw: Any, spec: ToolSpec, file: str) -> ToolPhrases
         if not isinstance(noun, str) or not noun.strip():
             raise PhraseBookError("must be a non-empty string", file=file, tool=name, field=f"nouns.{key}")
     return ToolPhrases(name, requests, tuple(when), goals, {k: v.strip() for k, v in nouns.items()}, found=found,
-                       items=_item_phrases(raw.get("items", {}), params, file, name), weights=weights)
+                       items=_item_phrases(raw.get("items", {}), params, file, name), weights=weights,
+                       stated=stated)
 
 
 def _item_phrases(raw: Any, params: Mapping[str, Any], file: str, tool: str) -> dict[str, str]:

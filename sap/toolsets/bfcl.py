@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from sap.executors.bfcl import BfclExecutor
-from sap.model import Toolset, ToolSpec
+from sap.model import ToolCall, Toolset, ToolSpec
+from sap.provenance.jsonpath import PATH_TOKEN
 from sap.toolsets.bfcl_configs import sample_bfcl_config
 from sap.toolsets.code_enums import accepted_combinations, checked_values
 from sap.toolsets.errors import ToolsetUnavailable
@@ -56,7 +57,57 @@ BFCL_COMBINATIONS = [
 # receiver a message goes to. TradingBot names stocks by symbol: a company's symbol (get_symbol_by_name), the watch
 # list's entries and a sector's `stock_list` are the stocks the other tools look up, watch, filter or sell. MathAPI
 # answers every operation with a bare `result`, which the next operation's operands take.
-ENTRY_NAMES = ["current_directory_content", "$.GorillaFileSystem.root.*.contents.*~"]
+ENTRY_NAMES = ["current_directory_content", "$.GorillaFileSystem.root.*.contents.*~",
+               "$.GorillaFileSystem.root.*.contents.*.contents.*~", "$.GorillaFileSystem.root.*.contents.*.contents.*.contents.*~"]
+
+
+class FolderScope:
+    """GorillaFileSystem's names resolve in the current folder: `cd` moves it (`..` up, `a/b` down twice), c0's tree
+    says which folder an entry is in, and an `ls` lists the folder current when it ran."""
+
+    def folder_of(self, path: str) -> tuple[str, ...] | None:
+        """`$.GorillaFileSystem.root.u.contents.a.contents["x.txt"]~` -> ("a",); None for any other path."""
+        if not path.startswith("$.GorillaFileSystem.root.") or not path.endswith("~"):
+            return None
+        keys = [json.loads(m.group(3)) if m.group(3) else m.group(1) for m in PATH_TOKEN.finditer(path[:-1], 1)][3:]
+        return tuple(k for i, k in enumerate(keys[1:-1]) if i % 2 == 0)  # contents, a, contents, x -> (a,)
+
+    def current(self, calls: list[ToolCall]) -> tuple[str, ...]:
+        """The folder below the user folder that the successful `cd` calls among `calls` lead to."""
+        here: list[str] = []
+        for call in calls:
+            if call.name == "cd" and call.ok:
+                for part in str(call.args_exec.get("folder", "")).split("/"):
+                    if part == "..":
+                        here = here[:-1]
+                    elif part not in ("", "."):
+                        here.append(part)
+        return tuple(here)
+
+    def listed_in(self, tool: str) -> bool:
+        """`ls` lists the current folder."""
+        return tool == "ls"
+
+    def moves(self, tool: str) -> bool:
+        """`cd` changes it."""
+        return tool == "cd"
+
+    @property
+    def up(self) -> str:
+        """`cd("..")` goes up one folder."""
+        return ".."
+
+    def where(self, c0: dict[str, Any], name: str) -> tuple[str, ...] | None:
+        """The folder below the user folder whose contents hold `name` in c0 (the first, breadth first), or None."""
+        users = list((c0.get("GorillaFileSystem", {}).get("root") or {}).values())
+        queue = [((), users[0])] if users else []
+        while queue:
+            folder, node = queue.pop(0)
+            contents = node.get("contents", {}) if isinstance(node, dict) else {}
+            if name in contents:
+                return folder
+            queue += [((*folder, k), v) for k, v in contents.items() if isinstance(v, dict) and v.get("type") == "directory"]
+        return None
 OPERANDS = ("a", "b", "number", "value", "base", "part", "whole")
 VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
     "GorillaFileSystem": {
@@ -221,5 +272,6 @@ def load_bfcl_toolset(name: str, timeout: float = 5.0) -> Toolset:
         tools=tools,
         executor_factory=lambda: BfclExecutor(types, long_context=long_context, timeout=timeout),
         sample_config=lambda seed: sample_bfcl_config(classes, seed),
-        extra={"bfcl_classes": classes, "long_context": long_context, "combinations": combinations},
+        extra={"bfcl_classes": classes, "long_context": long_context, "combinations": combinations,
+               **({"scope": FolderScope()} if "GorillaFileSystem" in classes else {})},
     )

@@ -29,11 +29,11 @@ def _file_text(rng: random.Random) -> str:
     return "\n".join(_sentence(rng, rng.randint(3, 8)) for _ in range(rng.randint(2, 6)))
 
 
-def _directory(rng: random.Random, depth: int) -> dict[str, Any]:
-    """A directory node with files and (above the bottom level) subdirectories, one in six of them empty (a
-    folder nothing was put in yet: what `rmdir` can remove)."""
+def _directory(rng: random.Random, depth: int, files: int | None = None) -> dict[str, Any]:
+    """A directory node with `files` files (1 to 3 when not given) and (above the bottom level) subdirectories, one
+    in six of them empty (a folder nothing was put in yet: what `rmdir` can remove)."""
     contents: dict[str, Any] = {}
-    for _ in range(rng.randint(1, 3)):
+    for _ in range(rng.randint(1, 3) if files is None else files):
         name = f"{rng.choice(TOPICS)}_{rng.choice(WORDS)}{rng.choice(EXTENSIONS)}"
         contents[name] = {"type": "file", "content": _file_text(rng)}
     if depth > 0:
@@ -45,9 +45,15 @@ def _directory(rng: random.Random, depth: int) -> dict[str, Any]:
 
 
 def gorilla_file_system(rng: random.Random) -> dict[str, Any]:
-    """A tree under one user folder, two levels deep at most below it."""
+    """A tree under one user folder, two levels deep at most below it. As in BFCL's own configurations (29 of the
+    50 base entries), the user folder itself mostly holds folders only: the files are in a subfolder, which `cd`
+    enters before a file is read or changed."""
     user = rng.choice(PEOPLE).lower()
-    return {"root": {user: _directory(rng, 2)}}
+    top = _directory(rng, 2, files=0 if rng.random() < 0.55 else rng.randint(1, 2))
+    if not any(v["type"] == "file" for v in top["contents"].values()) and \
+            not any(v["type"] == "directory" and v["contents"] for v in top["contents"].values()):
+        top["contents"][rng.choice(FOLDERS)] = _directory(rng, 0, files=rng.randint(1, 3))  # something to work on
+    return {"root": {user: top}}
 
 
 def twitter_api(rng: random.Random) -> dict[str, Any]:
