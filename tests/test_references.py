@@ -358,3 +358,16 @@ def test_a_variant_is_named_by_its_option_and_an_amount_as_money():
     words = [criterion(sel, random.Random(s)) for s in range(20)]
     assert all("$254.00" in w for w in words), words
     assert all(states_selector(f"pay with the gift card {w}", sel, "g1") for w in words)
+
+
+def test_a_field_a_later_result_shows_changed_names_nothing():
+    """An order listed as pending and cancelled since is not "the order whose status is pending": the selector
+    moves on to a field that still holds (or the position)."""
+    listing = {"orders": [{"order_id": "#W1", "status": "pending", "total": 10.0},
+                          {"order_id": "#W2", "status": "delivered", "total": 20.0}]}
+    assert output_selector(listing, "$.orders[0].order_id", "#W1", False).field == "status"
+    cancelled = {"order_id": "#W1", "status": "cancelled"}
+    sel = output_selector(listing, "$.orders[0].order_id", "#W1", False, later=[cancelled])
+    assert (sel.field, sel.value) == ("total", 10.0)
+    other = {"order_id": "#W2", "status": "cancelled"}  # another order's change leaves #W1's status a fine name
+    assert output_selector(listing, "$.orders[0].order_id", "#W1", False, later=[other]).field == "status"

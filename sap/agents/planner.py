@@ -417,11 +417,12 @@ def _differs(result: Any, path: str, source: Any) -> bool:
 
 def reference_selector(req: PlanRequest, turn: int, index: int, path: str) -> Selector | None:
     """The selector of the value at `path` in the result of history call (turn, index), as the code check
-    expects it: against its listing, and against the earlier results of the same tool."""
+    expects it: against its listing, the earlier results of the same tool and what the results since changed."""
     by_call = {(h.turn, h.index): h.call for h in req.history}
     src = by_call[(turn, index)]
     earlier = [c.result for key, c in by_call.items() if key < (turn, index) and c.ok and c.name == src.name]
-    return output_selector(src.result, path, resolve(src.result, path), turn == req.turn, earlier)
+    later = [c.result for key, c in sorted(by_call.items()) if key > (turn, index) and c.ok]
+    return output_selector(src.result, path, resolve(src.result, path), turn == req.turn, earlier, later)
 
 
 def _names_thing_of(error: str | None, name: str) -> bool:

@@ -149,8 +149,10 @@ def _reselected(turns: list[Turn], virtual: list[dict[str, Any]]) -> list[Turn]:
                     src = turns[p.turn].calls[p.call]
                     earlier = [c.result for t, i, c in traj.calls() if (t, i) < (p.turn, p.call) and c.ok
                                and c.name == src.name]
+                    later = [c.result for t, i, c in traj.calls() if (p.turn, p.call) < (t, i) < (turn.index, index)
+                             and c.ok]
                     p = p.model_copy(update={"selector": output_selector(
-                        src.result, p.path, resolve(src.result, p.path), p.turn == turn.index, earlier)})
+                        src.result, p.path, resolve(src.result, p.path), p.turn == turn.index, earlier, later)})
                 elif p.tag == Tag.prev_user_msg:
                     p = p.model_copy(update={"selector": stated_selector(
                         name, value, [s for s in said if s[0] < turn.index])})

@@ -165,7 +165,8 @@ def _check_output_ref(traj: Trajectory, turn: int, index: int, prov: ArgProvenan
     earlier, newer = _output_competitors(traj, turn, index, prov, value)
     if newer:
         return f"unresolvable reference: a newer {src.name} result holds another value at {prov.path}"
-    expected = output_selector(src.result, prov.path, found, prov.turn >= request_start(traj, turn), earlier)
+    later = [c.result for t, i, c in traj.calls() if (prov.turn, prov.call) < (t, i) < (turn, index) and c.ok]
+    expected = output_selector(src.result, prov.path, found, prov.turn >= request_start(traj, turn), earlier, later)
     return _check_selector(prov.selector, expected, request_text(traj, turn), value)
 
 

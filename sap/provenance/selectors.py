@@ -52,11 +52,28 @@ def _scalar(v: Any) -> bool:
     return (isinstance(v, str) and 0 < len(v) <= _SHORT) or (isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
-def _field_criterion(entry: Any, others: list[Any], own: str | int | None, value: Any) -> tuple[str, Any] | None:
+def _changed_since(entry: dict[str, Any], key: str, value: Any, later: Sequence[Any]) -> bool:
+    """Whether a later result shows the same thing (an object sharing one of the entry's ids) with another value
+    at `key`: an order listed as pending and cancelled since is no longer "the pending order"."""
+    ids = {(k, json.dumps(v)) for k, v in entry.items() if str(k).lower().endswith("id") and _scalar(v)}
+    stack = list(later)
+    while stack and ids:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if key in node and node[key] != value and ids & {(k, json.dumps(v)) for k, v in node.items()}:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _field_criterion(entry: Any, others: list[Any], own: str | int | None, value: Any,
+                     later: Sequence[Any] = ()) -> tuple[str, Any] | None:
     """A field of `entry` whose value appears nowhere in any other entry (under no key: "origin MIA" does not
     name a flight when another one lands in MIA): not the bound field, nor one that restates the bound value (a
     path holding the file name); strings before numbers, ids last; a field of an object inside the entry (a
-    variant's options) counts as the entry's own."""
+    variant's options) counts as the entry's own; not a field a `later` result shows changed (a status)."""
     if not isinstance(entry, dict):
         return None
     bound = str(value).lower()
@@ -66,7 +83,7 @@ def _field_criterion(entry: Any, others: list[Any], own: str | int | None, value
     keys.sort(key=lambda kv: (str(kv[0]).lower().endswith("id"), not isinstance(kv[1], str)))
     for k, v in keys:
         shown = json.dumps(v)
-        if all(shown not in json.dumps(o, default=str) for o in others):
+        if all(shown not in json.dumps(o, default=str) for o in others) and not _changed_since(entry, k, v, later):
             return str(k), v
     return None
 
@@ -124,7 +141,7 @@ def _members_selector(result: Any, value: list[Any]) -> Selector | None:
 
 
 def output_selector(result: Any, path: str, value: Any, same_turn: bool,
-                    earlier_same_tool: Sequence[Any] = ()) -> Selector | None:
+                    earlier_same_tool: Sequence[Any] = (), later: Sequence[Any] = ()) -> Selector | None:
     """How to single out the value at `path` in `result`, or None if nothing else competes with it.
 
     Within `result`, the innermost listing whose other entries hold a different value at the same place names
@@ -132,7 +149,8 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
     listing yet, `same_turn`, by the value itself). A value that sits in a listing of 2+ entries and also at
     another place of the result (a connecting airport, a date every leg shares) is named by the value itself: a
     field of one element would not say which of its places is meant. `earlier_same_tool` are earlier results of
-    the same tool: if one holds a different value at `path` (or none), the reference is to the most recent result."""
+    the same tool: if one holds a different value at `path` (or none), the reference is to the most recent result.
+    `later` are the results between the source and the reference: a field they show changed names nothing."""
     key_of = path.endswith(KEY_OF)
     steps = _steps(path[:-len(KEY_OF)] if key_of else path)
     sel: Selector | None = None
@@ -159,7 +177,7 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
         if not any(v != value for _, v in alts):
             continue
         others = [container[e] for e in _entries(container) if e != steps[depth]]
-        crit = _field_criterion(container[steps[depth]], others, rest[0] if rest else None, value)
+        crit = _field_criterion(container[steps[depth]], others, rest[0] if rest else None, value, later)
         if crit is not None:
             sel = Selector(noun=noun, field=crit[0], value=crit[1])
         elif same_turn:
