@@ -354,3 +354,22 @@ def test_a_field_a_later_turn_points_at_is_in_the_reply():
                                                           path="$.flights[1].flight_number")}, result={}, ok=True)
     turns = [Turn(index=0, state="s", transition=0, calls=[first]), Turn(index=1, state="s", transition=0, calls=[later])]
     assert referred_keys(turns) == {(0, 0): {"flights"}}
+
+
+def test_variants_are_named_by_their_options_and_a_return_by_what_it_returns():
+    """A product's variants read with their options, so "the white one" later points at something the user saw;
+    a fulfillment with nothing to name it is counted, not labelled "fulfillment"; a return's reply says the
+    returned item, not the whole order's items again."""
+    product = {"product_id": "1", "name": "Wireless Earbuds", "variants": [
+        {"item_id": "3958983548", "options": {"color": "black", "battery life": "8 hours"}, "price": 119.37},
+        {"item_id": "9934421283", "options": {"color": "white", "battery life": "10 hours"}, "price": 143.62}]}
+    text = describe_result(product, "get_product_details")
+    assert "item 9934421283 (white, 10 hours, $143.62)" in text, text
+    order = {"order_id": "#W1", "status": "delivered", "fulfillments": [{"tracking_id": ["1"], "item_ids": ["7"]}]}
+    assert describe_result(order, "get_order_details") == "Order #W1 is delivered; there is one fulfillment."
+    returned = {"order_id": "#W1", "status": "return requested", "return_items": ["1151293680"],
+                "items": [{"name": "E-Reader", "item_id": "1151293680", "price": 244.95},
+                          {"name": "Bookshelf", "item_id": "2", "price": 461.49}]}
+    text = describe_result(returned, "return_delivered_order_items",
+                           {"order_id": "#W1", "item_ids": ["1151293680"], "payment_method_id": "paypal_1"})
+    assert text == "Order #W1 has a return requested; the return item is 1151293680.", text

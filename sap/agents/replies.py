@@ -284,7 +284,7 @@ def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, ech
         flags = [k for k, v in result.items() if isinstance(v, bool)]
         if not changed and len(result) == 1 and flags and field_words(flags[0]).split()[-1] == "status":
             return _sentence(f"the {noun} is {'active' if result[flags[0]] else 'inactive'}")  # a read's one state
-        return _object_sentence(result, noun, changed, echoed - set(keep), about, keep)
+        return _object_sentence(result, noun, changed, echoed - set(keep), about, keep, tool)
     if isinstance(result, str) and len(result.split()) > 1:  # a message of its own ("Certificate ... added")
         return _sentence(_message(result))
     return _sentence(f"the {noun}{' ' + about if about else ''} is {_say(result, noun)}")
@@ -309,7 +309,7 @@ def _echoed(result: Any, args: dict[str, Any]) -> set[str]:
 
 
 def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
-                     echoed: set[str] = frozenset(), about: str = "", keep: Collection[str] = ()) -> str:
+                     echoed: set[str] = frozenset(), about: str = "", keep: Collection[str] = (), tool: str = "") -> str:
     """An object in words: who or what it is, its status, then its salient fields (a write's changed ones); an
     object that names nothing of itself is said `about` what was asked ("For TSLA, the price is ...")."""
     subject, used = _subject(obj, noun)
@@ -325,7 +325,7 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
         used = used | {message_key}
         status_key = None if status_key == message_key else status_key
     skip = used | ({status_key} if status_key else set())
-    facts = _facts(obj, skip | echoed, changed, keep) or _facts(obj, skip, changed, keep)
+    facts = _facts(obj, skip | echoed, changed, keep, tool) or _facts(obj, skip, changed, keep, tool)
     if subject and status_key:
         head = f"{subject} {_state(_say(obj[status_key], status_key))}"
         text = _sentence(head + (f"; {_join(facts)}" if facts else ""))
@@ -383,9 +383,12 @@ def _subject(obj: dict[str, Any], noun: str) -> tuple[str, set[str]]:
     return (f"{name}{by}" if name else f"{ident}{by}" if ident else ""), used
 
 
-def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep: Collection[str] = ()) -> list[str]:
+def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep: Collection[str] = (),
+           tool: str = "") -> list[str]:
     """The object's salient fields as clauses ("the email is x", "there are three orders: ..."), most salient first;
-    a write's changed fields first of all, and the `keep` fields (what a later turn refers to) never left out."""
+    a write's changed fields first of all (of several holding what it set, those named like the `tool`: a
+    return's `return_items`, not the order's items again), and the `keep` fields (what a later turn refers to)
+    never left out."""
     out = []
     address = {"address1", "city"} <= set(obj)
     if address:
@@ -403,6 +406,10 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep
         ids = {str(v) for k, v in obj.items() if _ID_NAME.search(k)}  # the thing written names itself
         given = {s for s in _scalars(list(changed.values())) if len(s) >= 3} - ids
         own = [k for k in keys if _sets(k, obj[k], changed, given)]
+        topic = set(field_words(tool).split()) - {"id", "ids"}
+        overlap = {k: len(set(field_words(k).split()) & topic) for k in own}
+        best = max(overlap.values(), default=0)
+        own = [k for k in own if k in changed or (best and overlap[k] == best)] or own
         address = address and bool(changed.keys() & set(ADDRESS_KEYS))
         outcome = [k for k in keys if k not in own and MONEY.search(k) and isinstance(obj[k], (int, float))][:1]
         kept = [k for k in keys if k in keep and k not in own]
@@ -411,8 +418,8 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep
         out.append(f"the address is {_address(obj)}")
     for key in keys[:max(MOST_FACTS - len(out), sum(k in keep for k in keys))]:
         value = obj[key]
-        if isinstance(value, list) and value and _ID_NAME.search(key) and \
-                all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
+        if isinstance(value, list) and value and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value) \
+                and (_ID_NAME.search(key) or all(re.fullmatch(r"#?\d{4,}", str(v)) for v in value)):
             out.append(_id_list_clause(field_words(key), value))
         elif isinstance(value, list) or (isinstance(value, dict) and _is_collection(value)):
             items = value if isinstance(value, list) else _collection_items(value)
@@ -538,6 +545,9 @@ def _list_phrase(items: list[Any], noun: str, total: int | None = None) -> str:
     if not items:
         return f"the {noun} is empty" if entries else f"there are no {_plural(item_noun)}"
     labels = list(dict.fromkeys(_label(i, item_noun) for i in items))
+    if labels == [item_noun]:  # elements with nothing to name them by ("fulfillment"): their number alone
+        return f"the {noun} has {_count(size)} {item_noun if size == 1 else _plural(item_noun)}" if entries else \
+            f"there {'is' if size == 1 else 'are'} {_count(size)} {item_noun if size == 1 else _plural(item_noun)}"
     shown = labels[:SHOWN]
     rest = size - len(shown)
     listed = _join(shown + ([f"{_count(rest)} more"] if rest else []))
@@ -554,19 +564,22 @@ def _list_phrase(items: list[Any], noun: str, total: int | None = None) -> str:
 
 
 def _label(item: Any, noun: str, priced: bool = True) -> str:
-    """A short name for one list element: a scalar as it is, an object by its name (else id) and its status or
-    price, else its first short field."""
+    """A short name for one list element: a scalar as it is, an object by its name (else id) with its options
+    (a variant's "white, 10 hours"), status or price, else its first short field."""
     if isinstance(item, list):  # a connection of several (a one-stop trip's two flights)
         return " then ".join(_label(i, noun, priced) for i in item)
     if not isinstance(item, dict):
         return _say(item, noun)
     name_key = next((k for k in NAME_KEYS if isinstance(item.get(k), str) and item[k]), None)
     subject = item[name_key] if name_key else _subject(item, noun)[0]
-    extras = [_say(item[k], k) for k in item if field_words(k).split()[-1:] == ["status"] and isinstance(item[k], str)]
+    extras = [", ".join(str(o) for o in v.values()) for v in item.values() if isinstance(v, dict) and v
+              and all(isinstance(o, (str, int, float)) and not isinstance(o, bool) and len(str(o)) < 30
+                      for o in v.values())][:1]  # a variant's options: what tells it from its siblings
+    extras += [_say(item[k], k) for k in item if field_words(k).split()[-1:] == ["status"] and isinstance(item[k], str)]
     extras += [_money(v) for k, v in item.items() if priced and MONEY.search(k) and isinstance(v, (int, float))
                and not isinstance(v, bool)][:1]
     if subject:
-        return subject + (f" ({extras[0]})" if extras else "")
+        return subject + (f" ({', '.join(extras[:2])})" if extras else "")
     short = [v for k, v in item.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)
              and len(str(v)) < 60 and not k.startswith("_")]
     return _say(short[0], noun) if short else noun
