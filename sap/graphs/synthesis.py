@@ -536,9 +536,11 @@ def execute_call(state: SynthState, runtime: Ctx) -> Command[Literal["plan_call"
                                            "attempt": attempts, "error": res.error}]
     actions = with_prerequisite(state, ctx, fsm, call, res.error)
     if actions is not None:  # the failed attempt changed nothing: plan the prerequisite, then the call afresh
-        # the error stays: it says what the prerequisite is for (the file a `cd` must lead to)
+        # the error stays (unless no error is fed back: no_retry): it says what the prerequisite is for (the file a
+        # `cd` must lead to)
+        kept = res.error if ctx.max_attempts > 1 else None
         return Command(goto="plan_call", update={"actions": actions, "attempt_log": log, "attempts": 0,
-                                                 "exec_error": res.error, "failed_args": [], "pending": None})
+                                                 "exec_error": kept, "failed_args": [], "pending": None})
     update = {"attempts": attempts, "exec_error": res.error, "attempt_log": log}
     if attempts < ctx.max_attempts:
         return Command(goto="plan_call", update={
