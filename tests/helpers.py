@@ -1,4 +1,5 @@
-"""Small builders shared by the tests: calls and plan requests, a collected travel cache, hotel tool specs."""
+"""Small builders shared by the tests: calls and plan requests, a collected travel cache, hotel tool specs, and the
+mark for tests that need bfcl-eval."""
 from __future__ import annotations
 
 import itertools
@@ -6,8 +7,18 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sap.agents.planner import HistoryCall, PlanRequest, StatedValue
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec
+from sap.toolsets import bfcl as bfcl_mod
+
+try:
+    bfcl_mod.backend_class("GorillaFileSystem")
+    HAVE_BFCL = True
+except bfcl_mod.BfclUnavailable:
+    HAVE_BFCL = False
+needs_bfcl = pytest.mark.skipif(not HAVE_BFCL, reason=f"bfcl-eval is not installed ({bfcl_mod.INSTALL_HINT})")
 
 _ids = itertools.count()
 

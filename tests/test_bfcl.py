@@ -13,15 +13,10 @@ from sap.fsm.build import RuleFSMBuilder
 from sap.model import Tag, ToolCall
 from sap.toolsets import UnknownToolset, load_toolset
 from sap.toolsets import bfcl as bfcl_mod
-from sap.toolsets.bfcl import BFCL_CLASSES, INSTALL_HINT, bfcl_names, parse_bfcl_name
+from sap.toolsets.bfcl import BFCL_CLASSES, bfcl_names, parse_bfcl_name
 from sap.validate import validate_record
 
-try:
-    bfcl_mod.backend_class("GorillaFileSystem")
-    HAVE_BFCL = True
-except bfcl_mod.BfclUnavailable:
-    HAVE_BFCL = False
-needs_bfcl = pytest.mark.skipif(not HAVE_BFCL, reason=f"bfcl-eval is not installed ({INSTALL_HINT})")
+from helpers import needs_bfcl
 
 MIX = {"base": 0.5, "miss_param": 0.25, "miss_func": 0.25}
 

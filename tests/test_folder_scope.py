@@ -14,17 +14,10 @@ from sap.fsm.build import RuleFSMBuilder
 from sap.graphs.coherence import execute_coherently
 from sap.graphs.routes import circles, route_values
 from sap.model import ArgProvenance, Tag, ToolCall
-from sap.toolsets import bfcl as bfcl_mod
+from helpers import HAVE_BFCL, needs_bfcl
 from sap.toolsets import load_toolset
-from sap.toolsets.bfcl import INSTALL_HINT, FolderScope
+from sap.toolsets.bfcl import FolderScope
 from sap.validate import validate_record
-
-try:
-    bfcl_mod.backend_class("GorillaFileSystem")
-    HAVE_BFCL = True
-except bfcl_mod.BfclUnavailable:
-    HAVE_BFCL = False
-needs_bfcl = pytest.mark.skipif(not HAVE_BFCL, reason=f"bfcl-eval is not installed ({INSTALL_HINT})")
 
 C0 = {"GorillaFileSystem": {"root": {"ann": {"type": "directory", "contents": {
     "docs": {"type": "directory", "contents": {
