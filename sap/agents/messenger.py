@@ -187,7 +187,8 @@ class RuleMessenger:
                 out.append(turn)
                 continue
             requests, facts, which, preparations, found = [], [], [], [], found_here(turn)
-            named = found_words(turn.calls, turn.prerequisites, turn.index, wording)
+            named = found_words(turn.calls, turn.prerequisites, turn.index, wording,
+                                {i: withheld.get((turn.index, i), frozenset()) for i in turn.prerequisites})
             for i, call in enumerate(turn.calls):
                 left_out = withheld.get((turn.index, i), frozenset())
                 mentions = must_mention(call, found)

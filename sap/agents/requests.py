@@ -443,15 +443,17 @@ def _whole_addresses(mention_list: list[Any]) -> dict[str, str]:
 
 
 def found_words(turn_calls: Sequence[ToolCall], prerequisites: Collection[int], turn: int,
-                wording: Wording) -> dict[tuple[int, int], str]:
+                wording: Wording, withheld: Mapping[int, Collection[str]] = {}) -> dict[tuple[int, int], str]:
     """(turn, call) -> how the user names what a prerequisite finds, from its tool's `found` phrase with its own
-    arguments said ("the nearest tire shop", "the zip code of Rivermist"); prerequisites without one are absent."""
+    arguments said ("the nearest tire shop", "the zip code of Rivermist"); prerequisites without one, or whose
+    phrase would say a value `withheld` (call index -> parameters) leaves out, are absent."""
     out = {}
     for i in prerequisites:
         call = turn_calls[i]
         phrase = wording.phrases(call.name).found
         stated = {n for n, p in call.args_prov.items() if p.effective_tag() in (Tag.self_create, Tag.initial_state)}
-        if phrase and set(placeholders(phrase)) <= stated & call.args_exec.keys():  # said verbatim, never restated
+        sayable = (stated & call.args_exec.keys()) - set(withheld.get(i, ()))  # said verbatim, never restated
+        if phrase and set(placeholders(phrase)) <= sayable:
             out[(turn, i)] = PLACEHOLDER.sub(lambda m: said_value(call.args_exec[m.group(1)]), phrase)
     return out
 
