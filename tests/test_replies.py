@@ -373,3 +373,13 @@ def test_variants_are_named_by_their_options_and_a_return_by_what_it_returns():
     text = describe_result(returned, "return_delivered_order_items",
                            {"order_id": "#W1", "item_ids": ["1151293680"], "payment_method_id": "paypal_1"})
     assert text == "Order #W1 has a return requested; the return item is 1151293680.", text
+
+
+def test_a_move_up_says_no_punctuation_value():
+    """`cd("..")` answers nothing; its reply says the task, never "(folder ..)"."""
+    spec = ToolSpec(name="cd", description="Change the current working directory to the specified folder.",
+                    parameters={"type": "object", "properties": {"folder": {}}, "required": ["folder"]})
+    call = ToolCall(call_id="call_0_0", name="cd", args_exec={"folder": ".."},
+                    args_prov={"folder": ArgProvenance(tag=Tag.self_create)}, result={}, ok=True)
+    text = assistant_reply([call], {"cd": spec}, random.Random(0))
+    assert ".." not in text and "changed the current working directory" in text, text

@@ -647,9 +647,10 @@ def _collection_items(obj: dict[str, Any]) -> list[Any]:
 
 
 def _arg_facts(args: dict[str, Any], spec: ToolSpec | None) -> str:
-    """A write's key values from its arguments, in words ("folder name reports")."""
+    """A write's key values from its arguments, in words ("folder name reports"); not a value with no word in it
+    (`..`, which "folder .." would not say to anyone)."""
     shown = [(k, v) for k, v in args.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)
-             and not is_secret_param(k)][:3]
+             and not is_secret_param(k) and re.search(r"\w", str(v))][:3]
     return ", ".join(f"{field_words(k)} {_say(v, k)}" for k, v in shown)
 
 
