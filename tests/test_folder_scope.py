@@ -12,7 +12,7 @@ from sap.api import synthesize
 from sap.eval.rollout import compared
 from sap.fsm.build import RuleFSMBuilder
 from sap.graphs.coherence import execute_coherently
-from sap.graphs.routes import circles, route_values
+from sap.graphs.routes import circles, route_values, worth_moving
 from sap.model import ArgProvenance, Tag, ToolCall
 from helpers import HAVE_BFCL, needs_bfcl
 from sap.toolsets import load_toolset
@@ -66,6 +66,15 @@ def test_a_move_toward_a_folder_elsewhere_goes_up_first_and_never_circles():
     scope = FolderScope()
     assert circles(scope, [], [_ok("cd", folder="docs"), _ok("cd", folder="..")])
     assert not circles(scope, [], [_ok("cd", folder="docs"), _ok("cd", folder="old")])
+    # a move helps only toward another folder holding the name: not where the file already is, not a second
+    # move for a name c0 does not hold, not one that would come back
+    assert worth_moving(scope, C0, [], [], "cat: 'b.md': No such file or directory")
+    assert not worth_moving(scope, C0, [_ok("cd", folder="docs"), _ok("cd", folder="old")], [],
+                            "cat: 'b.md': No such file or directory")
+    assert worth_moving(scope, C0, [], [], "cat: 'new.txt': No such file or directory")
+    assert not worth_moving(scope, C0, [], [_ok("cd", folder="music")], "cat: 'new.txt': No such file or directory")
+    assert not worth_moving(scope, C0, [], [_ok("cd", folder="music"), _ok("cd", folder="..")],
+                            "cat: 'b.md': No such file or directory")
 
 
 @needs_bfcl

@@ -19,6 +19,18 @@ def settled(scope: Scope | None, before: list[str]) -> list[str]:
     return [t for t in before if not scope.moves(t)]
 
 
+def worth_moving(scope: Scope, c0: dict[str, Any], before: list[ToolCall], turn: list[ToolCall],
+                 error: str | None) -> bool:
+    """Whether another move of the current folder can help the call that failed with `error`: what the error is about
+    is in another folder of c0's tree than the current one (never where the turn's moves already were, which would
+    circle); a name c0 does not hold (made in the dialogue) allows the turn's first move only."""
+    here = scope.current(before + turn)
+    places = {scope.where(c0, name) for name in error_names(error)} - {None}
+    if not places:
+        return not any(scope.moves(c.name) for c in turn)
+    return bool(places - {here}) and not circles(scope, before, turn)
+
+
 def circles(scope: Scope, before: list[ToolCall], turn: list[ToolCall]) -> bool:
     """Whether the moves of the current folder in this turn's calls (`turn`, after the earlier turns' `before`)
     came back to a folder they had been in: another move would only wander."""

@@ -49,7 +49,7 @@ from sap.graphs.coherence import INCOHERENT, execute_coherently, noop_writes
 from sap.graphs.confirm import confirm_writes
 from sap.graphs.fsm_graph import verified_fsm
 from sap.graphs.goal_turns import merge_goal_turns
-from sap.graphs.routes import circles, route_values, settled
+from sap.graphs.routes import route_values, settled, worth_moving
 from sap.graphs.rewrite import RewriteRejected, judged_rewrite
 from sap.graphs.state import SynthState
 from sap.model import (
@@ -305,10 +305,11 @@ def with_prerequisite(state: SynthState, ctx: SynthesisContext, fsm: FSM, call: 
     pre = precondition_for(fsm, call.name, error, done=settled(scope, action[:pos]))
     if pre is None:
         return None
-    if scope is not None and scope.moves(pre.needs):  # no move of the current folder that would wander back
+    if scope is not None and scope.moves(pre.needs):  # a move of the current folder only where it can help
         turns = _turns(state)
-        if circles(scope, [c for t in turns if t.index < state["turn_pos"] for c in t.calls if c.ok],
-                   [c for t in turns if t.index == state["turn_pos"] for c in t.calls]):
+        if not worth_moving(scope, ctx.c0(state), [c for t in turns if t.index < state["turn_pos"] for c in t.calls
+                                                   if c.ok], [c for t in turns if t.index == state["turn_pos"]
+                                                              for c in t.calls if c.ok], error):
             return None
     return [*actions[:state["turn_pos"]], [*action[:pos], pre.needs, *action[pos:]], *actions[state["turn_pos"] + 1:]]
 
