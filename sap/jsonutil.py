@@ -1,5 +1,5 @@
-"""JSON helpers: the scalars inside a value, whether a key is inside one, a fast deep copy for plain-JSON documents, JSONL reading that names the bad line, atomic JSONL
-writing."""
+"""JSON helpers: the scalars and the objects inside a value, whether a key is inside one, a fast deep copy for
+plain-JSON documents, JSONL reading that names the bad line, atomic JSONL writing."""
 from __future__ import annotations
 
 import json
@@ -20,18 +20,21 @@ def leaves(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
         yield path, value
 
 
-def holds_key(value: Any, names: set[str]) -> bool:
-    """Whether one of `names` is a dict key anywhere inside a JSON value (a folder's tree holding a file's name)."""
+def objects(value: Any) -> Iterator[dict[str, Any]]:
+    """Every dict inside a JSON value, the value itself included, outer ones before those they hold."""
     stack = [value]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            if names & set(node):
-                return True
+            yield node
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
-    return False
+
+
+def holds_key(value: Any, names: set[str]) -> bool:
+    """Whether one of `names` is a dict key anywhere inside a JSON value (a folder's tree holding a file's name)."""
+    return any(names & node.keys() for node in objects(value))
 
 
 def json_copy(doc: Any) -> Any:

@@ -8,6 +8,19 @@ from typing import Any
 from sap.model import ToolSpec
 
 LEAD_VERBS = {"get", "list", "search", "find", "show", "view", "check", "lookup", "fetch", "read", "query", "describe"}
+QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"")  # a value an error message quotes
+FILE_LIKE = r"(?<![\w.])\w[\w-]*\.\w+(?![\w.])"  # a file-like word of an error ("grep: a.csv: No such file")
+QUOTED_SPAN = re.compile(r"'[^']*'|\"[^\"]*\"")  # a quoted span of an error, quotes and all
+
+
+def error_quotes(error: str | None) -> set[str]:
+    """Values an error message quotes (the culprits it names)."""
+    return {a or b for a, b in QUOTED.findall(error or "")}
+
+
+def error_names(error: str | None) -> set[str]:
+    """The names an error is about: the values it quotes and its file-like words ("grep: a.csv: No such file")."""
+    return error_quotes(error) | set(re.findall(FILE_LIKE, error or ""))
 
 
 def loose_pattern(text: str) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import random
 import re
@@ -13,18 +14,17 @@ from sap.agents.items import (choose_items, config_objects, inherited, object_it
                               source_objects)
 from sap.agents.replies import SHOWN
 from sap.model import ArgProvenance, Scope, Selector, Tag, ToolCall, ToolSpec, item_key
-from sap.jsonutil import holds_key
 from sap.provenance.fields import Candidate, candidates, child_path, index_of, match_score, type_ok
 from sap.provenance.generate import REFERENCE_DATE, announceable, c0_values, calendar, generate, is_birth_param
-from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, resolve
+from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, holds_below, resolve
 from sap.provenance.places import address_part, us_address
 from sap.provenance.selectors import output_selector, stated_selector
+from sap.text import QUOTED, error_names, error_quotes
 
 _INDEX = re.compile(r"\[(\d+)\]")  # a list index in a path
 _OPTIONAL_RATE = 0.25
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _WORD = re.compile(r"[a-z]{4,}")
-_QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"")
 _OPTIONS = re.compile(r"(?:supported|valid|allowed|one of|choose from|expected)[^\[]{0,40}\[([^\]]*)\]", re.I)
 _ID = re.compile(r"(?:^|_)ids?$")
 NO_OP = "changes nothing"  # words of a refusal of a write whose arguments equal the current state
@@ -32,20 +32,10 @@ _PERSON = re.compile(r"^(?:user|customer|account|member|client)_?ids?$|email", r
 _SECRET = re.compile(r"password|passcode|pin$|cvv|cvc|expir|security_code|secret")
 
 
-def error_quotes(error: str | None) -> set[str]:
-    """Values an error message quotes (the culprits it names)."""
-    return {a or b for a, b in _QUOTED.findall(error or "")}
-
-
-def error_names(error: str | None) -> set[str]:
-    """The names an error is about: the values it quotes and its file-like words ("grep: a.csv: No such file")."""
-    return error_quotes(error) | set(re.findall(r"(?<![\w.])\w[\w-]*\.\w+(?![\w.])", error or ""))
-
-
 def error_options(error: str | None) -> list[str]:
     """Alternatives an error message lists as valid (`supported: ['EUR', 'GBP']`)."""
     m = _OPTIONS.search(error or "")
-    return [a or b for a, b in _QUOTED.findall(m.group(1))] if m else []
+    return [a or b for a, b in QUOTED.findall(m.group(1))] if m else []
 
 
 @dataclass(frozen=True)
@@ -129,6 +119,11 @@ def _common_prefix(a: str, b: str) -> int:
         if x in ".[":
             n = i
     return n
+
+
+def done_calls(history: list[HistoryCall]) -> list[HistoryCall]:
+    """The successful calls of a history, in dialogue order."""
+    return [h for h in sorted(history, key=lambda h: (h.turn, h.index)) if h.call.ok]
 
 
 @dataclass
@@ -227,16 +222,27 @@ class _CallContext:
 
     def rank(self, cand: Candidate, doc: tuple[int, int] | None,
              bad: frozenset[str]) -> tuple[int, int, int, int, int, int]:
-        """Preference: a name leading to what the last error could not find (`toward`); match score; an element the user has seen (an earlier turn's reply names only the first
-        few of a listing: "the ninth file there" would point at one it never showed); sibling values the dialogue
-        knows beside it (`siblings`) that the tool or the last error asks for (pending, hotel) and not those that
-        came with failed values (delivered, cancelled); the ids it shares with this call's other picks (`tied`:
-        the new item a variant of the old item's product); nearness to the other picks of this call."""
+        """Preference: a name leading to what the last error could not find (`toward`); match score; an element the
+        user has seen (an earlier turn's reply names only the first few of a listing: "the ninth file there" would
+        point at one it never showed); sibling values the dialogue knows beside it (`siblings`) that the tool or
+        the last error asks for (pending, hotel) and not those that came with failed values (delivered, cancelled);
+        the ids it shares with this call's other picks (`tied`: the new item a variant of the old item's product);
+        nearness to the other picks of this call."""
         seen = doc is None or doc[0] == self.req.turn or all(int(i) < SHOWN for i in _INDEX.findall(cand.path))
         siblings = self.siblings(cand, doc)
         hint = len(siblings & self.words) + len(siblings & (self.error_words - bad)) - 2 * len(siblings & bad)
         near = max((_common_prefix(cand.path, p) for d, p in self.sources if d == doc), default=0)
         return self.toward(cand, doc), cand.score, int(seen), hint, self.tied(cand, doc), near
+
+    @functools.cached_property
+    def done(self) -> list[HistoryCall]:
+        """The successful calls before this one, in dialogue order (once per call: `here` asks per candidate)."""
+        return done_calls(self.req.history)
+
+    @functools.cached_property
+    def folder(self) -> tuple[str, ...] | None:
+        """The current folder of the toolset's scope, or None without a scope."""
+        return None if self.req.scope is None else self.req.scope.current([h.call for h in self.done])
 
     def here(self, cand: Candidate, doc: tuple[int, int] | None) -> bool:
         """False for a name of another folder than the current one (the toolset's scope: c0's tree says where an
@@ -244,22 +250,20 @@ class _CallContext:
         scope = self.req.scope
         if scope is None:
             return True
-        calls = [h for h in sorted(self.req.history, key=lambda h: (h.turn, h.index)) if h.call.ok]
         if doc is None:
             folder = scope.folder_of(cand.path)
         else:
-            at = next((k for k, h in enumerate(calls) if (h.turn, h.index) == tuple(doc)), None)
-            folder = scope.current([h.call for h in calls[:at]]) if at is not None and \
-                scope.listed_in(calls[at].call.name) else None
-        return folder is None or folder == scope.current([h.call for h in calls])
+            at = next((k for k, h in enumerate(self.done) if (h.turn, h.index) == tuple(doc)), None)
+            folder = scope.current([h.call for h in self.done[:at]]) if at is not None and \
+                scope.listed_in(self.done[at].call.name) else None
+        return folder is None or folder == self.folder
 
     def toward(self, cand: Candidate, doc: tuple[int, int] | None) -> int:
         """In a toolset with a scope, 1 for a key of c0 whose subtree holds a name the last error is about (the
         folder a file it could not find is in), else 0."""
-        quoted = error_names(self.req.last_error)
-        if self.req.scope is None or doc is not None or not quoted or not cand.path.endswith("~"):
+        if self.req.scope is None or doc is not None:
             return 0
-        return int(holds_key(resolve_or_none(self.req.c0, cand.path[:-1]), quoted))
+        return int(holds_below(self.req.c0, cand.path, error_names(self.req.last_error)))
 
     def document(self, doc: tuple[int, int] | None) -> Any:
         """c0 (None) or the result of the earlier call at (turn, index)."""

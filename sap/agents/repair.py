@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from sap.agents.llm_common import RESULT_CHARS, STATE_CHARS, LLMRole, compact
 from sap.llm.schema import closed
-from sap.agents.planner import error_quotes
+from sap.text import QUOTED_SPAN, error_quotes
 from sap.errors import SapError
 from sap.executors.base import ReplayMismatch, replay
 from sap.jsonutil import json_copy
@@ -27,7 +27,6 @@ from sap.provenance.jsonpath import PATH_TOKEN, PathError, resolve
 PatchOp = dict[str, Any]  # {"path": "$.orders[3].status", "value": "pending"}: set the value at path in c0
 Part = str | int
 _NUMBER = re.compile(r"(?<![\w.\-])\d+(?:\.\d+)?(?![\w\-]|\.\d)")
-_QUOTED_SPAN = re.compile(r"'[^']*'|\"[^\"]*\"")
 _MISSING = re.compile(r"not found|no such|does not exist|unknown", re.I)
 MAX_OPS = 5
 OUTCOME_CHARS = 300  # repair-log outcomes are cut here: the log is in the checkpointed state
@@ -207,7 +206,7 @@ def status_patches(req: RepairRequest) -> Iterator[list[PatchOp]]:
 def numeric_patches(req: RepairRequest) -> Iterator[list[PatchOp]]:
     """A number field the error names falls short: raised to the largest number the error gives (`wallet balance
     427.0 is less than the price 790.0`), or from zero to one in a record the error names (`no economy seats left`)."""
-    plain = _QUOTED_SPAN.sub(" ", req.error)
+    plain = QUOTED_SPAN.sub(" ", req.error)
     numbers = [float(n) for n in _NUMBER.findall(plain)]
     words = _words(plain)
     found: list[tuple[int, int, list[PatchOp]]] = []

@@ -309,7 +309,8 @@ def _echoed(result: Any, args: dict[str, Any]) -> set[str]:
 
 
 def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
-                     echoed: set[str] = frozenset(), about: str = "", keep: Collection[str] = (), tool: str = "") -> str:
+                     echoed: set[str] = frozenset(), about: str = "", keep: Collection[str] = (),
+                     tool: str = "") -> str:
     """An object in words: who or what it is, its status, then its salient fields (a write's changed ones); an
     object that names nothing of itself is said `about` what was asked ("For TSLA, the price is ...")."""
     subject, used = _subject(obj, noun)
@@ -418,7 +419,8 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep
         out.append(f"the address is {_address(obj)}")
     for key in keys[:max(MOST_FACTS - len(out), sum(k in keep for k in keys))]:
         value = obj[key]
-        if isinstance(value, list) and value and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value) \
+        if isinstance(value, list) and value and all(isinstance(v, (str, int)) and not isinstance(v, bool)
+                                                     for v in value) \
                 and (_ID_NAME.search(key) or all(re.fullmatch(r"#?\d{4,}", str(v)) for v in value)):
             out.append(_id_list_clause(field_words(key), value))
         elif isinstance(value, list) or (isinstance(value, dict) and _is_collection(value)):
@@ -545,22 +547,20 @@ def _list_phrase(items: list[Any], noun: str, total: int | None = None) -> str:
     if not items:
         return f"the {noun} is empty" if entries else f"there are no {_plural(item_noun)}"
     labels = list(dict.fromkeys(_label(i, item_noun) for i in items))
-    if labels == [item_noun]:  # elements with nothing to name them by ("fulfillment"): their number alone
-        return f"the {noun} has {_count(size)} {item_noun if size == 1 else _plural(item_noun)}" if entries else \
-            f"there {'is' if size == 1 else 'are'} {_count(size)} {item_noun if size == 1 else _plural(item_noun)}"
-    shown = labels[:SHOWN]
-    rest = size - len(shown)
-    listed = _join(shown + ([f"{_count(rest)} more"] if rest else []))
     head = f"{_count(size)} {item_noun if size == 1 else _plural(item_noun)}"
-    priced = [(i.get("price"), _label(i, item_noun, priced=False)) for i in items if isinstance(i, dict)
-              and isinstance(i.get("price"), (int, float)) and not isinstance(i.get("price"), bool)]
-    extra = ""
-    if len(priced) > 1:
-        price, label = max(priced, key=lambda p: p[0])
-        extra = f", the most expensive being {label} at {_money(price)}"
+    tail = ""
+    if labels != [item_noun]:  # elements with nothing to name them by ("fulfillment"): their number alone
+        shown = labels[:SHOWN]
+        rest = size - len(shown)
+        tail = ": " + _join(shown + ([f"{_count(rest)} more"] if rest else []))
+        priced = [(i.get("price"), _label(i, item_noun, priced=False)) for i in items if isinstance(i, dict)
+                  and isinstance(i.get("price"), (int, float)) and not isinstance(i.get("price"), bool)]
+        if len(priced) > 1:
+            price, label = max(priced, key=lambda p: p[0])
+            tail += f", the most expensive being {label} at {_money(price)}"
     if entries:
-        return f"the {noun} has {head}: {listed}{extra}"
-    return f"there {'is' if size == 1 else 'are'} {head}: {listed}{extra}"
+        return f"the {noun} has {head}{tail}"
+    return f"there {'is' if size == 1 else 'are'} {head}{tail}"
 
 
 def _label(item: Any, noun: str, priced: bool = True) -> str:

@@ -22,7 +22,8 @@ from sap.jsonutil import holds_key
 from sap.model import FSM, ArgProvenance, ExecResult, Executor, Precondition, Tag, ToolCall, Toolset, ToolSpec
 from sap.provenance.fields import candidates
 from sap.provenance.generate import generate
-from sap.provenance.jsonpath import PathError, resolve
+from sap.provenance.jsonpath import holds_below
+from sap.text import FILE_LIKE, QUOTED_SPAN, error_names
 
 MAX_CHAIN = 3  # prerequisite steps per failing call
 CANDIDATES = 6  # tools tried per step, best word match first
@@ -40,7 +41,7 @@ def words(text: str) -> set[str]:
     return {w[:4] for w in re.findall(r"[a-z]{3,}", spaced) if w not in _STOP}
 
 
-_NAMES = re.compile(r"'[^']*'|\"[^\"]*\"|(?<![\w.])\w[\w-]*\.\w+(?![\w.])")  # quoted values and file names
+_NAMES = re.compile(f"{QUOTED_SPAN.pattern}|{FILE_LIKE}")  # quoted values and file names
 
 
 def _gist(error: str) -> set[str]:
@@ -169,12 +170,17 @@ class _Trial:
 _ABSENT = re.compile(r"no such|not found|does not exist|doesn't exist|cannot find|can't find", re.I)
 
 
+def _named(error: str, args: dict[str, Any]) -> set[str]:
+    """The call's own string values the error names."""
+    return {v for v in args.values() if isinstance(v, str) and len(v) >= 3 and v in error}
+
+
 def _names_own_value(error: str, args: dict[str, Any], scoped: dict[str, Any] | None) -> bool:
     """Whether the error names one of the call's own string values ("Order #W12 not found"): a bad argument, not a
     state the other tools could change; unless, in a toolset with a scope, it says that value is absent while the
     c0 tree `scoped` holds it as a key (a file not in the current folder is in another one: where the call runs
     is the state)."""
-    named = {v for v in args.values() if isinstance(v, str) and len(v) >= 3 and v in error}
+    named = _named(error, args)
     return bool(named) and not (scoped is not None and _ABSENT.search(error) and holds_key(scoped, named))
 
 
@@ -182,18 +188,10 @@ def _guided(spec: ToolSpec, error: str, args: dict[str, Any], c0: dict[str, Any]
     """Bindings of `spec` that lead to what `error` names (a value it quotes, or one of the failed call's `args`):
     a parameter set to a key of c0 whose subtree holds such a name (the folder a file that was not found is in),
     up to BINDINGS."""
-    quoted = {a or b for a, b in re.findall(r"'([^']+)'|\"([^\"]+)\"", error)} | \
-        {v for v in args.values() if isinstance(v, str) and len(v) >= 3 and v in error}
-    out = []
-    for name in spec.required:
-        for c in candidates(name, spec.properties.get(name, {}), c0, spec.aliases(name)):
-            try:
-                node = resolve(c0, c.path[:-1]) if c.path.endswith("~") else None
-            except PathError:
-                continue
-            if quoted and holds_key(node, quoted):
-                out.append({name: c.value})
-    return out[:BINDINGS]
+    quoted = error_names(error) | _named(error, args)
+    return [{name: c.value} for name in spec.required
+            for c in candidates(name, spec.properties.get(name, {}), c0, spec.aliases(name))
+            if holds_below(c0, c.path, quoted)][:BINDINGS]
 
 
 def _ranked(toolset: Toolset, report: ProbeReport, target: str, error: str) -> list[ToolSpec]:
@@ -245,7 +243,8 @@ def _search(toolset: Toolset, report: ProbeReport, trial: _Trial, learned: dict[
             c0: dict[str, Any], seed: str) -> tuple[list[_Step], Any, bool] | None:
     """A chain of prerequisite calls after which `spec` succeeds on c0, its result and whether it changed the
     state; None if the call succeeds alone, fails for its own arguments, or no chain within the bounds helps."""
-    scoped = c0 if toolset.extra.get("scope") is not None else None
+    scope = toolset.extra.get("scope")  # a tool that moves where names resolve is led toward the named thing
+    scoped = c0 if scope is not None else None
     fixed = fixed_values(spec)[:2]
     fixed += [{}] * (BINDINGS - 1) if scoped is not None and fixed == [{}] else []  # names in other folders too
     goals = [_Call(spec, f, f"{seed}:goal:{k}") for k, f in enumerate(fixed)]
@@ -256,12 +255,11 @@ def _search(toolset: Toolset, report: ProbeReport, trial: _Trial, learned: dict[
             if res.ok:  # it needs nothing here (a step adds to the chain only when the call still fails)
                 break
             error = res.error or ""
-            if _names_own_value(error, args, scoped) or not _gist(error):  # a bad argument, or nothing to recognise it by
+            if _names_own_value(error, args, scoped) or not _gist(error):  # a bad argument, or nothing to know it by
                 break
             retry = _Call(spec, goal.fixed, goal.seed, error, goal.fresh)  # again, binding the ids its error names
             progress = None
-            scope = toolset.extra.get("scope")  # a tool that moves where names resolve is led toward the named thing
-            elsewhere = scope is not None and _names_own_value(error, args, None)  # absent here, in c0's tree
+            elsewhere = scope is not None and bool(_named(error, args))  # absent here, in c0's tree (else: broke)
             ranked = [(cand, _guided(cand, error, args, c0) if scope is not None and scope.moves(cand.name) else [])
                       for cand in _ranked(toolset, report, spec.name, error)
                       if not elsewhere or scope.moves(cand.name)]  # go where it is, not bring it here

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sap.agents.planner import PlanRequest, error_names, resolve_or_none
+from sap.agents.planner import PlanRequest, done_calls
+from sap.text import error_names
 from sap.jsonutil import holds_key
 from sap.model import ArgProvenance, Scope, Tag, ToolCall
+from sap.provenance.jsonpath import holds_below
 
 MAX_MOVES = 4  # moves of the current folder inserted before one call (up twice, down twice)
 
@@ -46,14 +48,13 @@ def route_values(req: PlanRequest, args_exec: dict[str, Any], args_prov: dict[st
     scope = req.scope
     if scope is None or not scope.moves(req.spec.name):
         return
-    here = scope.current([h.call for h in sorted(req.history, key=lambda h: (h.turn, h.index)) if h.call.ok])
+    here = scope.current([h.call for h in done_calls(req.history)])
     quoted = error_names(req.last_error)
     for name, prov in list(args_prov.items()):
         folder = scope.folder_of(prov.path or "")
         if not here or (folder is None and prov.path):  # a listing's name: the planner took one of this folder
             continue
-        leads = folder is not None and (not holds_key(req.c0, quoted)
-                                        or holds_key(resolve_or_none(req.c0, (prov.path or "")[:-1]), quoted))
+        leads = folder is not None and (not holds_key(req.c0, quoted) or holds_below(req.c0, prov.path or "", quoted))
         if folder != here or not leads:
             args_exec[name] = scope.up
             args_prov[name] = ArgProvenance(tag=Tag.self_create)

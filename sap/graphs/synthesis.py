@@ -56,6 +56,7 @@ from sap.model import (
     FSM,
     ArgProvenance,
     Executor,
+    Scope,
     Tag,
     item_key,
     ToolCall,
@@ -164,6 +165,11 @@ class SynthesisContext:
         """The executor pool and the spec table of the toolset."""
         self.executors = ExecutorPool(self.toolset.executor_factory)
         self.specs = {t.name: t for t in self.toolset.tools}
+
+    @property
+    def scope(self) -> Scope | None:
+        """Where the toolset's names resolve (a file system's current folder), if it declares that."""
+        return self.toolset.extra.get("scope")
 
     @property
     def policy(self) -> Policy | None:
@@ -301,15 +307,13 @@ def with_prerequisite(state: SynthState, ctx: SynthesisContext, fsm: FSM, call: 
         return None
     actions = turn_actions(state, ctx)
     action, pos = actions[state["turn_pos"]], state["call_pos"]
-    scope = ctx.toolset.extra.get("scope")
-    pre = precondition_for(fsm, call.name, error, done=settled(scope, action[:pos]))
+    pre = precondition_for(fsm, call.name, error, done=settled(ctx.scope, action[:pos]))
     if pre is None:
         return None
-    if scope is not None and scope.moves(pre.needs):  # a move of the current folder only where it can help
-        turns = _turns(state)
-        if not worth_moving(scope, ctx.c0(state), [c for t in turns if t.index < state["turn_pos"] for c in t.calls
-                                                   if c.ok], [c for t in turns if t.index == state["turn_pos"]
-                                                              for c in t.calls if c.ok], error):
+    if ctx.scope is not None and ctx.scope.moves(pre.needs):  # a move of the current folder only where it can help
+        done = [(t.index, c) for t in _turns(state) for c in t.calls if c.ok]
+        before = [c for i, c in done if i < state["turn_pos"]]
+        if not worth_moving(ctx.scope, ctx.c0(state), before, [c for i, c in done if i == state["turn_pos"]], error):
             return None
     return [*actions[:state["turn_pos"]], [*action[:pos], pre.needs, *action[pos:]], *actions[state["turn_pos"] + 1:]]
 
@@ -459,8 +463,7 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
                       upcoming=[specs[t] for t in upcoming_tools(state, ctx, fsm)],
                       virtual=[StatedValue(v["turn"], v["param"], v["value"]) for v in state.get("virtual_history", [])],
                       samplers=ctx.toolset.extra.get("samplers", {}),
-                      combinations=ctx.toolset.extra.get("combinations", {}).get(tool, []),
-                      scope=ctx.toolset.extra.get("scope"))
+                      combinations=ctx.toolset.extra.get("combinations", {}).get(tool, []), scope=ctx.scope)
     binding = ctx.planner.bind(req)
     ruled_values(ctx, tool, history, req.rng, binding.args_exec, binding.args_prov)
     derived_values(ctx, tool, history, binding.args_exec, binding.args_prov)
@@ -525,9 +528,8 @@ def execute_call(state: SynthState, runtime: Ctx) -> Command[Literal["plan_call"
     committed = _committed(_turns(state))
     ex = ctx.executors.acquire(state["index"], c0, committed)
     _, fsm = ctx.fsm()
-    scope = ctx.toolset.extra.get("scope")
     res, changed = execute_coherently(ex, ctx.specs[call.name], call, committed, state.get("changed_calls", []),
-                                      fsm.writes, relative=scope is not None and scope.moves(call.name))
+                                      fsm.writes, relative=ctx.scope is not None and ctx.scope.moves(call.name))
     if res.ok:
         return commit(state, ctx, call, res.value, ex, c0, {}, changed)
     if _skippable(state, ctx, call, res.error):

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from sap.errors import SapError
+from sap.jsonutil import holds_key
 
 PATH_TOKEN = re.compile(r'\.([^.\[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
 KEY_OF = "~"  # a path ending in `~` names the key of the entry it reaches (JSONPath-Plus), not the entry's value
@@ -13,6 +14,23 @@ KEY_OF = "~"  # a path ending in `~` names the key of the entry it reaches (JSON
 
 class PathError(SapError, LookupError):
     """A path that does not resolve inside its document."""
+
+
+def steps(path: str) -> list[str | int]:
+    """The keys and indices of a plain path (without a trailing `~`), not checked for malformed parts."""
+    return [int(m.group(2)) if m.group(2) is not None else json.loads(m.group(3)) if m.group(3) else m.group(1)
+            for m in PATH_TOKEN.finditer(path, 1)]
+
+
+def holds_below(doc: Any, path: str, names: set[str]) -> bool:
+    """Whether the entry a key path (`$.a.b~`) names holds one of `names` as a key anywhere inside it (the folder
+    a file is in); False for a value's path or one that does not resolve."""
+    if not names or not path.endswith(KEY_OF):
+        return False
+    try:
+        return holds_key(_walk(doc, path[:-len(KEY_OF)], path), names)
+    except PathError:
+        return False
 
 
 def key_path(path: str) -> str:

@@ -7,9 +7,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from sap.jsonutil import objects
 from sap.model import Selector
 from sap.provenance.fields import is_listing, match_score, singular
-from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, resolve
+from sap.provenance.jsonpath import KEY_OF, PathError, resolve
+from sap.provenance.jsonpath import steps as path_steps
 
 _ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
 _RECENT_WORDS = ("most recent", "latest", "last")  # recency words a reader (and `sap audit`) takes as "which one"
@@ -21,14 +23,6 @@ def ordinal(n: int) -> str:
     if n <= len(_ORDINALS):
         return _ORDINALS[n - 1]
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
-
-
-def _steps(path: str) -> list[str | int]:
-    """The keys and indices of a plain path (without a trailing `~`)."""
-    out: list[str | int] = []
-    for m in PATH_TOKEN.finditer(path, 1):
-        out.append(int(m.group(2)) if m.group(2) is not None else json.loads(m.group(3)) if m.group(3) else m.group(1))
-    return out
 
 
 def _at(doc: Any, steps: Sequence[str | int], key_of: bool) -> Any:
@@ -56,16 +50,8 @@ def _changed_since(entry: dict[str, Any], key: str, value: Any, later: Sequence[
     """Whether a later result shows the same thing (an object sharing one of the entry's ids) with another value
     at `key`: an order listed as pending and cancelled since is no longer "the pending order"."""
     ids = {(k, json.dumps(v)) for k, v in entry.items() if str(k).lower().endswith("id") and _scalar(v)}
-    stack = list(later)
-    while stack and ids:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if key in node and node[key] != value and ids & {(k, json.dumps(v)) for k, v in node.items()}:
-                return True
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return False
+    return bool(ids) and any(key in node and node[key] != value
+                             and ids & {(k, json.dumps(v)) for k, v in node.items()} for node in objects(list(later)))
 
 
 def _field_criterion(entry: Any, others: list[Any], own: str | int | None, value: Any,
@@ -152,7 +138,7 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
     the same tool: if one holds a different value at `path` (or none), the reference is to the most recent result.
     `later` are the results between the source and the reference: a field they show changed names nothing."""
     key_of = path.endswith(KEY_OF)
-    steps = _steps(path[:-len(KEY_OF)] if key_of else path)
+    steps = path_steps(path[:-len(KEY_OF)] if key_of else path)
     sel: Selector | None = None
     for depth in range(len(steps) - 1, -1, -1):
         try:

@@ -10,7 +10,7 @@ from typing import Any
 
 from sap.executors.bfcl import BfclExecutor
 from sap.model import ToolCall, Toolset, ToolSpec
-from sap.provenance.jsonpath import PATH_TOKEN
+from sap.provenance.jsonpath import steps
 from sap.toolsets.bfcl_configs import sample_bfcl_config
 from sap.toolsets.code_enums import accepted_combinations, checked_values
 from sap.toolsets.errors import ToolsetUnavailable
@@ -58,7 +58,8 @@ BFCL_COMBINATIONS = [
 # list's entries and a sector's `stock_list` are the stocks the other tools look up, watch, filter or sell. MathAPI
 # answers every operation with a bare `result`, which the next operation's operands take.
 ENTRY_NAMES = ["current_directory_content", "$.GorillaFileSystem.root.*.contents.*~",
-               "$.GorillaFileSystem.root.*.contents.*.contents.*~", "$.GorillaFileSystem.root.*.contents.*.contents.*.contents.*~"]
+               "$.GorillaFileSystem.root.*.contents.*.contents.*~",
+               "$.GorillaFileSystem.root.*.contents.*.contents.*.contents.*~"]
 
 
 class FolderScope:
@@ -69,7 +70,7 @@ class FolderScope:
         """`$.GorillaFileSystem.root.u.contents.a.contents["x.txt"]~` -> ("a",); None for any other path."""
         if not path.startswith("$.GorillaFileSystem.root.") or not path.endswith("~"):
             return None
-        keys = [json.loads(m.group(3)) if m.group(3) else m.group(1) for m in PATH_TOKEN.finditer(path[:-1], 1)][3:]
+        keys = steps(path[:-1])[3:]
         return tuple(k for i, k in enumerate(keys[1:-1]) if i % 2 == 0)  # contents, a, contents, x -> (a,)
 
     def current(self, calls: list[ToolCall]) -> tuple[str, ...]:
@@ -106,7 +107,8 @@ class FolderScope:
             contents = node.get("contents", {}) if isinstance(node, dict) else {}
             if name in contents:
                 return folder
-            queue += [((*folder, k), v) for k, v in contents.items() if isinstance(v, dict) and v.get("type") == "directory"]
+            queue += [((*folder, k), v) for k, v in contents.items()
+                      if isinstance(v, dict) and v.get("type") == "directory"]
         return None
 OPERANDS = ("a", "b", "number", "value", "base", "part", "whole")
 VALUE_FIELDS: dict[str, dict[str, dict[str, list[str]]]] = {
