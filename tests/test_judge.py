@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from sap.agents.judge import CRITERIA, Finding, RuleJudge, Verdict, _occurs
+from sap.agents.messenger import RuleMessenger
 from sap.api import synthesize
 from sap.export.records import record_to_trajectory
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Trajectory, Turn
@@ -385,3 +386,26 @@ def test_a_path_inside_a_longer_path_is_not_restated() -> None:
     assert not _occurs("move it to /workspace/docs/plan-2.txt", "/workspace")
     assert _occurs("the repo at /workspace. Thanks", "/workspace")
     assert _occurs("files in /workspace/docs", "/workspace/docs")
+
+
+def test_the_calls_alone_are_judged_before_any_message_is_written():
+    p = pool("filesystem")
+    traj = p.pick(lambda t: len(t.turns) > 1)
+    assert JUDGE.judge_calls(traj, p.specs).accepted
+    same = repeat_last_turn(traj)
+    assert [f.criterion for f in JUDGE.judge_calls(same, p.specs).reasons] == ["state_evolves"]
+
+    class CallsRejected(RuleJudge):
+        def judge_calls(self, traj, specs):
+            return Verdict.from_findings([Finding(criterion="state_evolves", turn=None, detail="nothing changes")])
+
+    class CountingMessenger(RuleMessenger):
+        written = 0
+
+        def write(self, *args, **kwargs):
+            CountingMessenger.written += 1
+            return super().write(*args, **kwargs)
+
+    run = synthesize("filesystem", 2, seed=0, max_slots=3, judge=CallsRejected(), messenger=CountingMessenger())
+    assert run.accepted == 0 and CountingMessenger.written == 0
+    assert [r["reason"] for r in run.rejections] == ["judge reject_truth: state_evolves: nothing changes"] * 3

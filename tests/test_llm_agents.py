@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -20,7 +21,7 @@ from sap.llm import LLMClient, ModelConfig
 from sap.model import ArgProvenance, Tag, ToolCall, Turn
 from sap.prompts import prompt
 from sap.testing.role_model import role_model
-from sap.testing.scripted_llm import Reply, ScriptedLLMServer
+from sap.testing.scripted_llm import Reply, ScriptedLLMServer, request_schema
 from sap.toolsets import load_toolset
 from sap.validate import validate_record
 
@@ -273,3 +274,59 @@ def test_a_withheld_request_that_states_or_announces_the_value_is_fed_back(store
     assert "announces the missing values" in server.requests[2]["messages"][-1]["content"]
     assert args[first] not in user_k and all(v in user_k for p, v in args.items() if p != first)
     assert follow_up == f'Sorry, the street is "{args[first]}".'
+
+
+def _diff_request(seed: int) -> PlanRequest:
+    """diff over three files an earlier listing showed: both names come from that result, code's ranking ties."""
+    spec = next(t for t in load_toolset("filesystem").tools if t.name == "diff")
+    listing = ToolCall(call_id="c", name="ls", args_exec={}, args_prov={}, ok=True, result={
+        "files": [{"file_name": n} for n in ("a.txt", "b.txt", "c.txt")], "folders": []})
+    return PlanRequest(spec=spec, tags={"file_name1": Tag.prev_output, "file_name2": Tag.prev_output}, turn=1,
+                       index=0, history=[HistoryCall(0, 0, listing)], stated=[], c0={}, rng=random.Random(seed))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_planner_chooses_among_codes_ties_only_and_binds_the_rest_around_the_choice(seed):
+    def last_option(request):  # the model takes the last option of each choice: c.txt for both when offered
+        schema = request_schema(request)
+        return json.dumps({name: sub["enum"][-1] for name, sub in schema["properties"].items()})
+
+    with ScriptedLLMServer(responder=last_option) as server:
+        binding = LLMPlanner(_role(server, "planner")).bind(_diff_request(seed))
+    (sent,) = server.requests
+    offered = request_schema(sent)["properties"]
+    code = RulePlanner().bind(_diff_request(seed)).args_exec  # the same seed: code's own binding
+    assert offered["file_name1"]["enum"] == ["a.txt", "b.txt", "c.txt"]
+    assert code["file_name1"] not in offered["file_name2"]["enum"]  # never the file the first argument took
+    assert binding.args_exec["file_name1"] == "c.txt"  # the model's choice stands
+    assert binding.args_exec["file_name2"] != "c.txt"  # and the second file is bound around it: no self-diff
+    assert binding.args_prov["file_name2"].tag == Tag.prev_output
+
+
+def test_a_turn_is_planned_in_one_request_and_its_calls_bind_without_asking_again(store):
+    specs = [next(t for t in store.tools if t.name == name) for name in ("login_by_name_zip", "search_products")]
+    reqs = [PlanRequest(spec=s, tags={p: Tag.self_create for p in s.required}, turn=0, index=i, history=[], stated=[],
+                        c0=store.sample_config(3), rng=random.Random(i), key=f"{s.name}#0")
+            for i, s in enumerate(specs)]
+    with ScriptedLLMServer(responder=role_model) as server:
+        planner = LLMPlanner(_role(server, "planner"))
+        ahead = planner.ahead(reqs)
+        assert len(server.requests) == 1
+        sent = request_schema(server.requests[0])
+        assert sent["required"] == ["call_0", "call_1"]
+        assert sent["properties"]["call_0"]["required"] == specs[0].required
+        bindings = [planner.bind(replace(r, rng=random.Random(r.index), answers=ahead.values[r.key])) for r in reqs]
+        assert len(server.requests) == 1  # every open argument was answered ahead
+    for r, b in zip(reqs, bindings):
+        assert {p: b.args_exec[p] for p in r.spec.required} == ahead.values[r.key]
+
+
+def test_an_answer_given_ahead_that_no_longer_fits_is_asked_again(store):
+    spec = next(t for t in store.tools if t.name == "login_by_name_zip")
+    req = PlanRequest(spec=spec, tags={p: Tag.self_create for p in spec.required}, turn=0, index=0, history=[],
+                      stated=[], c0=store.sample_config(3), rng=random.Random(0), key="x#0",
+                      answers={**{p: 12345 for p in spec.required}})  # mistyped for a string parameter
+    with ScriptedLLMServer(responder=role_model) as server:
+        binding = LLMPlanner(_role(server, "planner")).bind(req)
+    assert len(server.requests) == 1
+    assert all(isinstance(binding.args_exec[p], str) for p in spec.required)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -19,8 +19,8 @@ from sap.agents.llm_fsm_builder import FSMDraft, draft_schema
 from sap.agents.llm_judge import JudgeAnswer, judge_schema
 from sap.agents.llm_messenger import (CLARIFY_SCHEMA, ClarifyAnswer, GlobalAnswer, LLMMessenger, TurnAnswer,
                                       WithheldAnswer, global_schema, turn_schema, withheld_schema)
-from sap.agents.llm_planner import NARRATIVE_SCHEMA, LLMPlanner, NarrativeAnswer, PlannerAnswer
-from sap.agents.planner import HistoryCall, PlanRequest
+from sap.agents.llm_planner import NARRATIVE_SCHEMA, LLMPlanner, NarrativeAnswer, PlannerAnswer, TurnPlanAnswer
+from sap.agents.planner import HistoryCall, NarrativeRequest, PlanRequest
 from sap.agents.repair import REPAIR_SCHEMA, RepairAnswer
 from sap.agents.withheld import WithheldRequest, WithheldValue
 from sap.agents.replanner import ReplanAnswer, replan_schema
@@ -90,6 +90,18 @@ def _planner_schema(store) -> dict[str, Any]:
         return _sent_schema(server.requests[0])
 
 
+def _turn_plan_schema(store) -> dict[str, Any]:
+    """The planner's request for a turn of two calls: cancel_pending_order (as `_cancel_request`) and a login with
+    the user's name and zip, with the trajectory's narrative asked along."""
+    login = next(t for t in store.tools if t.name == "login_by_name_zip")
+    reqs = [replace(_cancel_request(store), key="cancel_pending_order#0"),
+            PlanRequest(spec=login, tags={p: Tag.self_create for p in login.required}, turn=1, index=1, history=[],
+                        stated=[], c0={}, rng=random.Random(0), key="login_by_name_zip#0")]
+    with ScriptedLLMServer(responder=role_model) as server:
+        LLMPlanner(_role(server, "planner")).ahead(reqs, NarrativeRequest("store", {}, [["cancel an order"]]))
+        return _sent_schema(server.requests[0])
+
+
 def _turn(store) -> tuple[Turn, dict[str, ToolSpec]]:
     spec = next(t for t in store.tools if t.name == "modify_user_address")
     args = {p: f"value-{p}" for p in spec.required}
@@ -119,6 +131,7 @@ def cases(store, filesystem) -> dict[str, Case]:
     turn, specs = _turn(store)
     return {
         "planner_bind": Case(_planner_schema(store), PlannerAnswer, True),
+        "planner_turn": Case(_turn_plan_schema(store), TurnPlanAnswer, True),
         "planner_narrative": Case(NARRATIVE_SCHEMA, NarrativeAnswer, True),
         "fsm_draft": Case(draft_schema(roles, stated_params(roles)), FSMDraft, False),  # which tools are tagged is open
         "judge": Case(judge_schema(3), JudgeAnswer, True),
@@ -133,7 +146,7 @@ def cases(store, filesystem) -> dict[str, Case]:
     }
 
 
-ROLES = ["planner_bind", "planner_narrative", "fsm_draft", "judge", "messenger_turn", "messenger_global",
+ROLES = ["planner_bind", "planner_turn", "planner_narrative", "fsm_draft", "judge", "messenger_turn", "messenger_global",
          "messenger_clarify", "messenger_withhold", "repair", "replan", "cache_query"]
 
 

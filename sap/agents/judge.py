@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -116,6 +116,15 @@ class Judge(Protocol):
 
     def judge(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> Verdict:
         """The verdict on `traj`, whose calls use the tools in `specs` (by name)."""
+
+
+@runtime_checkable
+class CallsJudge(Protocol):
+    """A judge that can also judge a trajectory's calls alone, before any message is written (both built-in judges
+    can; the synthesis graph then spares writing messages for a trajectory `judge` would reject whatever they say)."""
+
+    def judge_calls(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> Verdict:
+        """The verdict of the criteria that read the calls only."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -245,6 +254,10 @@ class RuleJudge:
         findings += self.reads_as_user(traj, specs)
         findings += self.scenario_structure(traj, specs)
         return Verdict.from_findings(findings)
+
+    def judge_calls(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> Verdict:
+        """The findings of the criteria that read the calls only (state_evolves)."""
+        return Verdict.from_findings(self.state_evolves(traj, specs))
 
     # 1 -----------------------------------------------------------------------------------------------
     def message_matches_calls(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> list[Finding]:

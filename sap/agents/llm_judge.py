@@ -55,6 +55,10 @@ class LLMJudge:
     def __init__(self, llm: LLMRole, rule: RuleJudge | None = None) -> None:
         self.llm, self.rule = llm, rule or RuleJudge()
 
+    def judge_calls(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> Verdict:
+        """The rule judge's findings on the calls alone (no model call: the model reads the messages too)."""
+        return self.rule.judge_calls(traj, specs)
+
     def judge(self, traj: Trajectory, specs: dict[str, ToolSpec]) -> Verdict:
         """Reject on any rule finding; otherwise on the model's findings."""
         verdict = self.rule.judge(traj, specs)

@@ -80,6 +80,10 @@ class PlanRequest:
     combinations: list[dict[str, Any]] = field(default_factory=list)  # joint values the tool's code accepts (BFCL's
     # estimate_distance knows only some pairs of zip codes): a new value fits the parameters bound before it
     scope: Scope | None = None  # where names resolve (a file system's current folder), as the toolset declares it
+    key: str = ""  # the call's place in its turn's plan (`plan_key`), by which the turn's request answered it
+    answers: dict[str, Any] = field(default_factory=dict)  # the model's values for this call from the turn's request
+    picks: dict[str, Any] = field(default_factory=dict)  # values chosen (by the model) among a source's ties: code
+    # keeps each pick its ranking still ties, and binds the other arguments around it
 
 
 @dataclass
@@ -89,6 +93,24 @@ class Binding:
     args_exec: dict[str, Any]
     args_prov: dict[str, ArgProvenance]
     virtual: list[StatedValue] = field(default_factory=list)  # new virtual-history entries this binding needs
+    ties: dict[str, list[tuple[tuple[int, int] | None, Candidate]]] = field(default_factory=dict)  # per argument
+    # bound from an earlier result or c0, the candidates its ranking left equal (more than one value), pick first
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """What a planner decided for a turn's calls in one go: per call (by its `PlanRequest.key`) the values of its
+    open arguments, and the trajectory's narrative when it was asked for."""
+
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    narrative: str | None = None
+
+
+def plan_key(action: list[str], index: int) -> str:
+    """The key of call `index` of a turn's `action`: its tool and how many calls of that tool come before it (a
+    prerequisite inserted ahead of it leaves the key as it was)."""
+    tool = action[index]
+    return f"{tool}#{action[:index].count(tool)}"
 
 
 @dataclass(frozen=True)
@@ -108,6 +130,10 @@ class Planner(Protocol):
 
     def narrate(self, req: NarrativeRequest) -> str:
         """A short story of who the user is and what they want, for the global message rewrite."""
+
+    def ahead(self, reqs: list[PlanRequest], story: NarrativeRequest | None = None) -> Ahead:
+        """What can be decided for all calls of a turn at its start (`reqs`: each call as it would be bound now),
+        and with `story` the trajectory's narrative; a planner without a model decides nothing ahead."""
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -141,6 +167,7 @@ class _CallContext:
     item_sources: list[Any] = field(default_factory=list)  # the objects an array argument's items were made of
     people: frozenset[str] | None = None  # `dialogue_identifiers` of the history, once asked for
     picked_ids: dict[tuple[Any, int], frozenset[str]] = field(default_factory=dict)  # `tied`'s, per document
+    ties: dict[str, list[tuple[tuple[int, int] | None, Candidate]]] = field(default_factory=dict)  # Binding.ties
 
     def failed(self, name: str) -> list[Any]:
         """Values of `name` in the failed attempts of this call, values the last error quoted, and the value bound to
@@ -297,6 +324,11 @@ class _CallContext:
 
 
 _ID_KEY = re.compile(r"(?:^|_)id$")  # a field holding one thing's id
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two JSON values are one value (1 is not True, "1" is not 1)."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
 def _own_ids(obj: dict[str, Any]) -> set[str]:
@@ -496,7 +528,12 @@ class RulePlanner:
             ctx.bound[name], prov[name] = value, source
         ctx.bound = {name: ctx.bound[name] for name in ctx.params}
         self._cohere_address(ctx, prov)
-        return Binding(ctx.bound, prov, ctx.virtual)
+        ties = {n: t for n, t in ctx.ties.items() if n in prov and prov[n].tag in (Tag.prev_output, Tag.initial_state)}
+        return Binding(ctx.bound, prov, ctx.virtual, ties)
+
+    def ahead(self, reqs: list[PlanRequest], story: NarrativeRequest | None = None) -> Ahead:
+        """Nothing: code binds each call when it comes (and writes the narrative when the messages are written)."""
+        return Ahead()
 
     def narrate(self, req: NarrativeRequest) -> str:
         """A template story listing the turns' tasks in order."""
@@ -645,10 +682,13 @@ class RulePlanner:
         ranks = [ctx.rank(c, doc, bad) for doc, c in pool]
         best = max(ranks)
         top = [p for p, r in zip(pool, ranks) if r == best]
+        picked = [p for p in top if name in ctx.req.picks and same_value(p[1].value, ctx.req.picks[name])]
+        if len({json.dumps(c.value, sort_keys=True, default=str) for _, c in top}) > 1:
+            ctx.ties[name] = top
         newest = max((d for d, _ in top), key=lambda d: (-1, -1) if d is None else d)
         if ctx.req.rng.random() < 0.6:
             top = [p for p in top if p[0] == newest]
-        doc, cand = ctx.req.rng.choice(top)
+        doc, cand = picked[-1] if picked else ctx.req.rng.choice(top)
         ctx.sources.append((doc, cand.path))
         return doc, cand
 

@@ -36,8 +36,10 @@ def _both(*names: str) -> dict[MessageMode, tuple[str, ...]]:
 
 ROLE_TABLE: tuple[RoleSpec, ...] = (
     RoleSpec("planner", "planner", "sap.agents.planner:RulePlanner", "sap.agents.llm_planner:LLMPlanner",
-             {"per_turn": ("planner_bind",), "global": ("planner_bind", "planner_narrative")},
-             {"planner_bind": "sap.agents.llm_planner:PlannerAnswer",
+             {"per_turn": ("planner_turn", "planner_bind"),
+              "global": ("planner_turn", "planner_bind", "planner_narrative")},
+             {"planner_turn": "sap.agents.llm_planner:TurnPlanAnswer",
+              "planner_bind": "sap.agents.llm_planner:PlannerAnswer",
               "planner_narrative": "sap.agents.llm_planner:NarrativeAnswer"}),
     RoleSpec("messenger", "messenger", "sap.agents.messenger:RuleMessenger", "sap.agents.llm_messenger:LLMMessenger",
              {"per_turn": ("messenger_turn", "messenger_clarify", "messenger_withhold"),

@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sap.agents.planner import Binding, NarrativeRequest, Planner, PlanRequest
+from sap.agents.planner import Ahead, Binding, NarrativeRequest, Planner, PlanRequest
 from sap.fsm.build import READ_VERBS
 from sap.model import (
     FSM,
@@ -247,6 +247,10 @@ class TopologyPlanner:
                 return binding
             first = first or binding
         return first
+
+    def ahead(self, reqs: list[PlanRequest], story: NarrativeRequest | None = None) -> Ahead:
+        """Nothing ahead: each call is bound to its slot's tags and sources when it comes."""
+        return Ahead()
 
     def narrate(self, req: NarrativeRequest) -> str:
         """The inner planner's narrative."""

@@ -24,6 +24,8 @@ class SynthState(TypedDict, total=False):
     pending_virtual: list[dict[str, Any]]  # virtual-history entries the pending call needs
     virtual_history: list[dict[str, Any]]  # committed P_u registrations: turn (anchor), param, value, used_at
     attempts: int  # attempts spent on the pending call
+    planned_calls: list[str]  # the current turn's calls the planner has decided ahead (Planner.ahead): "turn:key"
+    turn_answers: dict[str, dict[str, Any]]  # what it decided: per "turn:key" (plan_key), open arguments' values
     exec_error: str | None  # the executor's error on the previous attempt
     failed_args: list[dict[str, Any]]  # argument sets that failed for the pending call
     attempt_log: list[dict[str, Any]]  # every failed attempt: turn, call, tool, error

@@ -1,7 +1,7 @@
 """The synthesis graph: load_fsm -> sample_path -> run_turn (plan_call <-> execute_call, once per turn; a call at
 its attempt cap goes to repair_call for c0 repair rounds, then to replan: blacklist + re-plan, truncate or drop)
--> group_parallel -> write_messages -> code_check -> judge (-> write_messages on a text rejection) -> rewrite
-(MissParam / MissFunc) -> persist.
+-> group_parallel (-> persist when the judge rejects the calls alone) -> write_messages -> code_check -> judge
+(-> write_messages on a text rejection) -> rewrite (MissParam / MissFunc) -> persist.
 
 The nodes are module-level functions; the run's fixed parts (toolset, roles, limits, caches, live executors) reach
 them as LangGraph's runtime context (`runtime.context`, a `SynthesisContext`). Each graph is compiled once per
@@ -17,7 +17,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal
 
 from langgraph.graph import END, START, StateGraph
@@ -25,7 +25,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from sap.agents.judge import Judge, RuleJudge
+from sap.agents.judge import CallsJudge, Judge, RuleJudge
 from sap.agents.messenger import Messenger, RuleMessenger
 from sap.agents.planner import (
     HistoryCall,
@@ -34,6 +34,7 @@ from sap.agents.planner import (
     PlanRequest,
     RulePlanner,
     StatedValue,
+    plan_key,
 )
 from sap.agents.repair import PatchOp, Repairer, RuleRepairer, apply_patch, repair_call
 from sap.agents.replanner import Replanner, ReplanRequest, RuleReplanner, avoided
@@ -426,15 +427,16 @@ def sample_path(state: SynthState, runtime: Ctx) -> dict[str, Any]:
         path = walk(fsm, rng, ctx.min_turns, ctx.max_turns)
     return {"emphasis": sorted(emphasis), **policy_path(ctx, state["seed"], path),
             "turns": [], "turn_pos": 0, "call_pos": 0, "attempts": 0, "exec_error": None,
+            "planned_calls": [], "turn_answers": {},
             "failed_args": [], "attempt_log": [], "blacklist": [], "pending": None, "pending_virtual": [],
             "virtual_history": [], "c0_patch": [], "repair_log": [], "changed_calls": []}
 
 
-def upcoming_tools(state: SynthState, ctx: SynthesisContext, fsm: FSM) -> list[str]:
-    """The tools after the pending call up to the turn's end, or past it up to the next write of the path (a lookup
-    ahead of a confirmed exchange is about an order that can be exchanged, a delivered one)."""
-    later = [t for a in turn_actions(state, ctx)[state["turn_pos"]:] for t in a][state["call_pos"] + 1:]
-    ahead = turn_action(state, ctx)[state["call_pos"] + 1:]
+def upcoming_tools(state: SynthState, ctx: SynthesisContext, fsm: FSM, call_pos: int) -> list[str]:
+    """The tools after call `call_pos` of the turn up to the turn's end, or past it up to the next write of the path
+    (a lookup ahead of a confirmed exchange is about an order that can be exchanged, a delivered one)."""
+    later = [t for a in turn_actions(state, ctx)[state["turn_pos"]:] for t in a][call_pos + 1:]
+    ahead = turn_action(state, ctx)[call_pos + 1:]
     if any(t in fsm.writes for t in ahead):
         return ahead
     write = next((i for i, t in enumerate(later) if t in fsm.writes), None)
@@ -443,27 +445,36 @@ def upcoming_tools(state: SynthState, ctx: SynthesisContext, fsm: FSM) -> list[s
 
 @timed("plan_call")
 def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
-    """Bind the next call (or retry the pending one with the last error fed back) with the planner."""
+    """Bind the next call (or retry the pending one with the last error fed back) with the planner; at a turn's
+    start the planner first decides what it can for all the turn's calls at once (Planner.ahead)."""
     ctx = runtime.context
-    specs = ctx.specs
     _, fsm = ctx.fsm()
     turn_pos, call_pos, attempts = state["turn_pos"], state["call_pos"], state["attempts"]
-    transition = fsm.transitions[state["path"][turn_pos]]
     action = turn_action(state, ctx)
     tool = action[call_pos]
     turns = _turns(state)
     history = [HistoryCall(t.index, i, c) for t in turns for i, c in enumerate(t.calls)]
     stated = [s for t in turns for c in t.calls for name, p in c.args_prov.items()
               if (s := stated_value(t.index, name, c.arg_value(name), p)) is not None]
-    tags = _tags(fsm, transition, tool, {h.call.name for h in history}) if ctx.use_tags else {}
-    req = PlanRequest(spec=specs[tool], tags=tags, free=not ctx.use_tags, turn=turn_pos,
-                      index=call_pos, history=history, stated=stated, c0=ctx.c0(state),
-                      rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
-                      last_error=state.get("exec_error"), failed_args=state.get("failed_args", []),
-                      upcoming=[specs[t] for t in upcoming_tools(state, ctx, fsm)],
-                      virtual=[StatedValue(v["turn"], v["param"], v["value"]) for v in state.get("virtual_history", [])],
-                      samplers=ctx.toolset.extra.get("samplers", {}),
-                      combinations=ctx.toolset.extra.get("combinations", {}).get(tool, []), scope=ctx.scope)
+    update: dict[str, Any] = {}
+    answers = state.get("turn_answers", {})
+    planned = state.get("planned_calls", [])
+    here = f"{turn_pos}:"
+    if attempts == 0 and here + plan_key(action, call_pos) not in planned:  # a turn's first planning, or a call put
+        # in since (a prerequisite, a re-planned path): the calls not decided yet, as code would bind them now
+        todo = [i for i in range(call_pos, len(action)) if here + plan_key(action, i) not in planned]
+        story = NarrativeRequest(ctx.toolset.name, ctx.c0(state), [[task_phrase(ctx.specs[t]) for t in a]
+                                                                   for a in turn_actions(state, ctx)]) \
+            if ctx.narrative and state.get("narrative") is None else None
+        ahead = ctx.planner.ahead([plan_request(state, ctx, fsm, history, stated, i) for i in todo], story)
+        answers = {k: v for k, v in answers.items() if k.startswith(here)} | {
+            here + k: v for k, v in ahead.values.items()}
+        update = {"planned_calls": [p for p in planned if p.startswith(here)] + [here + plan_key(action, i)
+                                                                              for i in todo],
+                  "turn_answers": answers, **({"narrative": ahead.narrative} if ahead.narrative else {})}
+    req = plan_request(state, ctx, fsm, history, stated, call_pos)
+    if attempts == 0:
+        req = replace(req, answers=answers.get(here + req.key, {}))
     binding = ctx.planner.bind(req)
     ruled_values(ctx, tool, history, req.rng, binding.args_exec, binding.args_prov)
     derived_values(ctx, tool, history, binding.args_exec, binding.args_prov)
@@ -472,9 +483,32 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
     place = len(turns[-1].calls) if turns and turns[-1].index == turn_pos else 0  # a skipped read leaves no gap
     call = ToolCall(call_id=f"call_{turn_pos}_{place}", name=tool, args_exec=binding.args_exec,
                     args_prov=binding.args_prov, attempts=attempts + 1)
-    return {"pending": call.model_dump(mode="json"),
+    return {**update, "pending": call.model_dump(mode="json"),
             "pending_virtual": [{"turn": v.turn, "param": v.param, "value": v.value, "used_at": turn_pos}
                                 for v in binding.virtual]}
+
+
+def plan_request(state: SynthState, ctx: SynthesisContext, fsm: FSM, history: list[HistoryCall],
+                 stated: list[StatedValue], call_pos: int) -> PlanRequest:
+    """The planner's request for call `call_pos` of the current turn, given the calls made so far (`history`) and
+    the values stated in them; the pending call's last error and failed arguments only for the pending call."""
+    turn_pos, attempts = state["turn_pos"], state["attempts"] if call_pos == state["call_pos"] else 0
+    action = turn_action(state, ctx)
+    tool = action[call_pos]
+    pending = call_pos == state["call_pos"]
+    transition = fsm.transitions[state["path"][turn_pos]]
+    tags = _tags(fsm, transition, tool, {h.call.name for h in history}) if ctx.use_tags else {}
+    return PlanRequest(spec=ctx.specs[tool], tags=tags, free=not ctx.use_tags, turn=turn_pos,
+                       index=call_pos, history=history, stated=stated, c0=ctx.c0(state),
+                       rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
+                       last_error=state.get("exec_error") if pending else None,
+                       failed_args=state.get("failed_args", []) if pending else [],
+                       upcoming=[ctx.specs[t] for t in upcoming_tools(state, ctx, fsm, call_pos)],
+                       virtual=[StatedValue(v["turn"], v["param"], v["value"])
+                                for v in state.get("virtual_history", [])],
+                       samplers=ctx.toolset.extra.get("samplers", {}),
+                       combinations=ctx.toolset.extra.get("combinations", {}).get(tool, []), scope=ctx.scope,
+                       key=plan_key(action, call_pos))
 
 
 def commit(state: SynthState, ctx: SynthesisContext, call: ToolCall, value: Any, ex: Executor, c0: dict[str, Any],
@@ -615,9 +649,10 @@ def after_turn(state: SynthState) -> Literal["run_turn", "group_parallel", "pers
 
 
 @timed("group_parallel")
-def group_parallel(state: SynthState, runtime: Ctx) -> dict[str, Any]:
+def group_parallel(state: SynthState, runtime: Ctx) -> Command[Literal["write_messages", "persist"]]:
     """In goal style, merge the turns that only serve the next into it (`merge_goal_turns`); then set each call's
-    parallel group (each call its own under a one-at-a-time policy)."""
+    parallel group (each call its own under a one-at-a-time policy). A trajectory the judge rejects by its calls
+    alone is dropped here, before any message is written for it."""
     ctx = runtime.context
     turns, update = _turns(state), {}
     if ctx.user_style == "goal":
@@ -625,7 +660,15 @@ def group_parallel(state: SynthState, runtime: Ctx) -> dict[str, Any]:
     one = ctx.policy is not None and ctx.policy.one_at_a_time
     turns = [t.model_copy(update={"calls": [c.model_copy(update={"group": i}) for i, c in enumerate(t.calls)]})
              if one else group_calls(t) for t in turns]
-    return {**update, "turns": [t.model_dump(mode="json") for t in turns]}
+    update = {**update, "turns": [t.model_dump(mode="json") for t in turns]}
+    if not isinstance(ctx.judge, CallsJudge):
+        return Command(goto="write_messages", update=update)
+    verdict = ctx.judge.judge_calls(trajectory_from_state({**state, **update}, ctx), ctx.specs)
+    if verdict.accepted:
+        return Command(goto="write_messages", update=update)
+    _, reason = verdict.next_step(0, 0)
+    return Command(goto="persist", update={**update, "verdict": verdict.model_dump(mode="json"), "status": "dropped",
+                                           "drop_reason": reason, "drop_kind": DropReason.of_judge(verdict.decision).value})
 
 
 def goal_turns(state: SynthState, ctx: SynthesisContext, turns: list[Turn]) -> tuple[list[Turn], dict[str, Any]]:
@@ -771,7 +814,6 @@ def compiled_synthesis_graph() -> CompiledStateGraph:
     builder.add_edge("load_fsm", "sample_path")
     builder.add_edge("sample_path", "run_turn")
     builder.add_conditional_edges("run_turn", after_turn)
-    builder.add_edge("group_parallel", "write_messages")
     builder.add_edge("write_messages", "code_check")
     builder.add_edge("rewrite", "persist")
     builder.add_edge("persist", END)

@@ -16,6 +16,7 @@ _OPEN_NEW = re.compile(r"^- (\w+) \(NEW, code's draft: (.*)\)$")
 _OPEN_CHOOSE = re.compile(r"^- (\w+) \(CHOOSE one (?:index|value)\):$")
 _PICK = re.compile(r"^(\d+): .*\(code's pick\)$")
 _CALL = re.compile(r"^call (\d+): task: (.*)$")
+_TURN_CALL = re.compile(r"^call (\d+): \w+: ")
 _PREREQUISITE = re.compile(r"^step \d+ \(PREREQUISITE")
 _VERBATIM = re.compile(r"^\[(?:NEW|FROM_CONFIG|FALLBACK from \w+)\] ([^:]+): (.*)$")
 _REFERRED = re.compile(r"^\[(?:FROM_HISTORY|FOUND_BY_ASSISTANT|FALLBACK from \w+)\] ([^:]+): refer to it as (.*?)"
@@ -28,6 +29,9 @@ _ARG = re.compile(r"^\s+(\w+): first turn (\w+|not possible); later (\w+)(?: \(f
 _OPTION = re.compile(r"^\[(\d+)\] (\S+) -> (\S+): ")
 _CHAIN_STEP = re.compile(r"^step \d+: (\w+): (.*); state verbatim: (\{.*\}); do not state \(comes from an earlier "
                          r"result\): (\{.*\})$")
+
+
+_NARRATIVE = "A customer wants to get a few errands done, one after another."
 
 
 def _planner(user: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -46,6 +50,21 @@ def _planner(user: str, schema: dict[str, Any]) -> dict[str, Any]:
             picks[choosing] = int(m.group(1))
     for name, index in picks.items():
         answer[name] = schema["properties"][name]["enum"][index]
+    return answer
+
+
+def _planner_turn(user: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """Per listed call, its open arguments as `_planner` answers them; the narrative when the schema asks for one."""
+    blocks: dict[str, list[str]] = {}
+    for line in user.split("Calls made so far", 1)[0].splitlines():
+        if m := _TURN_CALL.match(line):
+            blocks[f"call_{m.group(1)}"] = []
+        elif blocks:
+            blocks[list(blocks)[-1]].append(line)
+    answer: dict[str, Any] = {key: _planner("\n".join(lines), schema["properties"][key])
+                              for key, lines in blocks.items()}
+    if "narrative" in schema["properties"]:
+        answer["narrative"] = _NARRATIVE
     return answer
 
 
@@ -200,9 +219,9 @@ def _text_only(answer: Callable[[str], dict[str, Any]]) -> Callable[[str, dict[s
 
 # each sap prompt the model answers, with its answer to the request's user text and response schema
 ANSWERS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
+    "planner_turn": _planner_turn,
     "planner_bind": _planner,
-    "planner_narrative": _text_only(lambda _: {
-        "narrative": "A customer wants to get a few errands done, one after another."}),
+    "planner_narrative": _text_only(lambda _: {"narrative": _NARRATIVE}),
     "messenger_turn": _text_only(_messenger_turn),
     "messenger_global": _text_only(_messenger_global),
     "messenger_clarify": _text_only(_messenger_clarify),
