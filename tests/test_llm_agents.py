@@ -306,7 +306,7 @@ def test_planner_chooses_among_codes_ties_only_and_binds_the_rest_around_the_cho
 def test_a_turn_is_planned_in_one_request_and_its_calls_bind_without_asking_again(store):
     specs = [next(t for t in store.tools if t.name == name) for name in ("login_by_name_zip", "search_products")]
     reqs = [PlanRequest(spec=s, tags={p: Tag.self_create for p in s.required}, turn=0, index=i, history=[], stated=[],
-                        c0=store.sample_config(3), rng=random.Random(i), key=f"{s.name}#0")
+                        c0=store.sample_config(3), rng=random.Random(i), key=f"0:{s.name}#0")
             for i, s in enumerate(specs)]
     with ScriptedLLMServer(responder=role_model) as server:
         planner = LLMPlanner(_role(server, "planner"))

@@ -100,8 +100,8 @@ class RecordingPlanner:
         self.requests.append(req)
         return self.inner.bind(req)
 
-    def ahead(self, reqs, story=None):
-        return self.inner.ahead(reqs, story)
+    def ahead(self, reqs, story=None, later=()):
+        return self.inner.ahead(reqs, story, later)
 
     def seen(self, tool):
         return [(r.turn, r.index, r.last_error) for r in self.requests if r.spec.name == tool]

@@ -94,9 +94,9 @@ def _turn_plan_schema(store) -> dict[str, Any]:
     """The planner's request for a turn of two calls: cancel_pending_order (as `_cancel_request`) and a login with
     the user's name and zip, with the trajectory's narrative asked along."""
     login = next(t for t in store.tools if t.name == "login_by_name_zip")
-    reqs = [replace(_cancel_request(store), key="cancel_pending_order#0"),
+    reqs = [replace(_cancel_request(store), key="1:cancel_pending_order#0"),
             PlanRequest(spec=login, tags={p: Tag.self_create for p in login.required}, turn=1, index=1, history=[],
-                        stated=[], c0={}, rng=random.Random(0), key="login_by_name_zip#0")]
+                        stated=[], c0={}, rng=random.Random(0), key="1:login_by_name_zip#0")]
     with ScriptedLLMServer(responder=role_model) as server:
         LLMPlanner(_role(server, "planner")).ahead(reqs, NarrativeRequest("store", {}, [["cancel an order"]]))
         return _sent_schema(server.requests[0])

@@ -207,29 +207,41 @@ class LLMPlanner:
             values |= call.values(answer.root, rest)
         return self._apply(call, values) if values else call.base
 
-    def ahead(self, reqs: list[PlanRequest], story: NarrativeRequest | None = None) -> Ahead:
-        """One request for the open arguments of every call of a turn (`reqs`, bound as code would bind them now)
-        and, with `story`, the trajectory's narrative; no open argument, no request."""
-        calls = [(k, call) for k, req in enumerate(reqs) if (call := self.open_call(req)).is_open()]
+    def ahead(self, reqs: list[PlanRequest], story: NarrativeRequest | None = None,
+              later: list[PlanRequest] = ()) -> Ahead:
+        """One request for the open arguments of a turn's calls (`reqs`, bound as code would bind them now; what
+        `req.answers` decided before is not asked again), the new values of the `later` turns' calls (their choices
+        wait for the results they choose among) and, with `story`, the trajectory's narrative; nothing open, no
+        request."""
+        calls: list[tuple[OpenCall, list[str]]] = []
+        for req in reqs:
+            call = self.open_call(req)
+            given = call.given(req.answers)
+            calls.append((call, [n for n in [*call.new, *call.choose] if n not in given]))
+        for req in later:
+            call = self.open_call(req)
+            calls.append((call, [n for n in call.new if call.base.args_prov[n].tag == Tag.self_create]))
+        calls = [(call, names) for call, names in calls if names]
         if not calls:
             return Ahead()
-        names = {k: [*call.new, *call.choose] for k, call in calls}
-        properties: dict[str, Any] = {f"call_{k}": call.schema(names[k]) for k, call in calls}
+        properties: dict[str, Any] = {f"call_{k}": call.schema(names) for k, (call, names) in enumerate(calls)}
         if story is not None:
             properties["narrative"] = NARRATIVE_SCHEMA["properties"]["narrative"]
+        now = reqs[0].turn if reqs else None
         blocks = "\n\n".join(
             f"call {k}: {call.req.spec.name}: {call.req.spec.description or '(no description)'}\n"
-            f"  parameter schemas: {compact({answer_key(n): arg_schema(call.req, n) for n in names[k]}, 600)}\n"
+            + ("" if call.req.turn == now else f"  (in turn {call.req.turn}, later: its new values only)\n")
+            + f"  parameter schemas: {compact({answer_key(n): arg_schema(call.req, n) for n in names}, 600)}\n"
             f"  already bound by code: {call.bound_text()}\n  open arguments:\n"
-            + _indent(call.open_lines(names[k]), "  ")
-            for k, call in calls)
-        first = reqs[0]
+            + _indent(call.open_lines(names), "  ")
+            for k, (call, names) in enumerate(calls))
+        first = calls[0][0].req
         answer = self.llm.ask(
             "planner_turn", TurnPlanAnswer, closed(properties), calls=blocks, history=_history(first.history),
             state=compact(first.c0, STATE_CHARS),
             story="(none: do not write one)" if story is None else
             "\n".join(f"turn {i}: " + "; ".join(t) for i, t in enumerate(story.tasks)))
-        values = {reqs[k].key: call.values(answer.root[f"call_{k}"], names[k]) for k, call in calls}
+        values = {call.req.key: call.values(answer.root[f"call_{k}"], names) for k, (call, names) in enumerate(calls)}
         return Ahead(values, answer.root.get("narrative"))
 
     def _apply(self, call: OpenCall, values: dict[str, Any]) -> Binding:

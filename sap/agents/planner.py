@@ -80,7 +80,7 @@ class PlanRequest:
     combinations: list[dict[str, Any]] = field(default_factory=list)  # joint values the tool's code accepts (BFCL's
     # estimate_distance knows only some pairs of zip codes): a new value fits the parameters bound before it
     scope: Scope | None = None  # where names resolve (a file system's current folder), as the toolset declares it
-    key: str = ""  # the call's place in its turn's plan (`plan_key`), by which the turn's request answered it
+    key: str = ""  # the call's place in the plan (`plan_key`), by which a request ahead of it answered it
     answers: dict[str, Any] = field(default_factory=dict)  # the model's values for this call from the turn's request
     picks: dict[str, Any] = field(default_factory=dict)  # values chosen (by the model) among a source's ties: code
     # keeps each pick its ranking still ties, and binds the other arguments around it
@@ -106,11 +106,11 @@ class Ahead:
     narrative: str | None = None
 
 
-def plan_key(action: list[str], index: int) -> str:
-    """The key of call `index` of a turn's `action`: its tool and how many calls of that tool come before it (a
-    prerequisite inserted ahead of it leaves the key as it was)."""
+def plan_key(turn: int, action: list[str], index: int) -> str:
+    """The key of call `index` of turn `turn`, whose tools are `action`: the turn, the tool and how many calls of
+    that tool come before it in the turn (a prerequisite inserted ahead of it leaves the key as it was)."""
     tool = action[index]
-    return f"{tool}#{action[:index].count(tool)}"
+    return f"{turn}:{tool}#{action[:index].count(tool)}"
 
 
 @dataclass(frozen=True)
@@ -131,9 +131,11 @@ class Planner(Protocol):
     def narrate(self, req: NarrativeRequest) -> str:
         """A short story of who the user is and what they want, for the global message rewrite."""
 
-    def ahead(self, reqs: list[PlanRequest], story: NarrativeRequest | None = None) -> Ahead:
-        """What can be decided for all calls of a turn at its start (`reqs`: each call as it would be bound now),
-        and with `story` the trajectory's narrative; a planner without a model decides nothing ahead."""
+    def ahead(self, reqs: list[PlanRequest], story: NarrativeRequest | None = None,
+              later: list[PlanRequest] = ()) -> Ahead:
+        """What can be decided for all calls of a turn at its start (`reqs`: each call as it would be bound now,
+        less what `req.answers` decided before), the new values of the `later` turns' calls (bound as they would
+        be now), and with `story` the trajectory's narrative; a planner without a model decides nothing ahead."""
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -531,7 +533,8 @@ class RulePlanner:
         ties = {n: t for n, t in ctx.ties.items() if n in prov and prov[n].tag in (Tag.prev_output, Tag.initial_state)}
         return Binding(ctx.bound, prov, ctx.virtual, ties)
 
-    def ahead(self, reqs: list[PlanRequest], story: NarrativeRequest | None = None) -> Ahead:
+    def ahead(self, reqs: list[PlanRequest], story: NarrativeRequest | None = None,
+              later: list[PlanRequest] = ()) -> Ahead:
         """Nothing: code binds each call when it comes (and writes the narrative when the messages are written)."""
         return Ahead()
 

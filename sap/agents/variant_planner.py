@@ -248,7 +248,8 @@ class TopologyPlanner:
             first = first or binding
         return first
 
-    def ahead(self, reqs: list[PlanRequest], story: NarrativeRequest | None = None) -> Ahead:
+    def ahead(self, reqs: list[PlanRequest], story: NarrativeRequest | None = None,
+              later: list[PlanRequest] = ()) -> Ahead:
         """Nothing ahead: each call is bound to its slot's tags and sources when it comes."""
         return Ahead()
 

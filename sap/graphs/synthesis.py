@@ -432,11 +432,12 @@ def sample_path(state: SynthState, runtime: Ctx) -> dict[str, Any]:
             "virtual_history": [], "c0_patch": [], "repair_log": [], "changed_calls": []}
 
 
-def upcoming_tools(state: SynthState, ctx: SynthesisContext, fsm: FSM, call_pos: int) -> list[str]:
-    """The tools after call `call_pos` of the turn up to the turn's end, or past it up to the next write of the path
-    (a lookup ahead of a confirmed exchange is about an order that can be exchanged, a delivered one)."""
-    later = [t for a in turn_actions(state, ctx)[state["turn_pos"]:] for t in a][call_pos + 1:]
-    ahead = turn_action(state, ctx)[call_pos + 1:]
+def upcoming_tools(state: SynthState, ctx: SynthesisContext, fsm: FSM, turn_pos: int, call_pos: int) -> list[str]:
+    """The tools after call `call_pos` of turn `turn_pos` up to the turn's end, or past it up to the next write of
+    the path (a lookup ahead of a confirmed exchange is about an order that can be exchanged, a delivered one)."""
+    actions = turn_actions(state, ctx)
+    later = [t for a in actions[turn_pos:] for t in a][call_pos + 1:]
+    ahead = actions[turn_pos][call_pos + 1:]
     if any(t in fsm.writes for t in ahead):
         return ahead
     write = next((i for i, t in enumerate(later) if t in fsm.writes), None)
@@ -457,24 +458,13 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
     stated = [s for t in turns for c in t.calls for name, p in c.args_prov.items()
               if (s := stated_value(t.index, name, c.arg_value(name), p)) is not None]
     update: dict[str, Any] = {}
-    answers = state.get("turn_answers", {})
-    planned = state.get("planned_calls", [])
-    here = f"{turn_pos}:"
-    if attempts == 0 and here + plan_key(action, call_pos) not in planned:  # a turn's first planning, or a call put
-        # in since (a prerequisite, a re-planned path): the calls not decided yet, as code would bind them now
-        todo = [i for i in range(call_pos, len(action)) if here + plan_key(action, i) not in planned]
-        story = NarrativeRequest(ctx.toolset.name, ctx.c0(state), [[task_phrase(ctx.specs[t]) for t in a]
-                                                                   for a in turn_actions(state, ctx)]) \
-            if ctx.narrative and state.get("narrative") is None else None
-        ahead = ctx.planner.ahead([plan_request(state, ctx, fsm, history, stated, i) for i in todo], story)
-        answers = {k: v for k, v in answers.items() if k.startswith(here)} | {
-            here + k: v for k, v in ahead.values.items()}
-        update = {"planned_calls": [p for p in planned if p.startswith(here)] + [here + plan_key(action, i)
-                                                                              for i in todo],
-                  "turn_answers": answers, **({"narrative": ahead.narrative} if ahead.narrative else {})}
-    req = plan_request(state, ctx, fsm, history, stated, call_pos)
+    answers, planned = state.get("turn_answers", {}), state.get("planned_calls", [])
+    if attempts == 0 and plan_key(turn_pos, action, call_pos) not in planned:  # a turn's first planning, or a
+        # call put in since (a prerequisite, a re-planned path): the calls not decided yet, as code binds them now
+        answers, update = plan_ahead(state, ctx, fsm, history, stated, answers, planned)
+    req = plan_request(state, ctx, fsm, history, stated, turn_pos, call_pos)
     if attempts == 0:
-        req = replace(req, answers=answers.get(here + req.key, {}))
+        req = replace(req, answers=answers.get(req.key, {}))
     binding = ctx.planner.bind(req)
     ruled_values(ctx, tool, history, req.rng, binding.args_exec, binding.args_prov)
     derived_values(ctx, tool, history, binding.args_exec, binding.args_prov)
@@ -488,14 +478,37 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
                                 for v in binding.virtual]}
 
 
+def plan_ahead(state: SynthState, ctx: SynthesisContext, fsm: FSM, history: list[HistoryCall],
+               stated: list[StatedValue], answers: dict[str, dict[str, Any]], planned: list[str]
+               ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """What the planner decides at once (Planner.ahead) for the current turn's calls not decided yet, given the
+    answers it gave before; at the trajectory's first planning also the new values of every later turn's calls.
+    Returns the answers from this turn on, and the state update that keeps them."""
+    turn_pos, call_pos = state["turn_pos"], state["call_pos"]
+    actions = turn_actions(state, ctx)
+    todo = [i for i in range(call_pos, len(actions[turn_pos])) if plan_key(turn_pos, actions[turn_pos], i) not in planned]
+    reqs = [plan_request(state, ctx, fsm, history, stated, turn_pos, i) for i in todo]
+    later = [plan_request(state, ctx, fsm, history, stated, t, i) for t in range(turn_pos + 1, len(actions))
+             for i in range(len(actions[t]))] if not planned and turn_pos == 0 else []
+    story = NarrativeRequest(ctx.toolset.name, ctx.c0(state), [[task_phrase(ctx.specs[t]) for t in a] for a in actions]) \
+        if ctx.narrative and state.get("narrative") is None else None
+    ahead = ctx.planner.ahead([replace(r, answers=answers.get(r.key, {})) for r in reqs], story, later)
+    current = [k for k in planned if int(k.split(":", 1)[0]) == turn_pos]
+    kept = {k: v for k, v in answers.items() if int(k.split(":", 1)[0]) >= turn_pos}
+    for key, values in ahead.values.items():
+        kept[key] = {**kept.get(key, {}), **values}
+    return kept, {"planned_calls": current + [r.key for r in reqs], "turn_answers": kept,
+                  **({"narrative": ahead.narrative} if ahead.narrative else {})}
+
+
 def plan_request(state: SynthState, ctx: SynthesisContext, fsm: FSM, history: list[HistoryCall],
-                 stated: list[StatedValue], call_pos: int) -> PlanRequest:
-    """The planner's request for call `call_pos` of the current turn, given the calls made so far (`history`) and
+                 stated: list[StatedValue], turn_pos: int, call_pos: int) -> PlanRequest:
+    """The planner's request for call `call_pos` of turn `turn_pos`, given the calls made so far (`history`) and
     the values stated in them; the pending call's last error and failed arguments only for the pending call."""
-    turn_pos, attempts = state["turn_pos"], state["attempts"] if call_pos == state["call_pos"] else 0
-    action = turn_action(state, ctx)
+    pending = (turn_pos, call_pos) == (state["turn_pos"], state["call_pos"])
+    attempts = state["attempts"] if pending else 0
+    action = turn_actions(state, ctx)[turn_pos]
     tool = action[call_pos]
-    pending = call_pos == state["call_pos"]
     transition = fsm.transitions[state["path"][turn_pos]]
     tags = _tags(fsm, transition, tool, {h.call.name for h in history}) if ctx.use_tags else {}
     return PlanRequest(spec=ctx.specs[tool], tags=tags, free=not ctx.use_tags, turn=turn_pos,
@@ -503,12 +516,12 @@ def plan_request(state: SynthState, ctx: SynthesisContext, fsm: FSM, history: li
                        rng=random.Random(f"{state['seed']}:plan:{turn_pos}:{call_pos}:{attempts}"),
                        last_error=state.get("exec_error") if pending else None,
                        failed_args=state.get("failed_args", []) if pending else [],
-                       upcoming=[ctx.specs[t] for t in upcoming_tools(state, ctx, fsm, call_pos)],
+                       upcoming=[ctx.specs[t] for t in upcoming_tools(state, ctx, fsm, turn_pos, call_pos)],
                        virtual=[StatedValue(v["turn"], v["param"], v["value"])
                                 for v in state.get("virtual_history", [])],
                        samplers=ctx.toolset.extra.get("samplers", {}),
                        combinations=ctx.toolset.extra.get("combinations", {}).get(tool, []), scope=ctx.scope,
-                       key=plan_key(action, call_pos))
+                       key=plan_key(turn_pos, action, call_pos))
 
 
 def commit(state: SynthState, ctx: SynthesisContext, call: ToolCall, value: Any, ex: Executor, c0: dict[str, Any],
