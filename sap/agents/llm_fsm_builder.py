@@ -9,7 +9,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sap.agents.llm_common import STATE_CHARS, LLMRole, compact
+from sap.agents.llm_common import STATE_CHARS, LLMRole, compact, fit
 from sap.fsm.build import (RuleFSMBuilder, ToolRole, action_tools, critical, probed_roles, requires_of, role_tags,
                             stated_params)
 from sap.llm.schema import closed
@@ -184,7 +184,7 @@ class LLMFSMBuilder:
             "fsm_draft", FSMDraft, draft_schema(roles, stated), check=lambda d: _raise(draft_problems(d)),
             toolset=toolset.name, description=toolset.description or "(none)",
             docs=toolset.extra.get("docs") or "(none)", tools=tool_lines(roles, stated),
-            state=compact(c0, STATE_CHARS),
+            state=fit(c0, STATE_CHARS),
             feedback=(f"Your previous draft: {previous}\nIts V_spec violations:\n" + "\n".join(feedback)
                       if feedback and previous else "(first draft)"))
         fsm, notes = repaired_fsm(answer, roles, stated)

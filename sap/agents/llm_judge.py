@@ -7,7 +7,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, Field
 
 from sap.agents.judge import Criterion, Finding, RuleJudge, Verdict
-from sap.agents.llm_common import STATE_CHARS, LLMRole, call_line, compact
+from sap.agents.llm_common import RESULT_CHARS, STATE_CHARS, Fit, LLMRole, call_line, fit
 from sap.llm.schema import closed, nullable
 from sap.model import ToolSpec, Trajectory
 
@@ -27,16 +27,22 @@ class JudgeAnswer(BaseModel):
     findings: list[JudgeFinding] = Field(default_factory=list)
 
 
-def conversation_text(traj: Trajectory) -> str:
-    """The dialogue as the judge reads it: per turn the user message, the calls with results (a goal turn's
-    prerequisites marked), the reply."""
+def conversation_text(traj: Trajectory, result_chars: int = RESULT_CHARS) -> str:
+    """The dialogue as the judge reads it: per turn the user message, the calls with results summarised to
+    `result_chars` (a goal turn's prerequisites marked), the reply."""
     lines = []
     for t in traj.turns:
         lines.append(f"turn {t.index} user: {t.user_message}")
-        lines += [f"  {call_line(t.index, i, c)}" + (" [prerequisite: the assistant's own step]"
+        lines += [f"  {call_line(t.index, i, c, result_chars)}" + (" [prerequisite: the assistant's own step]"
                                                      if i in t.prerequisites else "") for i, c in enumerate(t.calls)]
         lines.append(f"turn {t.index} assistant: {t.assistant_message}")
     return "\n".join(lines)
+
+
+def conversation_fit(traj: Trajectory) -> Fit:
+    """The dialogue as a Fit: the messages whole, each call's result summarised to a share of the size asked."""
+    calls = max(1, sum(len(t.calls) for t in traj.turns))
+    return Fit(lambda n: conversation_text(traj, max(40, n // calls)), RESULT_CHARS * calls)
 
 
 def judge_schema(turns: int) -> dict[str, Any]:
@@ -65,6 +71,6 @@ class LLMJudge:
         if not verdict.accepted:
             return verdict
         answer = self.llm.ask("judge", JudgeAnswer, judge_schema(len(traj.turns)),
-                              state=compact(traj.c0, STATE_CHARS), conversation=conversation_text(traj))
+                              state=fit(traj.c0, STATE_CHARS), conversation=conversation_fit(traj))
         return Verdict.from_findings([Finding(criterion=f.criterion, turn=f.turn, detail=f.detail, diagnosis=f.kind)
                                       for f in answer.findings])

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from sap.agents.llm_common import RESULT_CHARS, LLMRole, compact
+from sap.agents.llm_common import RESULT_CHARS, LLMRole, compact, fit
 from sap.agents.judge import MAX_MESSAGE_CHARS, MIN_MESSAGE_CHARS, task_words
 from sap.agents.messenger import ClarifyRequest, Mention, found_here, must_mention, output_choice, stated_phrase
 from sap.agents.replies import short_task
@@ -236,7 +236,7 @@ class LLMMessenger:
             "messenger_turn", TurnAnswer, turn_schema(turn, specs, virtual), check=check,
             earlier="\n".join(f"turn {t.index}: {t.user_message}" for t in earlier if t.user_message) or "(none)",
             calls=self._calls_text(turn, specs, steps), ahead="; ".join(stated_ahead(turn, virtual)) or "(none)",
-            results=compact([c.result for c in turn.calls], RESULT_CHARS * 2))
+            results=fit([c.result for c in turn.calls], RESULT_CHARS * 2))
         fragments = [answer.fragments[f"call_{i}"].strip() for i in requested(turn)]
         return turn.model_copy(update={"user_message": " ".join(fragments),
                                        "assistant_message": answer.assistant_message})

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, RootModel
 
-from sap.agents.llm_common import STATE_CHARS, LLMRole, call_line, compact
+from sap.agents.llm_common import STATE_CHARS, Fit, LLMRole, call_line, compact, fit, newest_lines
 from sap.agents.planner import (Ahead, Binding, HistoryCall, NarrativeRequest, PlanRequest, RulePlanner,
                                 reference_selector, same_value)
 from sap.llm.schema import closed, closed_copy, schema_errors
@@ -146,7 +146,7 @@ class OpenCall:
                     + (" (code's pick)" if same_value(o.value, self.base.args_exec.get(n)) else "")
                     for i, o in enumerate(opts)))
             else:
-                lines.append(f"- {answer_key(n)} (NEW, code's draft: {compact(draft(self.base, n), 120)})")
+                lines.append(f"- {answer_key(n)} (NEW, code's draft: {compact(draft(self.base, n), 400)})")
         return "\n".join(lines)
 
     def bound_text(self) -> str:
@@ -201,7 +201,7 @@ class LLMPlanner:
                 "planner_bind", PlannerAnswer, call.schema(rest), tool=req.spec.name,
                 description=req.spec.description or "(none)",
                 schemas=compact({answer_key(n): arg_schema(req, n) for n in rest}, 1200), bound=call.bound_text(),
-                open=call.open_lines(rest), history=_history(req.history), state=compact(req.c0, STATE_CHARS),
+                open=call.open_lines(rest), history=_history(req.history), state=fit(req.c0, STATE_CHARS),
                 error=req.last_error or "(none)",
                 failed=compact(req.failed_args, 400) if req.failed_args else "(none)")
             values |= call.values(answer.root, rest)
@@ -238,7 +238,7 @@ class LLMPlanner:
         first = calls[0][0].req
         answer = self.llm.ask(
             "planner_turn", TurnPlanAnswer, closed(properties), calls=blocks, history=_history(first.history),
-            state=compact(first.c0, STATE_CHARS),
+            state=fit(first.c0, STATE_CHARS),
             story="(none: do not write one)" if story is None else
             "\n".join(f"turn {i}: " + "; ".join(t) for i, t in enumerate(story.tasks)))
         values = {call.req.key: call.values(answer.root[f"call_{k}"], names) for k, (call, names) in enumerate(calls)}
@@ -262,13 +262,13 @@ class LLMPlanner:
     def narrate(self, req: NarrativeRequest) -> str:
         """The model's background story for the trajectory."""
         return self.llm.ask("planner_narrative", NarrativeAnswer, NARRATIVE_SCHEMA, toolset=req.toolset,
-                            state=compact(req.c0, STATE_CHARS),
+                            state=fit(req.c0, STATE_CHARS),
                             tasks="\n".join(f"turn {i}: " + "; ".join(t) for i, t in enumerate(req.tasks))).narrative
 
 
-def _history(history: list[HistoryCall]) -> str:
-    """The conversation's last calls, one line each."""
-    return "\n".join(call_line(h.turn, h.index, h.call) for h in history[-6:]) or "(none)"
+def _history(history: list[HistoryCall]) -> Fit:
+    """The conversation's last calls, one line each, as many of the newest as the prompt's budget allows."""
+    return Fit(newest_lines([call_line(h.turn, h.index, h.call) for h in history[-6:]]), 6 * 800)
 
 
 def _indent(text: str, prefix: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 from pydantic import BaseModel, Field
 
-from sap.agents.llm_common import RESULT_CHARS, STATE_CHARS, LLMRole, compact
+from sap.agents.llm_common import RESULT_CHARS, STATE_CHARS, Fit, LLMRole, compact, fit, newest_lines
 from sap.llm.schema import closed
 from sap.text import QUOTED_SPAN, error_quotes
 from sap.errors import SapError
@@ -380,9 +380,9 @@ class LLMRepairer:
             answer = self.llm.ask(
                 "repair", RepairAnswer, REPAIR_SCHEMA, check=check, tool=req.spec.name, description=req.spec.description or "(none)",
                 args=compact(req.call.args_exec, 600), error=req.error, records=related_records(req),
-                state=compact(req.c0, STATE_CHARS),
-                history="\n".join(f"{c.call_id}: {c.name}({compact(c.args_exec, 200)}) -> {compact(c.result, RESULT_CHARS)}"
-                                  for c in req.history[-6:]) or "(none)",
+                state=fit(req.c0, STATE_CHARS),
+                history=Fit(newest_lines([f"{c.call_id}: {c.name}({compact(c.args_exec, 200)}) -> "
+                                          f"{compact(c.result, RESULT_CHARS)}" for c in req.history[-6:]]), 6 * 700),
                 tried="\n".join(f"{compact(t['patch'], 300)} -> {t['outcome']}" for t in req.tried) or "(none)",
                 suggestion=json.dumps(suggestion) if suggestion else "(none)")
         except LLMRoleError as exc:

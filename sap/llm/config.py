@@ -21,6 +21,9 @@ class ModelConfig(BaseModel):
     api_key_env: str | None = Field(default=None, description="environment variable holding the API key")
     temperature: float = Field(default=0.7, ge=0.0)
     max_tokens: int = Field(default=1024, gt=0)
+    context_tokens: int | None = Field(default=None, gt=0, description=(
+        "the model's context window in tokens; prompts are summarised to fit it less max_tokens (default: "
+        "LiteLLM's model map, else 8192)"))
     timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0.0, description="seconds per request")
     max_retries: int = Field(default=5, ge=0, description="retries of transient errors per request")
     max_validation_retries: int = Field(default=2, ge=0, description="re-asks after an invalid answer")
@@ -38,14 +41,22 @@ class ModelConfig(BaseModel):
     output_cost_per_token: float | None = Field(default=None, ge=0.0)
 
     @model_validator(mode="after")
+    def _answer_fits_the_context(self) -> ModelConfig:
+        if self.context_tokens is not None and self.context_tokens <= self.max_tokens:
+            raise ValueError(f"context_tokens {self.context_tokens} leaves no room for a prompt beside max_tokens "
+                             f"{self.max_tokens}")
+        return self
+
+    @model_validator(mode="after")
     def _prices_come_in_pairs(self) -> ModelConfig:
         if (self.input_cost_per_token is None) != (self.output_cost_per_token is None):
             raise ValueError("give both input_cost_per_token and output_cost_per_token, or neither")
         return self
 
     def public(self) -> dict[str, Any]:
-        """A JSON-safe dict of the config for records and fingerprints."""
-        return self.model_dump(mode="json")
+        """A JSON-safe dict of the config for records and fingerprints (an unset context_tokens left out, as configs
+        were before it existed)."""
+        return self.model_dump(mode="json", exclude={"context_tokens"} if self.context_tokens is None else None)
 
 
 @functools.cache

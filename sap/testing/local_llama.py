@@ -73,5 +73,5 @@ def llama_server(log: Path, threads: int = 1, ready_seconds: float = 120.0) -> I
 def agents_toml(api_base: str) -> str:
     """An `--agents-config` TOML putting every LLM role on the local server (grammar-constrained json_object)."""
     return (f'agents = "llm"\n[model]\nmodel = "openai/{MODEL_ALIAS}"\napi_base = "{api_base}"\n'
-            'structured = "json_object"\ntemperature = 0.2\nmax_tokens = 256\ntimeout = 600\n'
+            'structured = "json_object"\ntemperature = 0.2\nmax_tokens = 1024\ntimeout = 600\n'
             'concurrency = 1\ninput_cost_per_token = 0.0\noutput_cost_per_token = 0.0\n')
