@@ -13,7 +13,7 @@ from sap.fsm.conditions import ConditionError, parse
 from sap.fsm.policy_walk import policy_actions
 from sap.fsm.verify import verify_fsm
 from sap.fsm.walk import NoPathError, sample_path
-from sap.model import FSM, FSMState, StateType, Tag, Transition
+from sap.model import FSM, FSMState, StateType, Tag, ToolCall, Transition, Turn
 from sap.toolsets import load_toolset
 from sap.toolsets.tau2_bench import INSTALL_HINT, Tau2Unavailable
 
@@ -132,7 +132,7 @@ def test_critical_marks_authentication_and_changes_that_cannot_be_taken_back():
 
 
 def test_a_replanned_path_through_an_edge_whose_condition_fails_is_refused():
-    fsm = _tiny("after:search")
+    fsm = _tiny("after:search").model_copy(update={"writes": ["ping"]})
     req = ReplanRequest(fsm, [0, 2], [], frozenset(), 2, 2, random.Random(0))
     assert path_problems(req, [0, 1, 2], [0, 2]) == []
     assert path_problems(req, [0, 1, 2], [0, 1]) == [
@@ -160,3 +160,18 @@ def test_the_hand_off_is_walked_and_always_last():
         handed = [w for w in walks if "transfer_to_human_agents" in w]
         assert 0 < len(handed) < 150, (ts.name, len(handed))
         assert all(w[-1] == "transfer_to_human_agents" and w.count("transfer_to_human_agents") == 1 for w in handed)
+
+
+def test_a_replanned_path_that_would_change_nothing_and_use_no_result_is_refused():
+    fsm = _tiny("")  # ping, book and search: none of them a write, no argument from an earlier output
+    req = ReplanRequest(fsm, [0, 2], [], frozenset(), 2, 2, random.Random(0))
+    assert path_problems(req, [0, 1, 2], [0, 2]) == [
+        "transitions: with the kept turns the dialogue would change nothing and use no earlier result (the judge "
+        "rejects that): take a transition that changes something or works on a result"]
+    booking = fsm.model_copy(update={"writes": ["book"]})
+    assert path_problems(ReplanRequest(booking, [0, 1], [], frozenset(), 2, 2, random.Random(0)),
+                         [0, 1, 2], [0, 1]) == []
+    kept = Turn(index=0, state="mid", transition=0, calls=[ToolCall(
+        call_id="call_0_0", name="book", args_exec={}, args_prov={}, result={}, ok=True)])
+    done = ReplanRequest(booking, [0, 2], [kept], frozenset(), 2, 2, random.Random(0))
+    assert path_problems(done, [0, 1, 2], [2]) == []  # a kept write: the rest may be reads

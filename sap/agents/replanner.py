@@ -19,7 +19,7 @@ from sap.fsm.prerequisites import words
 from sap.fsm.walk import NoPathError
 from sap.fsm.walk import sample_path as walk
 from sap.llm import LLMRoleError
-from sap.model import FSM, ToolSpec, Turn
+from sap.model import FSM, Tag, ToolSpec, Turn
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,38 @@ def path_problems(req: ReplanRequest, edges: list[int], path: list[int]) -> list
         problems.append(f"transitions: {len(path)} given, need {lo} to {hi}")
     if not problems and at not in fsm.finals:
         problems.append(f"transitions[{len(path) - 1}]: {path[-1]} ends in {at!r}, not a final state {fsm.finals}")
+    if not problems and not evolves(req, path):
+        problems.append("transitions: with the kept turns the dialogue would change nothing and use no earlier result "
+                        "(the judge rejects that): take a transition that changes something or works on a result")
     return problems
+
+
+def _changes(fsm: FSM, i: int) -> bool:
+    """Whether transition `i` calls a write tool."""
+    return bool(set(fsm.transitions[i].action) & set(fsm.writes))
+
+
+def _uses_result(fsm: FSM, i: int) -> bool:
+    """Whether transition `i` declares an argument from an earlier output."""
+    return any(tag == Tag.prev_output for tags in fsm.transitions[i].provenance_tag.values() for tag in tags.values())
+
+
+def _marks(fsm: FSM, i: int) -> str:
+    """What the re-plan prompt says of transition `i` beside its tools."""
+    marks = [m for m, holds in (("changes something", _changes(fsm, i)), ("uses a result", _uses_result(fsm, i)))
+             if holds]
+    return f" ({', '.join(marks)})" if marks else ""
+
+
+def evolves(req: ReplanRequest, path: list[int]) -> bool:
+    """Whether the kept turns and `path` change something or use an earlier result (the judge's state_evolves):
+    a kept call of a write tool or taking an earlier output, or a transition of `path` calling a write tool or
+    declaring an argument from an earlier output."""
+    fsm, writes = req.fsm, set(req.fsm.writes)
+    kept = [c for t in req.kept for c in t.calls]
+    if any(c.name in writes or any(p.effective_tag() == Tag.prev_output for p in c.args_prov.values()) for c in kept):
+        return True
+    return any(_changes(fsm, i) or _uses_result(fsm, i) for i in path)
 
 
 class LLMReplanner:
@@ -181,9 +212,9 @@ class LLMReplanner:
                 "replan", ReplanAnswer, replan_schema(edges, lo, hi), check=check, start=req.start,
                 finals=", ".join(fsm.finals), lo=lo, hi=hi,
                 kept="\n".join(f"turn {t.index}: " + ", ".join(c.name for c in t.calls) for t in req.kept) or "(none)",
-                blacklist=", ".join(sorted(req.blacklist)),
+                blacklist=", ".join(sorted(req.blacklist)), evolved="yes" if evolves(req, []) else "no",
                 options="\n".join(f"[{i}] {fsm.transitions[i].source} -> {fsm.transitions[i].target}: "
-                                  f"{' then '.join(fsm.transitions[i].action)}" for i in edges))
+                                  f"{' then '.join(fsm.transitions[i].action)}{_marks(fsm, i)}" for i in edges))
         except LLMRoleError as exc:
             if exc.kind != "invalid":
                 raise

@@ -181,21 +181,25 @@ def _repair(user: str) -> dict[str, Any]:
 
 
 def _replan(user: str) -> dict[str, Any]:
-    """The first path in breadth-first order over the listed transitions that is long enough and ends final."""
+    """The first path in breadth-first order over the listed transitions that is long enough, ends final and, unless
+    the kept turns did, holds a transition marked as changing something or using a result."""
     start = re.search(r"^Current state: (\S+)$", user, re.M).group(1)
     finals = set(re.search(r"^Final states: (.*)$", user, re.M).group(1).split(", "))
     lo, hi = map(int, re.search(r"between (\d+) and (\d+) transitions", user).groups())
-    options = [(int(m.group(1)), m.group(2), m.group(3)) for line in user.splitlines() if (m := _OPTION.match(line))]
-    paths: list[tuple[str, list[int]]] = [(start, [])]
-    seen = {(start, 0)}
+    evolved = re.search(r"^The kept turns already change something or use a result: yes$", user, re.M) is not None
+    options = [(int(m.group(1)), m.group(2), m.group(3), "(changes something" in line or "uses a result)" in line)
+               for line in user.splitlines() if (m := _OPTION.match(line))]
+    paths: list[tuple[str, list[int], bool]] = [(start, [], evolved)]
+    seen = {(start, 0, evolved)}
     while paths:
-        at, path = paths.pop(0)
-        if lo <= len(path) and at in finals:
+        at, path, moved = paths.pop(0)
+        if lo <= len(path) and at in finals and moved:
             return {"transitions": path}
-        for i, src, dst in options:
-            if src == at and len(path) < hi and (dst, len(path) + 1) not in seen:
-                seen.add((dst, len(path) + 1))
-                paths.append((dst, path + [i]))
+        for i, src, dst, marked in options:
+            step = (dst, len(path) + 1, moved or marked)
+            if src == at and len(path) < hi and step not in seen:
+                seen.add(step)
+                paths.append((dst, path + [i], moved or marked))
     return {"transitions": []}
 
 
