@@ -330,3 +330,18 @@ def test_an_answer_given_ahead_that_no_longer_fits_is_asked_again(store):
         binding = LLMPlanner(_role(server, "planner")).bind(req)
     assert len(server.requests) == 1
     assert all(isinstance(binding.args_exec[p], str) for p in spec.required)
+
+
+def test_a_multi_line_value_is_shown_on_one_line_as_the_message_must_state_it():
+    fs = load_toolset("filesystem")
+    specs = {t.name: t for t in fs.tools}
+    text = "First line of the note.\nSecond line, after a break.\n"
+    call = ToolCall(call_id="call_0_0", name="echo", args_exec={"content": text, "file_name": "note.txt"},
+                    args_prov={"file_name": ArgProvenance(tag=Tag.self_create),
+                               "content": ArgProvenance(tag=Tag.self_create)}, result={"written": 52}, ok=True)
+    turn = Turn(index=0, state="s", transition=0, calls=[call])
+    with ScriptedLLMServer(responder=role_model) as server:
+        (written,) = LLMMessenger(_role(server, "messenger")).write([turn], specs, random.Random(0))
+    assert len(server.requests) == 1  # the first answer holds the value as the schema asks: no feedback round
+    assert "content: \"First line of the note. Second line, after a break.\"" in _user_text(server.requests[0])
+    assert "First line of the note. Second line, after a break." in written.user_message

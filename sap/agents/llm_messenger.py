@@ -5,6 +5,7 @@ follow-up (`withhold`)."""
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import Any, Literal
@@ -67,12 +68,20 @@ REPLY = {"type": "string", "minLength": 1}
 CLARIFY_SCHEMA = closed({"assistant_message": REPLY})
 
 
+def one_line(value: Any) -> str:
+    """A value to state word for word, as the answer schema asks for it: on one line, whitespace collapsed (a
+    multi-line text shown with its line breaks could not be copied into a one-line message as it stands)."""
+    if isinstance(value, str):
+        return describe_value(" ".join(value.split()))
+    return re.sub(r"\s+", " ", describe_value(value)).strip()
+
+
 def _mention_line(m: Mention, steps: dict[tuple[int, int], str]) -> str:
     """A must-mention entry as the prompt shows it: label, parameter in words, and the value or, for a history
     value, where it came from in plain words (the earlier step, by its task in `steps`), which one it is when it is
     one among several, and the value itself (to recognise, not to restate); never a tool name or call position."""
     if m.verbatim:
-        return f"{m.label()} {field_words(m.param)}: {describe_value(m.value)}"
+        return f"{m.label()} {field_words(m.param)}: {one_line(m.value)}"
     if m.marker == "FOUND_BY_ASSISTANT":  # its words from the user's side, the selector's too ("my latest ...")
         words = found_reference(field_words(m.param), m.selector, m.value, random.Random(0)) \
             if m.selector is not None else f"my {field_words(m.param)}"
@@ -114,7 +123,7 @@ def unsaid_selectors(message: str, turn: Turn) -> list[str]:
 
 def stated_ahead(turn: Turn, virtual: list[dict[str, Any]]) -> list[str]:
     """The virtual-history values this turn must state for later turns, as the prompt shows them."""
-    return [f"{field_words(v['param'])}: {describe_value(v['value'])}" for v in virtual if v["turn"] == turn.index]
+    return [f"{field_words(v['param'])}: {one_line(v['value'])}" for v in virtual if v["turn"] == turn.index]
 
 
 def call_pieces(turn: Turn, specs: dict[str, ToolSpec], virtual: list[dict[str, Any]]) -> dict[int, list[str | list[str]]]:
@@ -305,5 +314,5 @@ class LLMMessenger:
             earlier="\n".join(f"turn {t.index}: {t.user_message}" for t in req.earlier if t.user_message) or "(none)",
             calls=self._calls_text(turn, req.specs, steps, req.withheld),
             ahead="; ".join(stated_ahead(turn, req.virtual)) or "(none)",
-            missing="\n".join(f"- {v.noun}: {describe_value(v.value)}" for v in req.values))
+            missing="\n".join(f"- {v.noun}: {one_line(v.value)}" for v in req.values))
         return answer.user_message.strip(), answer.follow_up.strip()
