@@ -273,7 +273,7 @@ def test_a_withheld_request_that_states_or_announces_the_value_is_fed_back(store
     assert "states values it must leave out" in server.requests[1]["messages"][-1]["content"]
     assert "announces the missing values" in server.requests[2]["messages"][-1]["content"]
     assert args[first] not in user_k and all(v in user_k for p, v in args.items() if p != first)
-    assert follow_up == f'Sorry, the street is "{args[first]}".'
+    assert follow_up == f"Sorry, the street is '{args[first]}'."
 
 
 def _diff_request(seed: int) -> PlanRequest:

@@ -32,7 +32,8 @@ from sap.cli.main import main
 from sap.fsm.build import classify, stated_params
 from sap.fsm.probe import probe
 from sap.llm import LLMClient, ModelConfig, ResponseSchema, parse_structured, schema_errors, sends_strict
-from sap.llm.schema import containing
+from sap.llm.schema import MESSAGE_RUN, containing, text_run
+from sap.cache.query import QUERY_RUN
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Turn
 from sap.testing.minimal_model import minimal_instance, minimal_model, pattern_literals
 from sap.testing.role_model import role_model
@@ -156,7 +157,7 @@ def test_the_minimal_instance_takes_first_choices_lowest_numbers_and_required_ke
                              "c": {"type": "array", "items": {"type": "string"}},
                              "d": {"type": "array", "items": {"type": "integer", "enum": [4, 5]}, "minItems": 2},
                              "e": {"anyOf": [{"type": "null"}, {"type": "string"}]},
-                             "f": {"type": "string", "minLength": 20, "pattern": "^.*(find|look).*a\\.b.*$"},
+                             "f": {"type": "string", "minLength": 20, "pattern": "^{0}(find|look){0}a\\.b{0}$".format(text_run(40))},
                              "optional": {"type": "string"}}}
     assert minimal_instance(schema) == {"a": "x", "b": 3, "c": [], "d": [4, 4], "e": None,
                                       "f": "find a.b " + "a" * 12}
@@ -187,7 +188,9 @@ def test_sample_request_schemas_say_exactly_what_is_needed(cases, store, filesys
     fragment = cases["messenger_turn"].schema["properties"]["fragments"]
     assert fragment["required"] == ["call_0"]
     pattern = fragment["properties"]["call_0"]["pattern"]
-    assert pattern.startswith("^.*(" + "|".join(task_words(specs["modify_user_address"])) + ").*value-address1.*")
+    run = text_run(MESSAGE_RUN)
+    assert pattern.startswith("^" + run + "(" + "|".join(task_words(specs["modify_user_address"])) + ")" + run
+                              + "value-address1" + run)
     assert cases["messenger_global"].schema["properties"]["turns"]["required"] == ["turn_0", "turn_1"]
 
     assert cases["replan"].schema["properties"]["transitions"] == {
@@ -196,7 +199,7 @@ def test_sample_request_schemas_say_exactly_what_is_needed(cases, store, filesys
     assert echo["step_0"]["properties"]["function"] == {"const": "search_hotels"}
     assert echo["step_0"]["properties"]["arguments"]["required"] == ["city", "nights"]
     assert echo["step_1"]["properties"]["arguments"]["required"] == []
-    assert cases["cache_query"].schema["properties"]["query"]["pattern"] == "^.*Oslo.*3.*$"
+    assert cases["cache_query"].schema["properties"]["query"]["pattern"] == "^{0}Oslo{0}3{0}$".format(text_run(QUERY_RUN))
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Protocol
 from pydantic import BaseModel, Field
 
 from sap.agents.llm_common import RESULT_CHARS, STATE_CHARS, Fit, LLMRole, compact, fit, newest_lines
-from sap.llm.schema import closed
+from sap.llm.schema import closed, text_run
 from sap.text import QUOTED_SPAN, error_quotes
 from sap.errors import SapError
 from sap.executors.base import ReplayMismatch, replay
@@ -338,7 +338,7 @@ class RepairAnswer(BaseModel):
 # against c0, which a schema cannot); no operation means no configuration change can fix the call
 REPAIR_SCHEMA = closed({
     "patch": {"type": "array", "maxItems": MAX_OPS, "items": closed({
-        "path": {"type": "string", "minLength": 2, "pattern": "^[\\x24].*$"}, "value": {}})},
+        "path": {"type": "string", "minLength": 2, "pattern": "^[\\x24]" + text_run(200) + "$"}, "value": {}})},
     "reason": {"type": "string"}})
 
 

@@ -18,6 +18,7 @@ from sap.text import describe_value, humanize, task_phrase
 
 _OPENERS = ["Could you help me with this: ", "I need a hand. ", "Please do the following for me. ", ""]
 _THEN = [" Then ", " After that, ", " Next, "]
+QUERY_RUN = 600  # characters of a chain's request around its stated values: a step may state none, so several sentences
 
 
 class EchoCall(BaseModel):
@@ -148,7 +149,7 @@ def query_schema(sample: Sample, specs: dict[str, ToolSpec]) -> dict[str, Any]:
         "arguments": closed({p: closed_copy(specs[step["function"]].properties.get(p, {}))
                              for p in step["arguments"]})})
         for k, step in enumerate(stated)}
-    return closed({"query": containing(texts), "echo": closed(echo)})
+    return closed({"query": containing(texts, run=QUERY_RUN), "echo": closed(echo)})
 
 
 class LLMQueryWriter:

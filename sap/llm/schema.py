@@ -15,6 +15,18 @@ _NOT_STRICT = frozenset({"prefixItems", "patternProperties", "unevaluatedPropert
                          "minProperties", "maxProperties", "contains", "if", "then", "else", "not", "oneOf",
                          "dependentRequired", "dependentSchemas"})
 _HINTS = ("default", "examples")
+# any text between a pattern's literals: no double quote and no backslash, the one class on which a validator (the
+# decoded string) and a grammar converter (llama.cpp writes the pattern over the raw JSON characters, so its `.`
+# let a decoder close the string with an unescaped quote and write on) agree; a run of it is bounded, so a decoder
+# held to the grammar must come to the next literal (a small model otherwise writes on to its token limit)
+TEXT_CLASS = r'[^"\\]'
+MESSAGE_RUN = 240  # characters of a message before, between and after the values it must state
+
+
+def text_run(limit: int) -> str:
+    """A pattern's run of at most `limit` characters of text between its literals."""
+    return f"{TEXT_CLASS}{{0,{limit}}}"
+
 _TYPED = frozenset({"type", "enum", "const", "anyOf", "$ref"})
 
 
@@ -46,9 +58,11 @@ def escape_literal(text: str) -> str:
     return "".join(f"[\\x{ord(ch):02x}]" if ch in _REGEX_SPECIALS else ch for ch in text)
 
 
-def containing(pieces: Iterable[str | list[str]], min_length: int = 1, max_length: int | None = None) -> dict[str, Any]:
+def containing(pieces: Iterable[str | list[str]], min_length: int = 1, max_length: int | None = None,
+               run: int = MESSAGE_RUN) -> dict[str, Any]:
     """A string schema of min_length..max_length characters that holds each piece in this order (a grammar a
-    decoder can follow): a string verbatim, a list as one of its alternatives."""
+    decoder can follow): a string verbatim, a list as one of its alternatives; at most `run` characters of text
+    before, between and after them, none a double quote or a backslash."""
     parts = []
     for piece in pieces:
         if isinstance(piece, str) and piece:
@@ -59,7 +73,8 @@ def containing(pieces: Iterable[str | list[str]], min_length: int = 1, max_lengt
     if max_length is not None:
         schema["maxLength"] = max_length
     if parts:
-        schema["pattern"] = "^.*" + ".*".join(parts) + ".*$"
+        gap = text_run(run)
+        schema["pattern"] = "^" + gap + gap.join(parts) + gap + "$"
     return schema
 
 

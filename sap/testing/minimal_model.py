@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from sap.llm.schema import TEXT_CLASS
 from sap.testing.scripted_llm import request_schema
 
 # what a format-checked string is at its smallest
@@ -14,23 +15,28 @@ _FORMATS = {"date": "2000-01-01", "date-time": "2000-01-01T00:00:00Z", "time": "
             "uri": "a:b"}
 
 
+_RUN = re.escape(TEXT_CLASS) + r"\{0,\d+\}"  # a text run of sap.llm.schema.text_run
+
+
 def pattern_literals(pattern: str) -> list[str]:
-    """The literals of a `^.*A.*(B|C).*$` pattern (what sap.llm.schema.containing builds), unescaped, a group as
-    its first alternative; ValueError for any other pattern."""
-    if not (pattern.startswith("^.*") and pattern.endswith(".*$")):
-        raise ValueError(f"minimal_instance: pattern {pattern!r} is not of the form ^.*literal.*literal.*$")
-    body, literals, current, i = pattern[3:-3], [], "", 0
+    """The literals of a `^RUN A RUN (B|C) RUN$` pattern (what sap.llm.schema.containing builds, RUN a text_run),
+    unescaped, a group as its first alternative; ValueError for any other pattern."""
+    ends = re.fullmatch(r"\^(" + _RUN + r")(.*?)(" + _RUN + r")\$", pattern)
+    if ends is None:
+        raise ValueError(f"minimal_instance: pattern {pattern!r} is not of the form ^RUN literal RUN literal RUN$")
+    body, literals, current, i = ends.group(2), [], "", 0
     in_group = skipping = False  # skipping: inside a group, past its first alternative
     while i < len(body):
         ch = body[i]
+        gap = re.match(_RUN, body[i:])
+        if gap and not in_group:
+            literals.append(current)
+            current, i = "", i + gap.end()
+            continue
         hexed = re.match(r"\[\\x([0-9a-f]{2})\]", body[i:])  # escape_literal's [\xNN]
         if hexed or ch == "\\":  # or a plain backslash escape
             current += "" if skipping else chr(int(hexed.group(1), 16)) if hexed else body[i + 1]
             i += hexed.end() if hexed else 2
-            continue
-        if body.startswith(".*", i) and not in_group:
-            literals.append(current)
-            current, i = "", i + 2
             continue
         if ch == "(" and not in_group:
             in_group = True

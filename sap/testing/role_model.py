@@ -96,10 +96,15 @@ def _fragments(block: list[str]) -> tuple[dict[int, str], str]:
             for i, t in tasks.items()}, ahead
 
 
+def _plain(text: str) -> str:
+    """A text as sap's answer schemas take it: single quotes for double ones, no backslash."""
+    return text.replace('"', "'").replace("\\", "/")
+
+
 def _messenger_turn(user: str) -> dict[str, Any]:
     fragments, ahead = _fragments(user.splitlines())
     fragments[max(fragments)] += ahead
-    return {"fragments": {f"call_{i}": f for i, f in fragments.items()},
+    return {"fragments": {f"call_{i}": _plain(f) for i, f in fragments.items()},
             "assistant_message": "Done, here is what I found."}
 
 
@@ -113,7 +118,7 @@ def _messenger_global(user: str) -> dict[str, Any]:
     turns = {}
     for k, block in enumerate(blocks):
         fragments, ahead = _fragments(block)
-        turns[f"turn_{k}"] = {"user_message": " ".join(fragments.values()) + ahead, "assistant_message": "Done."}
+        turns[f"turn_{k}"] = {"user_message": _plain(" ".join(fragments.values()) + ahead), "assistant_message": "Done."}
     return {"turns": turns}
 
 
@@ -134,7 +139,7 @@ def _messenger_withhold(user: str) -> dict[str, Any]:
     fragments, ahead = _fragments(calls.splitlines())
     given = [f"the {m.group(1)} is {m.group(2)}" for line in missing.splitlines()
              if (m := re.match(r"^- ([^:]+): (.*)$", line.strip()))]
-    return {"user_message": " ".join(fragments.values()) + ahead, "follow_up": f"Sorry, {'; '.join(given)}."}
+    return {"user_message": _plain(" ".join(fragments.values()) + ahead), "follow_up": _plain(f"Sorry, {'; '.join(given)}.")}
 
 
 def _fsm_draft(user: str) -> dict[str, Any]:
@@ -213,7 +218,7 @@ def _cache_query(user: str) -> dict[str, Any]:
             details += [f"the {p.replace('_', ' ')} from that result" for p in taken]
             sentences.append(f"Please {m.group(2)}" + (f" ({'; '.join(details)})." if details else "."))
             echo[f"step_{len(echo)}"] = {"function": m.group(1), "arguments": stated}
-    return {"query": " Then ".join(sentences), "echo": echo}
+    return {"query": _plain(" Then ".join(sentences)), "echo": echo}
 
 
 def _text_only(answer: Callable[[str], dict[str, Any]]) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
