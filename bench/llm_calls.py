@@ -207,7 +207,8 @@ def main() -> None:
                 tables.append(row)
                 print(f"{toolset:<11} {mode:<9} {row['llm_calls_per_trajectory']:6.2f} LLM calls/trajectory "
                       f"(per-call pattern {row['per_call_pattern']:.2f}; {row['tool_calls_per_trajectory']:.2f} tool "
-                      f"calls) by role: " + ", ".join(f"{r} {v['calls']}" for r, v in row["by_role"].items()))
+                      f"calls) by role, requests (tokens): " + ", ".join(f"{r} {v['calls']} ({v['tokens']:.0f})"
+                                                                        for r, v in row["by_role"].items()))
     throughput = {}
     with model_server(args.latency) as api_base:
         for c in levels:
