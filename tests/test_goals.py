@@ -252,6 +252,7 @@ def test_a_lookup_looks_ahead_to_the_paths_next_write():
     fsm = SimpleNamespace(writes=["exchange", "cancel"])
     state = {"actions": [["login", "get_order"], [], ["exchange"], ["get_product", "cancel"]], "turn_pos": 0,
              "call_pos": 0}
-    assert upcoming_tools(state, None, fsm) == ["get_order", "exchange"]
-    assert upcoming_tools({**state, "actions": [["get_order", "cancel"], ["exchange"]]}, None, fsm) == ["cancel"]
-    assert upcoming_tools({**state, "actions": [["get_order"], ["get_product"]]}, None, fsm) == []
+    assert upcoming_tools(state, None, fsm, 0, 0) == ["get_order", "exchange"]
+    assert upcoming_tools({**state, "actions": [["get_order", "cancel"], ["exchange"]]}, None, fsm, 0, 0) == ["cancel"]
+    assert upcoming_tools({**state, "actions": [["get_order"], ["get_product"]]}, None, fsm, 0, 0) == []
+    assert upcoming_tools(state, None, fsm, 3, 0) == ["cancel"]  # a later turn's call, as the planner sees it ahead
