@@ -64,11 +64,18 @@ def test_llama_cpp_takes_every_answer_schema_sap_sends_with_literals(tmp_path):
     """llama.cpp turns a json_object schema into a grammar; a regex escape its parser refuses kills the server (the
     cause of a paused run: every later request meets a closed connection). Every special character in a literal,
     and the repair role's path pattern, must come back as an answer from a server that is still up."""
+    from sap.agents.llm_messenger import REPLY
     from sap.agents.repair import REPAIR_SCHEMA
+    from sap.cache.query import QUERY_RUN
     from sap.llm.schema import closed, containing
 
     literal = "a.b$c^d]e\\f(g)|h*i+j?k[l]{m}"
-    schemas = [REPAIR_SCHEMA, closed({"m": containing([literal, ["x.y", "z$"]], 5, 200)})]
+    # as the messenger and the cache query writer send them: bounded text runs (a bound llama.cpp's parser refuses,
+    # such as a 1200-character maxLength, kills the server)
+    fragments = closed({f"call_{i}": containing([["show", "file"], "budget.csv", "x"], 15, 831) for i in range(3)})
+    schemas = [REPAIR_SCHEMA, closed({"m": containing([literal, ["x.y", "z$"]], 5, 200)}),
+               closed({"fragments": fragments, "assistant_message": REPLY}),
+               closed({"query": containing(["Oslo", "3"], run=QUERY_RUN)})]
     with llama_server(tmp_path / "server.log") as api_base:
         for schema in schemas:
             body = {"model": "smollm2", "messages": [{"role": "user", "content": "Answer in JSON."}], "max_tokens": 8,

@@ -64,7 +64,7 @@ class GlobalAnswer(BaseModel):
     turns: dict[str, TurnMessages]
 
 
-REPLY = {"type": "string", "minLength": 1, "maxLength": MAX_MESSAGE_CHARS}
+REPLY = {"type": "string", "minLength": 1}
 CLARIFY_SCHEMA = closed({"assistant_message": REPLY})
 
 
