@@ -64,7 +64,8 @@ class GlobalAnswer(BaseModel):
     turns: dict[str, TurnMessages]
 
 
-REPLY = {"type": "string", "minLength": 1}
+REPLY_CHARS = 600  # an assistant reply at most: a bound llama.cpp's grammar parser takes (1200 it refuses, and its server dies)
+REPLY = {"type": "string", "minLength": 1, "maxLength": REPLY_CHARS}
 CLARIFY_SCHEMA = closed({"assistant_message": REPLY})
 
 
