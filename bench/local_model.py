@@ -36,7 +36,12 @@ def run_toolset(name: str, slots: int, seed: int, api_base: str, tmp: Path) -> d
                            "-o", str(out), "--db", db, "-q"], capture_output=True, text=True)
     seconds = time.perf_counter() - start
     store = RunStore(db)
-    (run,) = store.runs()
+    runs = store.runs()
+    if not runs:  # sap stopped before it made a run (the FSM build's model calls failed): say why
+        return {"toolset": name, "slots": 0, "accepted": 0, "exit": done.returncode, "seconds": round(seconds, 1),
+                "invalid_accepted": 0, "schema_shaped_rejections": 0, "rejected_by_reason": {done.stderr[-300:]: 1},
+                "llm_calls_per_accepted": None, "tokens_per_accepted": None, "llm_calls": 0}
+    (run,) = runs
     counts = store.counts(run.id)
     usage = store.usage(run.id).snapshot()["total"]
     records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
