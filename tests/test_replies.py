@@ -383,3 +383,10 @@ def test_a_move_up_says_no_punctuation_value():
                     args_prov={"folder": ArgProvenance(tag=Tag.self_create)}, result={}, ok=True)
     text = assistant_reply([call], {"cd": spec}, random.Random(0))
     assert ".." not in text and "changed the current working directory" in text, text
+
+
+def test_an_amount_in_another_currency_is_said_in_it_not_in_dollars():
+    converted = {"amount": 3.0, "from_currency": "USD", "to_currency": "EUR", "rate": 0.9366, "converted_amount": 2.81}
+    text = describe_result(converted, "convert_currency")
+    assert "2.81 EUR" in text and "$2.81" not in text
+    assert "$" in describe_result({"order_id": "#W1", "total": 12.5}, "get_order_details")  # dollars otherwise

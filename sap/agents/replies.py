@@ -436,6 +436,9 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep
             out.append(f"it is for {_count(value) if value <= 12 else value} share{'' if value == 1 else 's'}")
         elif key in ("today", "now"):
             out.append(f"{key} is {_say(value, key)}")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and MONEY.search(key) \
+                and (currency := currency_of(obj, key)) not in (None, "USD"):
+            out.append(_field_clause(_numbered(field_words(key)), f"{value:,.2f} {currency}", value))
         elif re.fullmatch(r"[a-z]+ed", key):  # a participle ("removed", "appended"): what it names
             out.append(f"{key}: {_say(value, key)}")
         else:
@@ -711,6 +714,18 @@ def _number(value: float) -> str:
     if isinstance(value, int) or float(value).is_integer():
         return f"{int(value)}"
     return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def currency_of(obj: dict[str, Any], key: str) -> str | None:
+    """The currency code the object gives the amount `key` in: a converted amount's target (`to_currency`), the
+    amount converted from (`from_currency`), else the object's own `currency`; None when it names none (dollars)."""
+    named = {k: v.upper() for k, v in obj.items() if isinstance(v, str) and re.fullmatch(r"[A-Za-z]{3}", v)
+             and re.search(r"currency", k, re.I)}
+    if "converted" in key or "result" in key:
+        return named.get("to_currency") or named.get("target_currency")
+    if "from_currency" in named or "base_currency" in named:
+        return named.get("from_currency") or named.get("base_currency")
+    return named.get("currency")
 
 
 def _money(value: float) -> str:
