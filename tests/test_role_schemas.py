@@ -188,9 +188,14 @@ def test_sample_request_schemas_say_exactly_what_is_needed(cases, store, filesys
     fragment = cases["messenger_turn"].schema["properties"]["fragments"]
     assert fragment["required"] == ["call_0"]
     pattern = fragment["properties"]["call_0"]["pattern"]
-    run = text_run(MESSAGE_RUN)
-    assert pattern.startswith("^" + run + "(" + "|".join(task_words(specs["modify_user_address"])) + ")" + run
-                              + "value-address1" + run)
+    size = int(re.search(r"\{0,(\d+)\}", pattern).group(1))
+    run = text_run(size)
+    words = task_words(specs["modify_user_address"])
+    assert pattern.startswith("^" + run + "(" + "|".join(words) + ")" + run + "value-address1" + run)
+    # the runs are cut so that the pattern alone keeps within maxLength (a grammar converter drops the maxLength)
+    values = [f"value-{p}" for p in ("address1", "address2", "city", "state", "zip")]
+    assert size <= MESSAGE_RUN and 7 * size + max(map(len, words)) + sum(map(len, values)) <= fragment["properties"][
+        "call_0"]["maxLength"] < 7 * (size + 1) + max(map(len, words)) + sum(map(len, values))
     assert cases["messenger_global"].schema["properties"]["turns"]["required"] == ["turn_0", "turn_1"]
 
     assert cases["replan"].schema["properties"]["transitions"] == {

@@ -62,17 +62,23 @@ def containing(pieces: Iterable[str | list[str]], min_length: int = 1, max_lengt
                run: int = MESSAGE_RUN) -> dict[str, Any]:
     """A string schema of min_length..max_length characters that holds each piece in this order (a grammar a
     decoder can follow): a string verbatim, a list as one of its alternatives; at most `run` characters of text
-    before, between and after them, none a double quote or a backslash."""
-    parts = []
+    before, between and after them, none a double quote or a backslash. With a max_length the runs are cut so that
+    the pattern alone keeps within it (a grammar converter follows the pattern and drops the maxLength beside it)."""
+    parts, longest, shortest = [], 0, 0
     for piece in pieces:
         if isinstance(piece, str) and piece:
             parts.append(escape_literal(piece))
+            longest, shortest = longest + len(piece), shortest + len(piece)
         elif isinstance(piece, list) and piece:
             parts.append("(" + "|".join(escape_literal(p) for p in piece) + ")")
+            longest, shortest = longest + max(map(len, piece)), shortest + min(map(len, piece))
     schema: dict[str, Any] = {"type": "string", "minLength": min_length}
     if max_length is not None:
         schema["maxLength"] = max_length
     if parts:
+        gaps = len(parts) + 1
+        if max_length is not None:  # within max_length with the longest alternatives, yet room for min_length
+            run = max(min(run, (max_length - longest) // gaps), -(-(min_length - shortest) // gaps), 0)
         gap = text_run(run)
         schema["pattern"] = "^" + gap + gap.join(parts) + gap + "$"
     return schema
