@@ -338,3 +338,15 @@ def test_llama_cpp_grammars_of_every_answer_schema_have_only_escapes_its_parser_
         assert _gbnf_escape_errors(gbnf) == [], name
     broken = '"z\\x2" "4"'  # what a bare \x24 before ")" became: the check sees it
     assert _gbnf_escape_errors(broken)
+
+
+def test_the_prompts_state_the_bounds_the_answer_schemas_hold():
+    """The text-run and reply bounds live in code (schemas) and in prompt text (what the model is told): one number."""
+    from sap.agents.llm_messenger import REPLY_CHARS
+    from sap.prompts import prompt
+
+    for name in ("messenger_turn", "messenger_global", "messenger_withhold"):
+        assert f"at most {MESSAGE_RUN} characters before, between and after" in prompt(name).system, name
+    for name in ("messenger_turn", "messenger_global", "messenger_clarify"):
+        assert f"within {REPLY_CHARS} characters" in prompt(name).system, name
+    assert f"at most {QUERY_RUN} characters before, between and after" in prompt("cache_query").system

@@ -107,7 +107,8 @@ class LLMRole:
         return self.client.complete(self.role, self.model, messages, response_model,
                                     check=check, schema=ResponseSchema(prompt_name, response_schema))
 
-    def messages(self, prompt_name: str, response_schema: dict[str, Any], values: dict[str, Any]) -> list[dict[str, str]]:
+    def messages(self, prompt_name: str, response_schema: dict[str, Any],
+                 values: dict[str, Any]) -> list[dict[str, str]]:
         """The prompt's messages with every Fit value as large as the model's budget allows."""
         budget = prompt_budget(self.model)
         sizes = {k: v.limit for k, v in values.items() if isinstance(v, Fit)}

@@ -7,7 +7,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, Field
 
 from sap.agents.judge import Criterion, Finding, RuleJudge, Verdict
-from sap.agents.llm_common import RESULT_CHARS, STATE_CHARS, Fit, LLMRole, call_line, fit
+from sap.agents.llm_common import MIN_FIT_CHARS, RESULT_CHARS, STATE_CHARS, Fit, LLMRole, call_line, fit
 from sap.llm.schema import closed, nullable
 from sap.model import ToolSpec, Trajectory
 
@@ -42,7 +42,7 @@ def conversation_text(traj: Trajectory, result_chars: int = RESULT_CHARS) -> str
 def conversation_fit(traj: Trajectory) -> Fit:
     """The dialogue as a Fit: the messages whole, each call's result summarised to a share of the size asked."""
     calls = max(1, sum(len(t.calls) for t in traj.turns))
-    return Fit(lambda n: conversation_text(traj, max(40, n // calls)), RESULT_CHARS * calls)
+    return Fit(lambda n: conversation_text(traj, max(MIN_FIT_CHARS, n // calls)), RESULT_CHARS * calls)
 
 
 def judge_schema(turns: int) -> dict[str, Any]:

@@ -64,7 +64,7 @@ class GlobalAnswer(BaseModel):
     turns: dict[str, TurnMessages]
 
 
-REPLY_CHARS = 600  # an assistant reply at most: a bound llama.cpp's grammar parser takes (1200 it refuses, and its server dies)
+REPLY_CHARS = 600  # an assistant reply at most: a bound llama.cpp's grammar parser takes (at 1200 its server dies)
 REPLY = {"type": "string", "minLength": 1, "maxLength": REPLY_CHARS}
 CLARIFY_SCHEMA = closed({"assistant_message": REPLY})
 

@@ -118,7 +118,8 @@ def _messenger_global(user: str) -> dict[str, Any]:
     turns = {}
     for k, block in enumerate(blocks):
         fragments, ahead = _fragments(block)
-        turns[f"turn_{k}"] = {"user_message": _plain(" ".join(fragments.values()) + ahead), "assistant_message": "Done."}
+        turns[f"turn_{k}"] = {"user_message": _plain(" ".join(fragments.values()) + ahead),
+                              "assistant_message": "Done."}
     return {"turns": turns}
 
 
@@ -139,7 +140,8 @@ def _messenger_withhold(user: str) -> dict[str, Any]:
     fragments, ahead = _fragments(calls.splitlines())
     given = [f"the {m.group(1)} is {m.group(2)}" for line in missing.splitlines()
              if (m := re.match(r"^- ([^:]+): (.*)$", line.strip()))]
-    return {"user_message": _plain(" ".join(fragments.values()) + ahead), "follow_up": _plain(f"Sorry, {'; '.join(given)}.")}
+    return {"user_message": _plain(" ".join(fragments.values()) + ahead),
+            "follow_up": _plain(f"Sorry, {'; '.join(given)}.")}
 
 
 def _fsm_draft(user: str) -> dict[str, Any]:
