@@ -117,3 +117,14 @@ def result_noun(tool: str) -> str:
     if len(words) > 1 and words[0] in LEAD_VERBS:
         words = words[1:]
     return " ".join(words) if len(words) > 1 else f"{words[0]} output"
+
+
+def plural(noun: str) -> str:
+    """A naive plural: file -> files, address -> addresses, entry -> entries; a plural stays (guests)."""
+    if re.search(r"[^su]s$", noun) and not re.search(r"(?:ss|us|is)$", noun):
+        return noun
+    if re.search(r"(?:s|sh|ch|x|z)$", noun):
+        return noun + "es"
+    if re.search(r"[^aeiou]y$", noun):
+        return noun[:-1] + "ies"
+    return noun + "s"

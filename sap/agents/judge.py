@@ -22,6 +22,7 @@ from sap.provenance.goals import requested
 from sap.provenance.leaks import data_values, find_leaks, names_of
 from sap.provenance.phrasebook import PLACEHOLDER, conveyed, phrase_book
 from sap.provenance.jsonpath import PathError, resolve
+from sap.provenance.generic_phrases import generic_phrases
 from sap.text import task_phrase
 
 
@@ -166,16 +167,15 @@ def content_words(spec: ToolSpec) -> set[str]:
 
 
 def phrase_verbs(specs: dict[str, ToolSpec]) -> dict[str, set[str]]:
-    """Per tool, the stems of the words its phrase-book requests open with ("remove {file_name}", "look for ..."):
-    how users of the toolset word the task, beside its description's words (none without a phrase book)."""
+    """Per tool, the stems of the words its requests open with ("remove {file_name}", "look for ..."): how users of
+    the toolset word the task, beside its description's words (its phrase book's requests, else its generic ones)."""
     book = phrase_book(specs)
-    if book is None:
-        return {}
+    entries = {name: book.tools[name] if book is not None and name in book.tools else generic_phrases(spec, specs)
+               for name, spec in specs.items()}
     return {name: {stem(w) for text in (*t.requests, *(r for c in t.when for r in c.requests), *t.goals)
                    if (w := next((w for w in _WORD.findall(PLACEHOLDER.sub(" ", text).lower())
                                   if w not in _STOPWORDS and w not in _COURTESY), None))}
-            for name, t in book.tools.items()}
-
+            for name, t in entries.items()}
 
 
 def _message_stems(message: str) -> set[str]:

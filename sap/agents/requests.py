@@ -18,7 +18,8 @@ from sap.provenance.phrasebook import DETERMINER, PLACEHOLDER, PhraseBook, ToolP
 from sap.provenance.places import address_part
 from sap.provenance.fields import singular
 from sap.provenance.selectors import ordinal
-from sap.text import describe_value, first_sentence, task_phrase, words_of
+from sap.provenance.generic_phrases import generic_phrases, parameter_noun
+from sap.text import describe_value, plural, words_of
 
 _STATUS = r"(?:pending|delivered|processed|cancelled|current|existing|active|upcoming)"  # a state word before a noun
 _PREPOSITION = r"(?:on|at|for|to|into|in|from|by|with|until|under|onto|as|of|about|called|named)"
@@ -76,41 +77,6 @@ def article(noun: str) -> str:
     return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
 
 
-def plural(noun: str) -> str:
-    """A naive plural: file -> files, address -> addresses, entry -> entries; a plural stays (guests)."""
-    if re.search(r"[^su]s$", noun) and not re.search(r"(?:ss|us|is)$", noun):
-        return noun
-    if re.search(r"(?:s|sh|ch|x|z)$", noun):
-        return noun + "es"
-    if re.search(r"[^aeiou]y$", noun):
-        return noun[:-1] + "ies"
-    return noun + "s"
-
-
-_NOT_NOUN = re.compile(r"^(?:true|false|whether|if|when|optional|required|default|set|used|specifies|indicates)\b", re.I)
-
-
-def parameter_noun(spec: ToolSpec, param: str) -> str:
-    """Plain words for a parameter without a phrase book: its description's noun when short ("The name of the
-    file." -> "name of the file"), else its name in words (`pedalPosition` -> "pedal position")."""
-    desc = str(spec.properties.get(param, {}).get("description", ""))
-    desc = re.sub(r"^\s*\[[^\]]*\]\s*", "", desc)
-    head = re.split(r"[.,;:()\[\]]", desc, maxsplit=1)[0].strip()
-    head = re.sub(r"^(?:the|a|an)\s+", "", head, flags=re.I)
-    words = head.split()
-    if 1 <= len(words) <= 4 and all(re.fullmatch(r"[A-Za-z-]+", w) for w in words) and not _NOT_NOUN.match(head):
-        return head[:1].lower() + head[1:]
-    return words_of(param)
-
-
-def generic_phrases(spec: ToolSpec) -> ToolPhrases:
-    """Phrases for a tool without a phrase book: its docstring's first sentence as an imperative, a noun per
-    parameter."""
-    request = task_phrase(spec) if first_sentence(spec.description) else f"help me with {words_of(spec.name)}"
-    return ToolPhrases(spec.name, (request,), (), (), {p: parameter_noun(spec, p) for p in spec.properties},
-                       written=False)
-
-
 @dataclass(frozen=True)
 class Wording:
     """A toolset's wording: its phrase book (None: the generic wording from docstrings) and its tool specs."""
@@ -122,7 +88,7 @@ class Wording:
         """The phrase-book entry of a tool, or its generic phrases."""
         if self.book is not None and tool in self.book.tools:
             return self.book.tools[tool]
-        return generic_phrases(self.specs[tool])
+        return generic_phrases(self.specs[tool], self.specs)
 
     def noun(self, tool: str, param: str) -> str:
         """Plain words for a parameter of a tool (for one field of an array argument's items, the field's words)."""

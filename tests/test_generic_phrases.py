@@ -1,0 +1,90 @@
+"""Generic wording for tools without a phrase book: requests of the kind of action a tool's name names, in several
+wordings, not the description's sentence; slots where the thing is named; the setting every tool takes left to the
+renderer; unknown verbs keep the description; and a toolset of a user's own worded that way end to end."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sap.agents.judge import phrase_verbs, stem
+from sap.api import synthesize
+from sap.audit import audit_records
+from sap.model import ToolSpec
+from sap.provenance.generic_phrases import generic_phrases
+from sap.provenance.leaks import find_leaks, names_of
+from sap.provenance.phrasebook import placeholders
+from sap.toolsets import load_toolset
+
+
+def _spec(name: str, description: str, *required: str, owner: str = "notes") -> ToolSpec:
+    """A tool of the notes server below: string parameters, every one required."""
+    return ToolSpec(name=name, description=description, owner=owner, parameters={
+        "type": "object", "properties": {p: {"type": "string"} for p in required}, "required": list(required)})
+
+
+NOTES = {s.name: s for s in [
+    _spec("notes_read_note", "Read the complete text of a note from the vault as plain text.", "vault", "path"),
+    _spec("notes_list_folder", "Get a detailed listing of every note and folder in a specified path.", "vault",
+          "path"),
+    _spec("notes_create_folder", "Create a new folder or make sure a folder exists in the vault.", "vault", "path"),
+    _spec("notes_move_note", "Move or rename notes and folders inside the vault.", "vault", "source", "destination"),
+    _spec("notes_search_notes", "Recursively search for notes whose names match a glob pattern.", "vault", "path",
+          "pattern"),
+    _spec("notes_sync", "Synchronise the vault with the remote copy right now.", "vault"),
+]}
+
+
+def _opening(spec: ToolSpec) -> str:
+    """The first five words of a description, lower case."""
+    return " ".join(re.findall(r"[a-z0-9]+", spec.description.lower())[:5])
+
+
+@pytest.mark.parametrize("name", [n for n in NOTES if n != "notes_sync"])
+def test_a_known_verb_gives_several_requests_none_of_them_the_description(name):
+    phrases = generic_phrases(NOTES[name], NOTES)
+    assert len(set(phrases.requests)) >= 4
+    tools, params = names_of(NOTES)
+    for request in phrases.requests:
+        assert _opening(NOTES[name]) not in " ".join(re.findall(r"[a-z0-9]+", request.lower())), request
+        assert find_leaks(re.sub(r"\{\w+\}", "X", request), tools, params) == [], request
+        assert set(placeholders(request)) <= set(NOTES[name].required), request
+        assert "{vault}" not in request  # every tool of the server takes it: the setting, said by the renderer
+
+
+def test_slots_sit_where_the_thing_is_named_and_a_destination_takes_to():
+    read = generic_phrases(NOTES["notes_read_note"], NOTES)
+    assert all("note {path}" in r for r in read.requests) and read.nouns["path"] == "note"
+    listing = generic_phrases(NOTES["notes_list_folder"], NOTES)
+    assert any("what's in the folder {path}" in r for r in listing.requests)
+    move = generic_phrases(NOTES["notes_move_note"], NOTES)
+    assert all(r.endswith(" to {destination}") and "note {source}" in r for r in move.requests)
+    search = generic_phrases(NOTES["notes_search_notes"], NOTES)
+    assert all("in {path}" in r and "matching {pattern}" in r for r in search.requests)
+    create = generic_phrases(NOTES["notes_create_folder"], NOTES)
+    assert any(r.startswith("make a new folder {path}") for r in create.requests)
+
+
+def test_an_unknown_verb_keeps_the_description_as_an_imperative():
+    assert generic_phrases(NOTES["notes_sync"], NOTES).requests == (
+        "synchronise the vault with the remote copy right now",)
+    transfer = _spec("transfer", "Move money between two accounts.", "amount", owner="bank")
+    assert generic_phrases(transfer).requests == ("move money between two accounts",)
+
+
+def test_the_judge_takes_a_generic_request_verb_as_naming_the_task():
+    memo = _spec("read_memo", "Fetches stored content.", "memo_id", owner=None)
+    verbs = phrase_verbs({"read_memo": memo})["read_memo"]
+    assert {stem("show"), stem("pull")} <= verbs
+
+
+def test_a_user_toolset_without_a_phrase_book_is_asked_for_in_the_users_words():
+    ts = load_toolset(str(Path(__file__).parent / "notes_domain.py"))
+    records = synthesize(ts, 8, seed=2, mix={"base": 1.0}).records
+    report = audit_records(records)
+    assert len(records) == 8 and report.looked["dictated_call"] >= 16
+    assert report.share("dictated_call") == 0 and report.share("internals_leak") == 0
+    users = [m["content"] for r in records for m in r["messages"] if m["role"] == "user"]
+    assert any(re.search(r"\bthe note \S+\.txt\b", u) for u in users), users
+    assert len({u.split(",")[0] for u in users}) >= len(users) * 0.8  # not one sentence per tool
