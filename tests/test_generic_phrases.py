@@ -14,7 +14,7 @@ from sap.audit import audit_records
 from sap.model import ToolSpec
 from sap.provenance.generic_phrases import generic_phrases
 from sap.provenance.leaks import find_leaks, names_of
-from sap.provenance.phrasebook import placeholders
+from sap.provenance.phrasebook import PhraseBookError, placeholders
 from sap.toolsets import load_toolset
 
 
@@ -88,3 +88,32 @@ def test_a_user_toolset_without_a_phrase_book_is_asked_for_in_the_users_words():
     users = [m["content"] for r in records for m in r["messages"] if m["role"] == "user"]
     assert any(re.search(r"\bthe note \S+\.txt\b", u) for u in users), users
     assert len({u.split(",")[0] for u in users}) >= len(users) * 0.8  # not one sentence per tool
+
+
+def _notes_copy(tmp_path: Path, phrases: str | None) -> str:
+    """tests/notes_domain.py copied into tmp_path, with `phrases` as the phrase file beside it when given."""
+    module = tmp_path / "vault.py"
+    module.write_text((Path(__file__).parent / "notes_domain.py").read_text(encoding="utf-8"), encoding="utf-8")
+    if phrases is not None:
+        (tmp_path / "vault.phrases.toml").write_text(phrases, encoding="utf-8")
+    return str(module)
+
+
+def test_a_phrase_file_beside_a_domain_module_words_its_tools(tmp_path):
+    path = _notes_copy(tmp_path, '[tools.read_note]\nrequests = ["dig out my jotting {path}", '
+                                 '"fish out the jotting {path}"]\nnouns = { path = "jotting" }\n')
+    records = synthesize(load_toolset(path), 6, seed=2, mix={"base": 1.0}).records
+    reads = [(m, r) for r in records for m, nxt in zip(r["messages"], r["messages"][1:])
+             if m["role"] == "user" and nxt.get("tool_calls")
+             and [c["function"]["name"] for c in nxt["tool_calls"]] == ["read_note"]]
+    assert reads and all("jotting" in m["content"] for m, _ in reads), [m["content"] for m, _ in reads]
+    others = [m["content"] for r in records for m in r["messages"] if m["role"] == "user"]
+    assert any("the folder" in u for u in others)  # tools the file leaves out keep the generic wording
+
+
+def test_a_bad_phrase_file_beside_a_module_is_refused_naming_file_tool_and_field(tmp_path):
+    path = _notes_copy(tmp_path, '[tools.read_note]\nrequests = ["dig out {note}"]\n')
+    with pytest.raises(PhraseBookError) as err:
+        load_toolset(path)
+    assert "vault.phrases.toml" in str(err.value) and "read_note" in str(err.value) and "requests" in str(err.value)
+    assert "{note}" in str(err.value)

@@ -224,3 +224,15 @@ def test_synthesize_and_validate_over_real_servers(tmp_path: Path) -> None:
     assert len(records) == 3
     done = sap("validate", "out.jsonl", "--toolset", name, cwd=tmp_path, timeout=600)
     assert "3 records, 0 failed" in done.stdout + done.stderr
+
+
+def test_a_phrase_file_in_the_config_words_the_servers_tools(tmp_path: Path) -> None:
+    from sap.provenance.phrasebook import phrase_book
+
+    (tmp_path / "fake.phrases.toml").write_text('[tools.echo]\nrequests = ["say {text} back to me", '
+                                               '"repeat {text} for me"]\n', encoding="utf-8")
+    toolset = load_toolset(config(tmp_path, {"fake": fake("ok")}, phrases="fake.phrases.toml"))
+    book = phrase_book({t.name: t for t in toolset.tools})
+    assert book is not None and book.tools["echo"].requests == ("say {text} back to me", "repeat {text} for me")
+    with pytest.raises(UnknownToolset, match="sap.phrases"):
+        load_toolset(config(tmp_path, {"fake": fake("ok")}, phrases="missing.toml"))

@@ -237,8 +237,26 @@ def _book_for(key: tuple[tuple[str, str], ...], specs_json: tuple[str, ...]) -> 
                       tuple(w for b in books for w in b.intro_weights))
 
 
+_USER_BOOKS: list[tuple[frozenset[tuple[str, str]], PhraseBook]] = []  # a user's files, by the tools they were for
+
+
+def use_phrase_file(path: Path, specs: Mapping[str, ToolSpec]) -> PhraseBook:
+    """A user's phrase file for a toolset of their own (a domain module's `<module>.phrases.toml`, an MCP config's
+    `phrases`), checked as a built-in one is (errors name file, tool and field) and from now on the book
+    `phrase_book` gives for these specs or any subset of them, in this process."""
+    book = load_phrase_file(path, specs)
+    tools = frozenset((s.name, s.owner or "") for s in specs.values())
+    _USER_BOOKS[:] = [(t, b) for t, b in _USER_BOOKS if t != tools] + [(tools, book)]
+    return book
+
+
 def phrase_book(specs: Mapping[str, ToolSpec]) -> PhraseBook | None:
-    """The built-in phrase book for a toolset's specs, or None (a user or MCP toolset: the generic wording)."""
+    """The phrase book for a toolset's specs: a user's file registered for them (`use_phrase_file`), else the
+    built-in files that fit, else None (the generic wording)."""
+    tools = {(s.name, s.owner or "") for s in specs.values()}
+    for registered, book in reversed(_USER_BOOKS):
+        if tools and tools <= registered:
+            return book
     ordered = sorted(specs.values(), key=lambda s: s.name)
     return _book_for(tuple((s.name, s.owner or "") for s in ordered), tuple(s.model_dump_json() for s in ordered))
 

@@ -15,12 +15,13 @@ from sap.errors import StoreError
 from sap.executors.mcp import BUILDERS, GIT_ENV, STATE_IGNORED, STATE_VIEWS, McpExecutor, McpSetup
 from sap.executors.mcp_client import ProtocolViolation, ServerFailure, ServerParams
 from sap.model import Executor, Toolset, ToolSpec
+from sap.provenance.phrasebook import use_phrase_file
 from sap.toolsets.errors import UnknownToolset
 from sap.toolsets.mcp_values import with_state_values
 from sap.toolsets.modules import module_from_path
 
 SAP_KEYS = {"name", "description", "state", "build", "sample_config", "root", "timeout", "start_timeout", "masks",
-            "error_patterns", "state_ignored", "reset", "exclude_tools", "record"}
+            "error_patterns", "state_ignored", "reset", "exclude_tools", "record", "phrases"}
 RECORD_KEYS = {"cache", "db"}
 DB_SCHEMES = ("sqlite:///", "postgresql://", "postgres://")
 SERVER_KEYS = {"command", "args", "env", "cwd", "url", "type", "transport", "disabled"}
@@ -276,6 +277,11 @@ def load_mcp_toolset(name: str, timeout: float = 5.0) -> Toolset:
             routes[sap_name] = (server, tool_name)
     setup = replace(setup, routes=routes)
     specs, samplers = with_state_values(specs, c0)
+    if "phrases" in own:  # the user's phrase file, relative to the config; its errors name file, tool and field
+        if not isinstance(own["phrases"], str) or not (path.parent / own["phrases"]).is_file():
+            raise _fail(path, "sap.phrases", own["phrases"], "expected the path of a phrase file (TOML, "
+                        "docs/phrasebook.md), relative to the config")
+        use_phrase_file(path.parent / own["phrases"], {s.name: s for s in specs})
     factory: Callable[[], Executor] = lambda: McpExecutor(setup)
     if record is not None:
         factory = _recorded(path, factory, record, specs)

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from sap.executors import PythonObjectExecutor
 from sap.executors.failures import shape_from_json
 from sap.model import Toolset
+from sap.provenance.phrasebook import use_phrase_file
 from sap.provenance.policy import module_policy
 from sap.toolsets.errors import DomainModuleError, UnknownToolset
 from sap.toolsets.loaders import ToolDocError, tools_from_class
@@ -27,8 +28,9 @@ def toolset_from_module(module: ModuleType, timeout: float = 5.0) -> Toolset:
     never changes state; its executors then skip the rollback replay after such results. A module may declare its
     soft failures as FAILURE_SHAPES: FailureShapes or {"field": ..., "value": ... (default false), "tools": [...]}
     dicts; a result of that shape is a failed call (see sap.executors.failures). Its rules (sap.provenance.policy)
-    are a POLICY attribute or a `<module>.policy.toml` file beside it. Its SAMPLERS give new values of named
-    parameters (`module_samplers`).
+    are a POLICY attribute or a `<module>.policy.toml` file beside it; how users ask for its tools, a
+    `<module>.phrases.toml` phrase file beside it (docs/phrasebook.md; without one, the generic wording). Its
+    SAMPLERS give new values of named parameters (`module_samplers`).
     """
     missing = [a for a in ("NAME", "TOOL_CLASS", "sample_config") if not hasattr(module, a)]
     if missing:
@@ -49,6 +51,9 @@ def toolset_from_module(module: ModuleType, timeout: float = 5.0) -> Toolset:
         raise ToolDocError(str(exc), file=getattr(module, "__file__", None)) from None
     policy = module_policy(module)
     samplers = module_samplers(module, tools, where)
+    phrases = Path(module.__file__).with_suffix(".phrases.toml") if getattr(module, "__file__", None) else None
+    if phrases is not None and phrases.is_file():
+        use_phrase_file(phrases, {t.name: t for t in tools})
     return Toolset(
         name=module.NAME,
         description=getattr(module, "DESCRIPTION", ""),
