@@ -390,3 +390,16 @@ def test_an_amount_in_another_currency_is_said_in_it_not_in_dollars():
     text = describe_result(converted, "convert_currency")
     assert "2.81 EUR" in text and "$2.81" not in text
     assert "$" in describe_result({"order_id": "#W1", "total": 12.5}, "get_order_details")  # dollars otherwise
+
+
+def test_a_text_of_several_lines_is_shown_as_it_is_and_a_text_message_as_a_message():
+    listing = {"content": "[FILE] budget.txt\n[FILE] notes.txt\n[DIR] old"}  # an MCP server's structured content
+    reply = assistant_reply([_call("get_order_details", listing)], SPECS, random.Random(0))
+    assert reply == "Here's what I got for #W123:\n[FILE] budget.txt\n[FILE] notes.txt\n[DIR] old"
+    long = "\n".join(f"line {i}" for i in range(20))
+    assert describe_result(long, "ls").endswith("line 11\n(and 8 more lines)")
+    for seed in range(6):
+        wrote = assistant_reply([_call("book_flight", {"content": "Successfully wrote to /w/a.txt"})], SPECS,
+                                random.Random(seed))
+        assert wrote.endswith("Successfully wrote to /w/a.txt.") and "content" not in wrote, wrote
+    assert describe_result("Unstaged changes:\n", "ls") == "Unstaged changes: none."

@@ -125,7 +125,7 @@ def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
             d=done, D=done, v=f" ({values})" if values else "")
     if not facts:
         return rng.choice(["There was nothing to report there.", "That came back empty."])
-    opener = rng.choice(["", "", "Here's what I found: ", "I checked: "]) if lead else ""
+    opener = rng.choice(["", "", "Here's what I found: ", "I checked: "]) if lead and "\n" not in facts else ""
     return opener + (_lower_first(facts) if opener else facts)
 
 
@@ -275,6 +275,11 @@ def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, ech
     `about` what a read was asked for ("for Amazon": "the symbol for Amazon is AMZN", "For TSLA, the price is")."""
     if result is None or result == "" or result == {}:
         return ""
+    if isinstance(result, dict) and len(result) == 1 and _TEXT_KEY.fullmatch(next(iter(result))) and \
+            isinstance(text := next(iter(result.values())), str) and text not in changed.values():
+        result = text  # {"content": "..."}: the text is the result (MCP structured content), unless a write's own
+    if isinstance(result, str) and len(lines := [ln.rstrip() for ln in result.strip("\n").splitlines()]) >= 2:
+        return text_block(lines, about)
     noun = _tool_noun(tool)
     if isinstance(result, list):
         return _sentence(_list_phrase(result, noun))
@@ -288,6 +293,19 @@ def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, ech
     if isinstance(result, str) and len(result.split()) > 1:  # a message of its own ("Certificate ... added")
         return _sentence(_message(result))
     return _sentence(f"the {noun}{' ' + about if about else ''} is {_say(result, noun)}")
+
+
+_TEXT_KEY = re.compile(r"content|text|output|stdout|result|message|file_content")
+BLOCK_LINES = 12  # lines of a text result shown as they are; more are counted
+
+
+def text_block(lines: list[str], about: str = "") -> str:
+    """A text of several lines (a listing, a status, a file) shown as it is, under a lead saying what it is for,
+    as an assistant pastes command output: its first BLOCK_LINES lines, then how many more there are."""
+    shown = lines[:BLOCK_LINES]
+    rest = len(lines) - len(shown)
+    more = f"\n(and {rest} more line{'s' if rest > 1 else ''})" if rest else ""
+    return f"Here's what I got{' ' + about if about else ''}:\n" + "\n".join(shown) + more
 
 
 def _asked_about(args: dict[str, Any]) -> str:
@@ -359,8 +377,10 @@ def _names_thing(key: str) -> bool:
 
 
 def _message(text: str) -> str:
-    """A result's own message, its quoted names in typographic quotes ("'a.txt' removed" -> "“a.txt” removed")."""
+    """A result's own message, its quoted names in typographic quotes ("'a.txt' removed" -> "“a.txt” removed"); a
+    heading with nothing under it says so ("Unstaged changes:" -> "Unstaged changes: none")."""
     text = re.sub(r"'([^']+)'", "\u201c\\1\u201d", text.strip())
+    text = text + " none" if text.endswith(":") else text
     return _cut(re.sub(r"\bNone\b", "none", text), SHORT_STRING)  # a missing value said as a word, not a repr
 
 
