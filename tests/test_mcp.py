@@ -26,19 +26,34 @@ FS_SERVER = (Path(__file__).resolve().parent / ".mcp" / "node_modules" / "@model
 
 def server_pids() -> set[int]:
     """Live processes started by sap for MCP (their command lines carry a sap-mcp- working directory or the fake
-    server)."""
-    found = set()
+    server) that are this test process's own (below it) or orphans (adopted by init): not those another pytest
+    worker or another sap run on the machine has alive at the time."""
+    found, parents = set(), {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-            state = next(line for line in (entry / "status").read_text().splitlines() if line.startswith("State:"))
-        except (OSError, StopIteration):
+            status = (entry / "status").read_text().splitlines()
+        except OSError:
             continue
-        if ("sap-mcp-" in cmdline or str(FAKE) in cmdline) and "zombie" not in state and entry.name != str(os.getpid()):
+        fields = dict(line.split(":", 1) for line in status if ":" in line)
+        parents[int(entry.name)] = int(fields.get("PPid", "0").strip() or 0)
+        if ("sap-mcp-" in cmdline or str(FAKE) in cmdline) and "zombie" not in fields.get("State", "") \
+                and entry.name != str(os.getpid()):
             found.add(int(entry.name))
-    return found
+    return {pid for pid in found if parents.get(pid) == 1 or _below(pid, os.getpid(), parents)}
+
+
+def _below(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
+    """Whether `ancestor` is among pid's parents."""
+    seen = set()
+    while pid in parents and pid not in seen:
+        seen.add(pid)
+        pid = parents[pid]
+        if pid == ancestor:
+            return True
+    return False
 
 
 @pytest.fixture(autouse=True)
