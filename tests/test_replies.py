@@ -403,3 +403,24 @@ def test_a_text_of_several_lines_is_shown_as_it_is_and_a_text_message_as_a_messa
                                 random.Random(seed))
         assert wrote.endswith("Successfully wrote to /w/a.txt.") and "content" not in wrote, wrote
     assert describe_result("Unstaged changes:\n", "ls") == "Unstaged changes: none."
+
+
+PROFILE = {"user_id": "ana_silva_1", "name": "Ana Silva", "email": "ana@example.org", "zip": "78701",
+           "address1": "1 Elm St", "address2": "", "city": "Austin", "state": "TX", "country": "USA",
+           "orders": ["#W1", "#W2"], "payment_methods": [{"payment_method_id": "paypal_1", "source": "paypal"},
+                                                         {"payment_method_id": "card_2", "source": "credit_card"}]}
+
+
+def test_a_read_answers_the_fields_the_user_asked_about():
+    asked = "Walk me through the payment methods I've saved."
+    for seed in range(6):
+        reply = assistant_reply([_call("get_order_details", PROFILE)], SPECS, random.Random(seed), asked=asked)
+        assert "paypal_1" in reply and "card_2" in reply, reply
+        assert "ana@example.org" not in reply and "Austin" not in reply and "#W1" not in reply, reply
+        kept = assistant_reply([_call("get_order_details", PROFILE)], SPECS, random.Random(seed), asked=asked,
+                               referred={0: {"orders"}})  # a later turn points at an order: still shown
+        assert "#W1" in kept and "paypal_1" in kept, kept
+    # the zip the user gave is no question about it; a message naming no field leaves the usual summary
+    said = assistant_reply([_call("get_order_details", PROFILE)], SPECS, random.Random(0),
+                           asked="I'm Ana Silva, my zip code is 78701: pull up my profile.")
+    assert "ana@example.org" in said or "Austin" in said, said

@@ -219,7 +219,8 @@ class RuleMessenger:
             unseen = [i for i in turn.prerequisites if (turn.index, i) not in referred]  # told only if used later
             known = any(names_person(c) for t in out for c in t.calls if c.ok)  # an earlier turn found the account
             reply = assistant_reply(turn.calls, specs, rng, unseen, account_known=known,
-                                    referred={i: keys for (t, i), keys in referred_fields.items() if t == turn.index})
+                                    referred={i: keys for (t, i), keys in referred_fields.items() if t == turn.index},
+                                    asked=message)
             out.append(turn.model_copy(update={"user_message": message, "assistant_message": reply}))
         return out
 

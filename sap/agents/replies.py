@@ -51,19 +51,20 @@ COMMON_OPENERS = {"The", "There", "For", "Here's", "That's", "That", "It", "Done
 
 def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random,
                     prerequisites: Collection[int] = (), account_known: bool = False,
-                    referred: Mapping[int, Collection[str]] = {}) -> str:
+                    referred: Mapping[int, Collection[str]] = {}, asked: str = "") -> str:
     """The assistant's answer to the user after `calls`: one or two sentences per call the user asked for, joined,
     with one lead for the whole reply. The prerequisites the assistant worked out itself (indexes into `calls`) are
     not reported one by one: a found account is acknowledged (unless `account_known`: an earlier turn found it),
     preparing writes said in a clause, lookups not at all (the user asked for the goal, not for the profile read
     on the way); a failed one is reported as any failure. `referred` maps a call's index to the fields of its
-    result a later turn refers to: the reply states those, so the user has seen what they later point at."""
+    result a later turn refers to: the reply states those, so the user has seen what they later point at. `asked`
+    is the user's message: a read's fields it names ("the payment methods I've saved") are what its reply says."""
     shown = [i for i, c in enumerate(calls) if i not in prerequisites or _failed(c)]
     if not shown:  # nothing but prerequisites: every call is reported
         shown, prerequisites = list(range(len(calls))), ()
     prepared = _prepared([calls[i] for i in sorted(prerequisites) if i < shown[0]], specs, rng, account_known)
     parts = [call_reply(calls[i], specs.get(calls[i].name), rng, specs, lead=k == 0 and not prepared,
-                        keep=referred.get(i, ()))
+                        keep=referred.get(i, ()), asked=asked)
              for k, i in enumerate(shown)]
     if len(parts) > 1:
         parts = [parts[0]] + [_joined(p, rng) for p in parts[1:]]
@@ -101,11 +102,12 @@ def names_person(call: ToolCall) -> str | None:
 
 
 def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
-               specs: dict[str, ToolSpec] | None = None, lead: bool = True, keep: Collection[str] = ()) -> str:
+               specs: dict[str, ToolSpec] | None = None, lead: bool = True, keep: Collection[str] = (),
+               asked: str = "") -> str:
     """One call's part of the reply: a failure and what can be done next, a write acknowledged with its key values,
     or the facts a read found; `specs` (the toolset) names what an error text must not show; `lead` opens it with
     a word of its own ("Done.", "Here's what I found:"), for the first part of a reply; `keep` are result fields
-    stated whatever else is salient."""
+    stated whatever else is salient; a read's fields the user's message `asked` names are the ones it states."""
     task = task_phrase(spec) if spec is not None else field_words(call.name)
     problem = failure_reason(call.name, call.result) or (call.error if not call.ok else None)
     if problem is not None:
@@ -113,7 +115,8 @@ def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
     write = is_write(task, spec)
     facts = describe_result(call.result, call.name, call.args_exec if write else {},
                             echoed=set() if write else _echoed(call.result, call.args_exec),
-                            about="" if write else _asked_about(call.args_exec), keep=keep)
+                            about="" if write else _asked_about(call.args_exec), keep=keep,
+                            only=() if write else asked_fields(call.result, asked))
     if write and (moved := _relocation(call.result, task)):
         return (rng.choice(WRITE_LEADS) if lead else "") + moved
     if write:
@@ -269,10 +272,11 @@ def _relocation(result: Any, task: str) -> str:
 
 
 def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, echoed: set[str] = frozenset(),
-                    about: str = "", keep: Collection[str] = ()) -> str:
+                    about: str = "", keep: Collection[str] = (), only: Collection[str] = ()) -> str:
     """The facts of a result as sentences ("" for an empty one); `changed` is a write's arguments, whose fields
     are the ones to state; `echoed` a read's fields that only repeat what was asked, said only if nothing else is;
-    `about` what a read was asked for ("for Amazon": "the symbol for Amazon is AMZN", "For TSLA, the price is")."""
+    `about` what a read was asked for ("for Amazon": "the symbol for Amazon is AMZN", "For TSLA, the price is");
+    `only`, the fields the user asked about: an object's other fields go unsaid (but `keep`)."""
     if result is None or result == "" or result == {}:
         return ""
     if isinstance(result, dict) and len(result) == 1 and _TEXT_KEY.fullmatch(next(iter(result))) and \
@@ -289,7 +293,9 @@ def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, ech
         flags = [k for k, v in result.items() if isinstance(v, bool)]
         if not changed and len(result) == 1 and flags and field_words(flags[0]).split()[-1] == "status":
             return _sentence(f"the {noun} is {'active' if result[flags[0]] else 'inactive'}")  # a read's one state
-        return _object_sentence(result, noun, changed, echoed - set(keep), about, keep, tool)
+        if only:
+            echoed = echoed | (set(result) - set(only) - set(keep))
+        return _object_sentence(result, noun, changed, echoed - set(keep), about, keep, tool, bool(only))
     if isinstance(result, str) and len(result.split()) > 1:  # a message of its own ("Certificate ... added")
         return _sentence(_message(result))
     return _sentence(f"the {noun}{' ' + about if about else ''} is {_say(result, noun)}")
@@ -306,6 +312,21 @@ def text_block(lines: list[str], about: str = "") -> str:
     rest = len(lines) - len(shown)
     more = f"\n(and {rest} more line{'s' if rest > 1 else ''})" if rest else ""
     return f"Here's what I got{' ' + about if about else ''}:\n" + "\n".join(shown) + more
+
+
+def asked_fields(result: Any, message: str) -> set[str]:
+    """The fields of an object result that a user's message names by all their words, in any number ("walk me
+    through the payment methods I've saved": `payment_methods`); not ids and names, which say which thing it is, nor
+    a value the message itself holds ("my zip code is 53763"); one-word fields of a word the message may only use
+    in passing ("my order") only when nothing longer is named."""
+    if not isinstance(result, dict) or not message:
+        return set()
+    said = {_singular(w) for w in re.findall(r"[a-z]+", message.lower())}
+    named = {k for k in result if not k.startswith("_") and not _ID_NAME.search(k) and k not in ("name", "status")
+             and (words := [_singular(w) for w in field_words(k).split()]) and set(words) <= said
+             and not (isinstance(result[k], (str, int)) and str(result[k]) in message)}  # not what the user said
+    longer = {k for k in named if len(field_words(k).split()) > 1}
+    return longer or named if len(named) < len(result) else set()
 
 
 def _asked_about(args: dict[str, Any]) -> str:
@@ -328,9 +349,10 @@ def _echoed(result: Any, args: dict[str, Any]) -> set[str]:
 
 def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
                      echoed: set[str] = frozenset(), about: str = "", keep: Collection[str] = (),
-                     tool: str = "") -> str:
+                     tool: str = "", focused: bool = False) -> str:
     """An object in words: who or what it is, its status, then its salient fields (a write's changed ones); an
-    object that names nothing of itself is said `about` what was asked ("For TSLA, the price is ...")."""
+    object that names nothing of itself is said `about` what was asked ("For TSLA, the price is ..."); `focused`:
+    the `echoed` fields stay unsaid even when nothing else is (they are what the user did not ask about)."""
     subject, used = _subject(obj, noun)
     status_key = next((k for k in obj if field_words(k).split()[-1:] == ["status"] and isinstance(obj[k], str)
                        and k not in used), None)
@@ -344,7 +366,8 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
         used = used | {message_key}
         status_key = None if status_key == message_key else status_key
     skip = used | ({status_key} if status_key else set())
-    facts = _facts(obj, skip | echoed, changed, keep, tool) or _facts(obj, skip, changed, keep, tool)
+    facts = _facts(obj, skip | echoed, changed, keep, tool) or ([] if focused else _facts(obj, skip, changed, keep,
+                                                                                          tool))
     if subject and status_key:
         head = f"{subject} {_state(_say(obj[status_key], status_key))}"
         text = _sentence(head + (f"; {_join(facts)}" if facts else ""))
@@ -411,7 +434,7 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep
     return's `return_items`, not the order's items again), and the `keep` fields (what a later turn refers to)
     never left out."""
     out = []
-    address = {"address1", "city"} <= set(obj)
+    address = {"address1", "city"} <= set(obj) and not {"address1", "city"} <= skip  # unless left unsaid
     if address:
         skip = skip | set(ADDRESS_KEYS)
     empty = next((k for k, v in obj.items() if v == [] and k not in skip), None)
