@@ -4,8 +4,8 @@ byte-identical (sha256 per line, and the line count), e.g. across a refactor of 
 Each case of tests/data/record_digests.json holds the exact CLI arguments (placeholders {db} and {output} are a
 fresh SQLite file and JSONL file in the test's temporary directory) and the digests of the JSONL output and of its
 companion OUTPUT.rejections.jsonl. The mix asks for base, miss_param and miss_func records, so the MissParam and
-MissFunc rewrites are covered (the default --mix is base=1). Generated at commit 6dcd5e6's tree (an amount in another
-currency said in it: the travel case's records changed; the others are as at 90928d6).
+MissFunc rewrites are covered (the default --mix is base=1). Generated at commit 704c5ef's tree (a read's reply says the fields
+the user asked about: the records of all three cases changed, their rejections did not).
 
 Nothing is normalized: every field of every record and rejection line is compared byte for byte. No field is
 non-deterministic at --concurrency 1 (the default): two runs, and runs with other PYTHONHASHSEED values and working
