@@ -393,9 +393,15 @@ def test_an_amount_in_another_currency_is_said_in_it_not_in_dollars():
 
 
 def test_a_text_of_several_lines_is_shown_as_it_is_and_a_text_message_as_a_message():
-    listing = {"content": "[FILE] budget.txt\n[FILE] notes.txt\n[DIR] old"}  # an MCP server's structured content
-    reply = assistant_reply([_call("get_order_details", listing)], SPECS, random.Random(0))
-    assert reply == "Here's what I got for #W123:\n[FILE] budget.txt\n[FILE] notes.txt\n[DIR] old"
+    status = {"content": "On branch main\nChanges to be committed:\n\tmodified: a.txt"}  # MCP structured content
+    reply = assistant_reply([_call("get_order_details", status)], SPECS, random.Random(0))
+    assert reply == "Here's what I got for #W123:\nOn branch main\nChanges to be committed:\n\tmodified: a.txt"
+    listing = {"content": "[FILE] budget.txt   49 B\n[FILE] notes.txt   3 B\n[DIR] old\n\nTotal: 2 files"}
+    assert describe_result(listing, "ls") == \
+        "There are two files: budget.txt and notes.txt, and one directory: old."  # its tags are its kinds
+    tree = '[{"name": "a.txt", "type": "file"}, {"name": "old", "type": "directory", "children": []}]'
+    assert describe_result(tree, "ls") == "There is one file: a.txt, and one directory: old."  # JSON sent as text
+    assert describe_result("[]", "ls") == ""  # said as empty by the reply
     long = "\n".join(f"line {i}" for i in range(20))
     assert describe_result(long, "ls").endswith("line 11\n(and 8 more lines)")
     for seed in range(6):
@@ -405,7 +411,7 @@ def test_a_text_of_several_lines_is_shown_as_it_is_and_a_text_message_as_a_messa
     assert describe_result("Unstaged changes:\n", "ls") == "Unstaged changes: none."
 
 
-PROFILE = {"user_id": "ana_silva_1", "name": "Ana Silva", "email": "ana@example.org", "zip": "78701",
+SAVED_PROFILE = {"user_id": "ana_silva_1", "name": "Ana Silva", "email": "ana@example.org", "zip": "78701",
            "address1": "1 Elm St", "address2": "", "city": "Austin", "state": "TX", "country": "USA",
            "orders": ["#W1", "#W2"], "payment_methods": [{"payment_method_id": "paypal_1", "source": "paypal"},
                                                          {"payment_method_id": "card_2", "source": "credit_card"}]}
@@ -414,13 +420,13 @@ PROFILE = {"user_id": "ana_silva_1", "name": "Ana Silva", "email": "ana@example.
 def test_a_read_answers_the_fields_the_user_asked_about():
     asked = "Walk me through the payment methods I've saved."
     for seed in range(6):
-        reply = assistant_reply([_call("get_order_details", PROFILE)], SPECS, random.Random(seed), asked=asked)
+        reply = assistant_reply([_call("get_order_details", SAVED_PROFILE)], SPECS, random.Random(seed), asked=asked)
         assert "paypal_1" in reply and "card_2" in reply, reply
         assert "ana@example.org" not in reply and "Austin" not in reply and "#W1" not in reply, reply
-        kept = assistant_reply([_call("get_order_details", PROFILE)], SPECS, random.Random(seed), asked=asked,
+        kept = assistant_reply([_call("get_order_details", SAVED_PROFILE)], SPECS, random.Random(seed), asked=asked,
                                referred={0: {"orders"}})  # a later turn points at an order: still shown
         assert "#W1" in kept and "paypal_1" in kept, kept
     # the zip the user gave is no question about it; a message naming no field leaves the usual summary
-    said = assistant_reply([_call("get_order_details", PROFILE)], SPECS, random.Random(0),
+    said = assistant_reply([_call("get_order_details", SAVED_PROFILE)], SPECS, random.Random(0),
                            asked="I'm Ana Silva, my zip code is 78701: pull up my profile.")
     assert "ana@example.org" in said or "Austin" in said, said

@@ -3,6 +3,7 @@ errors as errors with what can be done next, writes acknowledged with their key 
 structure or a raw field name, and no text cut mid-word."""
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Collection, Mapping
@@ -282,8 +283,11 @@ def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, ech
     if isinstance(result, dict) and len(result) == 1 and _TEXT_KEY.fullmatch(next(iter(result))) and \
             isinstance(text := next(iter(result.values())), str) and text not in changed.values():
         result = text  # {"content": "..."}: the text is the result (MCP structured content), unless a write's own
+    if isinstance(result, str) and (parsed := _json_text(result)) is not None:  # JSON sent as text
+        typed = _typed(parsed)
+        return typed if typed is not None else describe_result(parsed, tool, changed, echoed, about, keep, only)
     if isinstance(result, str) and len(lines := [ln.rstrip() for ln in result.strip("\n").splitlines()]) >= 2:
-        return text_block(lines, about)
+        return _tagged_listing(lines) or text_block(lines, about)
     noun = _tool_noun(tool)
     if isinstance(result, list):
         return _sentence(_list_phrase(result, noun))
@@ -303,6 +307,52 @@ def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, ech
 
 _TEXT_KEY = re.compile(r"content|text|output|stdout|result|message|file_content")
 BLOCK_LINES = 12  # lines of a text result shown as they are; more are counted
+
+
+def _json_text(text: str) -> Any:
+    """A text that is a JSON object or array, parsed; else None."""
+    if not text.strip()[:1] in ("{", "["):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, (dict, list)) else None
+
+
+_TAGGED = re.compile(r"\[([A-Z][A-Z ]{0,15})\]\s+(\S.*?)\s*$")  # "[FILE] notes.txt", "[DIR] archive"
+
+
+def _tagged_listing(lines: list[str]) -> str:
+    """A listing whose lines are tagged by kind ("[FILE] a.txt", "[DIR] old") in words, grouped by the kind
+    ("there are two files: a.txt and b.txt, and one directory: old"), the tags' own words as nouns; "" when a line
+    is not of that form (a trailing summary line, "Total: 2 files", is left out)."""
+    body = [ln for ln in lines if ln.strip() and not re.match(r"(?:Total|Combined)\b", ln.strip())]
+    found = [_TAGGED.match(ln.strip()) for ln in body]
+    if not body or not all(found):
+        return ""
+    return _kinds([(m.group(1), re.split(r"\s{2,}", m.group(2))[0]) for m in found if m])  # a size column after
+
+
+def _typed(value: Any) -> str | None:
+    """A JSON list of named entries of a kind (`{"name": "a.txt", "type": "file"}`) in words, grouped by kind; ""
+    for an empty list; None for any other value."""
+    if not isinstance(value, list):
+        return None
+    if all(isinstance(v, dict) and isinstance(v.get("name"), str) and isinstance(v.get("type"), str) for v in value):
+        return _kinds([(v["type"], v["name"]) for v in value])
+    return None
+
+
+def _kinds(entries: list[tuple[str, str]]) -> str:
+    """(kind, name) pairs as one sentence grouped by kind ("there are two files: a.txt and b.txt, and one
+    directory: old"); "" for none."""
+    groups: dict[str, list[str]] = {}
+    for kind, name in entries:
+        groups.setdefault({"dir": "directory"}.get(kind.lower(), kind.lower()), []).append(name)
+    clauses = [_list_phrase(names, _plural(kind)) for kind, names in groups.items()]
+    return _sentence(clauses[0] + "".join(", and " + re.sub(r"^there (?:is|are) ", "", c) for c in clauses[1:])) \
+        if clauses else ""
 
 
 def text_block(lines: list[str], about: str = "") -> str:
