@@ -371,3 +371,16 @@ def test_a_field_a_later_result_shows_changed_names_nothing():
     assert (sel.field, sel.value) == ("total", 10.0)
     other = {"order_id": "#W2", "status": "cancelled"}  # another order's change leaves #W1's status a fine name
     assert output_selector(listing, "$.orders[0].order_id", "#W1", False, later=[other]).field == "status"
+
+
+def test_an_elements_own_id_listed_again_elsewhere_is_named_by_the_element_not_by_the_id():
+    from sap.provenance.selectors import output_selector
+
+    order = {"order_id": "#W1", "items": [{"item_id": "2621292571", "name": "Tea Kettle", "price": 35.96},
+                                          {"item_id": "5282900252", "name": "Running Shoes", "price": 98.95}],
+             "item_ids": ["2621292571", "5282900252"]}
+    sel = output_selector(order, "$.items[1].item_id", "5282900252", same_turn=False)
+    assert sel is not None and not sel.named and sel.field == "name" and sel.value == "Running Shoes"
+    legs = {"flights": [{"flight": "HAT1", "to": "LAX"}, {"flight": "HAT2", "from": "LAX", "to": "SFO"}]}
+    shared = output_selector(legs, "$.flights[0].to", "LAX", same_turn=False)
+    assert shared is not None and shared.named  # a value two places hold is still named by itself

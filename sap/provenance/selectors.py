@@ -134,7 +134,8 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
     the element by a field value no sibling shares, else by its position (or, when the user cannot have seen the
     listing yet, `same_turn`, by the value itself). A value that sits in a listing of 2+ entries and also at
     another place of the result (a connecting airport, a date every leg shares) is named by the value itself: a
-    field of one element would not say which of its places is meant. `earlier_same_tool` are earlier results of
+    field of one element would not say which of its places is meant; but an element's own id (`item_id` of an
+    item the order also lists in `item_ids`) is named by the element ("the Running Shoes"), which pins it. `earlier_same_tool` are earlier results of
     the same tool: if one holds a different value at `path` (or none), the reference is to the most recent result.
     `later` are the results between the source and the reference: a field they show changed names nothing."""
     key_of = path.endswith(KEY_OF)
@@ -157,8 +158,9 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
             except PathError:
                 continue
         noun = humanize_key(steps[depth - 1]) if depth and isinstance(steps[depth - 1], str) else "entry"
-        if alts and _recurs(result, value):  # also in other places of the result: no field of one element pins it
-            sel = Selector(noun=noun, named=True)
+        own_id = len(rest) == 1 and isinstance(rest[0], str) and re.search(r"(?:^|_)id$", rest[0]) is not None
+        if alts and _recurs(result, value) and not own_id:  # also in other places of the result: no field of one
+            sel = Selector(noun=noun, named=True)  # element pins it (an element's own id is that element's wherever)
             break
         if not any(v != value for _, v in alts):
             continue
