@@ -128,3 +128,8 @@ def plural(noun: str) -> str:
     if re.search(r"[^aeiou]y$", noun):
         return noun[:-1] + "ies"
     return noun + "s"
+
+
+def article(noun: str) -> str:
+    """The noun with "a" or "an"."""
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun

@@ -430,3 +430,11 @@ def test_a_read_answers_the_fields_the_user_asked_about():
     said = assistant_reply([_call("get_order_details", SAVED_PROFILE)], SPECS, random.Random(0),
                            asked="I'm Ana Silva, my zip code is 78701: pull up my profile.")
     assert "ana@example.org" in said or "Austin" in said, said
+
+
+def test_media_content_blocks_are_said_as_what_they_are_not_as_entries():
+    resource = {"content": [{"type": "resource", "resource": {"uri": "file:///w/budget.txt", "mimeType": "text/plain",
+                                                              "blob": "YnVkZ2V0OiBhbHBoYQo="}}]}
+    assert describe_result(resource, "read_media_file") == "I read /w/budget.txt: a text/plain file of 15 bytes."
+    image = {"content": [{"type": "image", "mimeType": "image/png", "data": "A" * 4096}]}
+    assert describe_result(image, "read_media_file") == "I read an image/png image of 3.0 KB."

@@ -14,7 +14,7 @@ from sap.executors.failures import MESSAGE_FIELDS, error_text
 from sap.jsonutil import leaves
 from sap.model import ToolCall, ToolSpec
 from sap.provenance.generate import is_secret_param
-from sap.text import field_words, task_phrase
+from sap.text import article, field_words, task_phrase
 
 SHOWN = 3  # elements a reply names from a listing ("a.txt, b.txt, c.md and twelve more")
 
@@ -280,6 +280,8 @@ def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, ech
     `only`, the fields the user asked about: an object's other fields go unsaid (but `keep`)."""
     if result is None or result == "" or result == {}:
         return ""
+    if isinstance(result, dict) and len(result) == 1 and (media := _media(next(iter(result.values())))):
+        return media
     if isinstance(result, dict) and len(result) == 1 and _TEXT_KEY.fullmatch(next(iter(result))) and \
             isinstance(text := next(iter(result.values())), str) and text not in changed.values():
         result = text  # {"content": "..."}: the text is the result (MCP structured content), unless a write's own
@@ -307,6 +309,32 @@ def describe_result(result: Any, tool: str, changed: Mapping[str, Any] = {}, ech
 
 _TEXT_KEY = re.compile(r"content|text|output|stdout|result|message|file_content")
 BLOCK_LINES = 12  # lines of a text result shown as they are; more are counted
+
+
+def _media(blocks: Any) -> str:
+    """MCP content blocks that are not text (an image, audio, an embedded file) in words: what each is, its type
+    and size ("I read /w/a.png: an image/png image of 2.1 KB."); "" for anything else."""
+    if not (isinstance(blocks, list) and blocks and all(isinstance(b, dict) and b.get("type") in
+                                                         ("image", "audio", "resource") for b in blocks)):
+        return ""
+    said = []
+    for block in blocks:
+        inner = block.get("resource") if block["type"] == "resource" and isinstance(block.get("resource"), dict) \
+            else block
+        data = str(inner.get("blob") or inner.get("data") or inner.get("text") or "")
+        size = len(data) * 3 // 4 if inner.get("blob") or inner.get("data") else len(data.encode())
+        where = str(inner.get("uri", "")).removeprefix("file://")
+        kind = str(inner.get("mimeType") or block["type"])
+        noun = block["type"] if block["type"] in ("image", "audio") else "file"
+        said.append(f"{where + ': ' if where else ''}{article(kind)} {noun} of {_bytes(size)}")
+    return _sentence("I read " + _join(said))
+
+
+def _bytes(size: int) -> str:
+    """A size in bytes as people say it: "62 bytes", "2.1 KB", "3.4 MB"."""
+    if size < 1024:
+        return f"{size} byte{'' if size == 1 else 's'}"
+    return f"{size / 1024:.1f} KB" if size < 1024 * 1024 else f"{size / 1024 / 1024:.1f} MB"
 
 
 def _json_text(text: str) -> Any:

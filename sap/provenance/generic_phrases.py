@@ -65,6 +65,8 @@ _HANDLE = re.compile(r"(?:^|\s)(?:path|paths|name|names|id|ids|key|file|files|di
                      r"|title|source)$")
 _PLACE = re.compile(r"(?:^|\s)(?:path|directory|folder|dir|location|repo|repository|root)$")
 _PATTERN = re.compile(r"^(?:pattern|query|q|glob|regex|keyword|keywords|term|search_term)$", re.I)
+_ABOUT = {"info", "information", "details", "status", "contents", "content", "tree", "log", "history", "size",
+          "metadata", "stats", "listing"}  # what is told about a thing, not the thing a handle names
 _THING = re.compile(r"(?:^|\s+)(?:name|names|id|ids|path|paths|key|title|source)$")  # a handle's own word
 _TO = {"move": " to", "copy": " to", "diff": " against"}
 _DESTINATION = re.compile(r"^(?:destination|dest|target|to|new_?\w*|output\w*)$", re.I)
@@ -148,8 +150,8 @@ def _object(head: str, primary: str, noun: str) -> tuple[str, str]:
     if not words:
         return f"the {noun if not thing else thing} {{{primary}}}", (thing or noun).split()[-1]
     last = thing.split()[-1] if thing else words[-1]
-    if last == words[-1] or not thing:
-        return f"the {head} {{{primary}}}", words[-1]
+    if last == words[-1] or not thing:  # "the file info {path}": the slot names the file, not the info
+        return f"the {head} {{{primary}}}", next((w for w in reversed(words) if w not in _ABOUT), words[-1])
     if last in words[:-1]:
         at = words.index(last) + 1
         return f"the {' '.join(words[at:])} of the {' '.join(words[:at])} {{{primary}}}", last
