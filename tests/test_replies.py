@@ -438,3 +438,15 @@ def test_media_content_blocks_are_said_as_what_they_are_not_as_entries():
     assert describe_result(resource, "read_media_file") == "I read /w/budget.txt: a text/plain file of 15 bytes."
     image = {"content": [{"type": "image", "mimeType": "image/png", "data": "A" * 4096}]}
     assert describe_result(image, "read_media_file") == "I read an image/png image of 3.0 KB."
+
+
+def test_a_small_result_says_what_was_asked_first_and_keeps_the_rest():
+    conversion = {"amount": 8.0, "from_currency": "USD", "to_currency": "EUR", "rate": 0.92, "converted_amount": 7.33}
+    reply = assistant_reply([_call("get_order_details", conversion)], SPECS, random.Random(0),
+                            asked="See what 8.0 USD gets me in EUR at today's rate.")
+    assert reply.index("rate") < reply.index("7.33 EUR"), reply  # the rate asked for is not all it says
+    flight = {"flight_id": "FL1", "airline": "Korean Air", "date": "2026-08-31", "departure_time": "09:15",
+              "arrival_time": "16:35", "price": 527.0, "seats_left": 2, "duration_minutes": 440}
+    seats = assistant_reply([_call("get_order_details", flight)], SPECS, random.Random(0),
+                            asked="See how many seats are open on that flight.")
+    assert "there are 2 seats left" in seats and "Korean Air" not in seats, seats

@@ -43,6 +43,8 @@ STATE_WORDS = PAIR_STATES | {"available", "open", "active", "empty", "valid", "o
 SHARE_KEYS = {"amount", "quantity"}  # a count of shares where the object is a stock order (it names a symbol)
 SHORT_STRING = 160  # longest string value quoted whole; longer ones end at a word boundary with "…"
 MOST_FACTS = 4  # fields of one object stated at most
+NARROWED_FIELDS = 6  # a read result with more fields than this says only the ones the user asked about, if any;
+# a smaller one says them first ("at today's rate" asks for the rate beside the converted amount, not instead)
 FACTS_AFTER_WRITE = 2  # fields stated of a write's result when none holds what it set
 WRITE_LEADS = ["Done. ", "All set. ", "Okay, that's done. ", "That's taken care of. ", "Finished. ", ""]
 _ID_NAME = re.compile(r"(?:_|\b)ids?$|Ids?$")  # a field or parameter naming ids
@@ -108,16 +110,19 @@ def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
     """One call's part of the reply: a failure and what can be done next, a write acknowledged with its key values,
     or the facts a read found; `specs` (the toolset) names what an error text must not show; `lead` opens it with
     a word of its own ("Done.", "Here's what I found:"), for the first part of a reply; `keep` are result fields
-    stated whatever else is salient; a read's fields the user's message `asked` names are the ones it states."""
+    stated whatever else is salient; a read's fields the user's message `asked` names come first, and are the only
+    ones a record of more than NARROWED_FIELDS fields states (a profile asked for its payment methods)."""
     task = task_phrase(spec) if spec is not None else field_words(call.name)
     problem = failure_reason(call.name, call.result) or (call.error if not call.ok else None)
     if problem is not None:
         return failure_reply(task, problem, specs or ({spec.name: spec} if spec else {}), rng)
     write = is_write(task, spec)
-    facts = describe_result(call.result, call.name, call.args_exec if write else {},
+    named = set() if write else asked_fields(call.result, asked)
+    narrow = len(call.result) > NARROWED_FIELDS if isinstance(call.result, dict) else False  # a record of many
+    facts = describe_result(call.result, call.name, call.args_exec if write else {},  # fields: only what was asked
                             echoed=set() if write else _echoed(call.result, call.args_exec),
-                            about="" if write else _asked_about(call.args_exec), keep=keep,
-                            only=() if write else asked_fields(call.result, asked))
+                            about="" if write else _asked_about(call.args_exec),
+                            keep=set(keep) | (set() if narrow else named), only=named if narrow else ())
     if write and (moved := _relocation(call.result, task)):
         return (rng.choice(WRITE_LEADS) if lead else "") + moved
     if write:
@@ -392,16 +397,22 @@ def text_block(lines: list[str], about: str = "") -> str:
     return f"Here's what I got{' ' + about if about else ''}:\n" + "\n".join(shown) + more
 
 
+_QUALIFIERS = {"left", "available", "remaining", "count", "number", "total", "current", "list"}  # "seats left":
+# a user asks "how many seats are open"
+
+
 def asked_fields(result: Any, message: str) -> set[str]:
-    """The fields of an object result that a user's message names by all their words, in any number ("walk me
-    through the payment methods I've saved": `payment_methods`); not ids and names, which say which thing it is, nor
+    """The fields of an object result that a user's message names by all their words, in any number, a
+    qualifier such as "left" or "available" aside ("walk me through the payment methods I've saved":
+    `payment_methods`; "how many seats are open": `seats_left`); not ids and names, which say which thing it is, nor
     a value the message itself holds ("my zip code is 53763"); one-word fields of a word the message may only use
     in passing ("my order") only when nothing longer is named."""
     if not isinstance(result, dict) or not message:
         return set()
     said = {_singular(w) for w in re.findall(r"[a-z]+", message.lower())}
     named = {k for k in result if not k.startswith("_") and not _ID_NAME.search(k) and k not in ("name", "status")
-             and (words := [_singular(w) for w in field_words(k).split()]) and set(words) <= said
+             and result[k] not in (None, "", [], {})  # an empty field answers nothing
+             and (words := {_singular(w) for w in field_words(k).split()} - _QUALIFIERS) and words <= said
              and not (isinstance(result[k], (str, int)) and str(result[k]) in message)}  # not what the user said
     longer = {k for k in named if len(field_words(k).split()) > 1}
     return longer or named if len(named) < len(result) else set()
@@ -618,6 +629,10 @@ def _field_clause(words: str, said: str, value: Any) -> str:
         return f"{words} {said}"
     if re.fullmatch(r"[a-z]+s (?:in|at|on|until|after)", words):  # "it expires in 2", not "the expires in is 2"
         return f"it {words} {said}"
+    if (m := re.fullmatch(r"([a-z ]*[a-z]+s) (left|available|remaining)", words)) and isinstance(value, int) \
+            and not isinstance(value, bool):  # "there are 2 seats left", not "the seats left is 2"
+        noun = m.group(1) if value != 1 else _singular(m.group(1))
+        return f"there {'is' if value == 1 else 'are'} {said} {noun} {m.group(2)}"
     if not _is_plural(words):
         return f"the {words} is {said}"
     if isinstance(value, int) and not isinstance(value, bool):
