@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sap.executors.base import end_state_hash
+from sap.executors.base import end_state_hash, same_result
 from sap.export.records import record_to_trajectory
 from sap.jsonutil import read_records
 from sap.model import Toolset
@@ -39,7 +39,7 @@ def validate_record(record: dict[str, Any], toolset: Toolset, line: int = 0) -> 
         ex.reset(traj.c0)
         for turn, index, call in traj.calls():
             res = ex.execute(call)
-            if not res.ok or res.value != call.result:
+            if not res.ok or not same_result(ex, call.result, res.value):
                 got = res.value if res.ok else f"error: {res.error}"
                 problems.append(Problem(rid, line, f"turn {turn} call {index} ({call.call_id} {call.name}): replay gave "
                                                    f"{json.dumps(got)[:200]}, record has {json.dumps(call.result)[:200]}"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 from cli_fixtures import sap, sap_env
 from helpers import call
+from sap.executors.base import same_result
 from sap.toolsets import UnknownToolset, load_toolset
 
 pytest.importorskip("mcp")
@@ -170,7 +172,10 @@ def test_time_server_stateless(tmp_path: Path) -> None:
         ex.reset(toolset.sample_config(0))
         res = ex.execute(call("convert_time", {"source_timezone": "UTC", "time": "12:00",
                                                "target_timezone": "Asia/Tokyo"}))
-        assert res.ok and res.value["target"]["datetime"] == "<masked>T21:00:00+09:00"
+        day = res.value["target"]["datetime"]  # kept as the server gave it; compared masked on replay
+        assert res.ok and re.fullmatch(r"\d{4}-\d{2}-\d{2}T21:00:00\+09:00", day)
+        other_day = {**res.value, "target": {**res.value["target"], "datetime": "1999-01-01T21:00:00+09:00"}}
+        assert same_result(ex, other_day, res.value) and not same_result(ex, {**other_day, "x": 1}, res.value)
         assert not ex.execute(call("convert_time", {"source_timezone": "Nowhere", "time": "12:00",
                                                     "target_timezone": "UTC"})).ok
         assert ex.state() == {}
@@ -178,7 +183,10 @@ def test_time_server_stateless(tmp_path: Path) -> None:
         ex.close()
 
 
-def fs_git_config(tmp_path: Path) -> str:
+FILE_TIMES = r"(?m)^(?:created|modified|accessed): .*$"  # get_file_info's clock times
+
+
+def fs_git_config(tmp_path: Path, **own: Any) -> str:
     """The filesystem and git servers over one git repository sap builds from c0."""
     if not FS_SERVER.is_file():
         pytest.skip("the filesystem server is not installed: npm install --prefix tests/.mcp "
@@ -188,7 +196,7 @@ def fs_git_config(tmp_path: Path) -> str:
     return config(tmp_path, {"fs": {"command": "node", "args": [str(FS_SERVER), "{workdir}"]},
                              "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository",
                                                                          "{workdir}"]}},
-                  state="git", timeout=30, exclude_tools=["get_file_info", "read_media_file"])
+                  **{"state": "git", "timeout": 30, "exclude_tools": ["get_file_info", "read_media_file"], **own})
 
 
 def test_filesystem_and_git_servers_over_a_repository_from_c0(tmp_path: Path) -> None:
@@ -213,6 +221,27 @@ def test_filesystem_and_git_servers_over_a_repository_from_c0(tmp_path: Path) ->
             ex.execute(call(*step))
         assert ex.execute(call("git_commit", {"repo_path": "/workspace", "message": "add"})).value == commit.value
         assert ex.state() == end
+    finally:
+        ex.close()
+
+
+def test_a_clock_time_a_server_reports_is_kept_as_given_and_compared_masked(tmp_path: Path) -> None:
+    from sap.executors.base import ReplayMismatch, replay
+
+    toolset = load_toolset(fs_git_config(tmp_path, exclude_tools=[], masks=[FILE_TIMES]))
+    c0 = toolset.sample_config(2)
+    ex = toolset.executor_factory()
+    try:
+        ex.reset(c0)
+        info = ex.execute(call("get_file_info", {"path": c0["files"][0]["path"]}))
+        assert info.ok and re.search(r"modified: \w{3} \w{3} \d", info.value["content"])  # a real time, no mask
+        time.sleep(1.1)  # a fresh directory a second later: other file times
+        recorded = call("get_file_info", {"path": c0["files"][0]["path"]}).model_copy(update={"result": info.value})
+        replay(ex, c0, [recorded])  # compared with the times masked: no mismatch
+        assert ex.execute(recorded).value != info.value  # though the times differ
+        other = recorded.model_copy(update={"result": {"content": info.value["content"].replace("size:", "size: 9")}})
+        with pytest.raises(ReplayMismatch):
+            replay(ex, c0, [other])  # what the masks leave is still compared
     finally:
         ex.close()
 

@@ -121,7 +121,7 @@ def test_time_server_answers_a_recorded_conversion_from_the_cache(tmp_path: Path
         ex = load_toolset(name).executor_factory()
         try:
             ex.reset({})
-            assert ex.execute(convert).value["target"]["datetime"] == "<masked>T21:00:00+09:00"
+            assert ex.execute(convert).value["target"]["datetime"].endswith("T21:00:00+09:00")
             counts.append((ex.cache.answered, ex.cache.live))
         finally:
             ex.close()

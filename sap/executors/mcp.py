@@ -107,7 +107,7 @@ class McpSetup:
     root: str = "/workspace"
     call_timeout: float = 10.0
     start_timeout: float = 60.0
-    masks: tuple[str, ...] = ()  # regexes whose matches in results become "<masked>" (clock times, ...)
+    masks: tuple[str, ...] = ()  # regexes of what differs on every run (clock times): compared as "<masked>"
     error_patterns: tuple[str, ...] = ()  # regexes: a result text that one matches (at its start) is a failed call
     state_ignored: tuple[str, ...] = ()  # path globs the state view leaves out
     views: tuple[StateView, ...] = ()  # more state entries read from the directory (`git_index_view`)
@@ -213,11 +213,17 @@ class McpExecutor(ReplayLog):
         return text
 
     def _from_server(self, text: str) -> str:
-        """The working directory's path as `root`, then the masks applied."""
-        text = text.replace(str(self.workdir), self.setup.root.rstrip("/") or "/")
-        for pattern in self.setup.masks:
-            text = re.sub(pattern, "<masked>", text)
-        return text
+        """The working directory's path as `root`."""
+        return text.replace(str(self.workdir), self.setup.root.rstrip("/") or "/")
+
+    def comparable(self, value: Any) -> Any:
+        """A result or error as replays compare it (`base.same_result`): the config's masks applied, so a clock
+        time the server reports matches on replay while records keep the time as the server gave it."""
+        def masked(text: str) -> str:
+            for pattern in self.setup.masks:
+                text = re.sub(pattern, "<masked>", text)
+            return text
+        return _map_strings(value, masked) if self.setup.masks else value
 
     def execute(self, call: ToolCall) -> ExecResult:
         """Run one call on the server that has the tool; failures are error results, never exceptions."""

@@ -64,7 +64,7 @@ def noop_writes(ex: Executor, c0: dict[str, Any], calls: Sequence[ToolCall], spe
         before = end_state_hash(ex) if write else None
         res = ex.execute(call)
         if check:
-            check_replayed(call, res)
+            check_replayed(call, res, ex)
         if write and res.ok and end_state_hash(ex) == before:
             problems.append(f"no-op write: call {call.call_id} ({call.name}) left the state as it was")
     return problems
