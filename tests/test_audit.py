@@ -193,3 +193,14 @@ def test_a_write_verb_after_a_namespace_is_a_change_between_repeated_calls() -> 
               AuditCall(1, "git_log", {"repo_path": "/w"}, "log"),
               AuditCall(2, "git_status", {"repo_path": "/w"}, "clean")]
     assert flawed("repeated_call", dialogue({0: "", 1: "", 2: ""}, looked)) == 1  # git_log writes nothing
+
+
+def test_a_git_commit_between_two_status_reads_is_a_write_without_a_replay():
+    from sap.audit.checks import is_write, repeated_call
+
+    calls = [AuditCall(0, "git_status", {"repo_path": "/w"}, "On branch main"),
+             AuditCall(1, "git_commit", {"repo_path": "/w", "message": "m"}, "Changes committed"),
+             AuditCall(2, "git_status", {"repo_path": "/w"}, "On branch main")]
+    d = AuditDialogue("mcp", {0: "status", 1: "commit", 2: "status"}, calls)  # an MCP record: not replayed
+    assert is_write(d, "git_commit") and is_write(d, "git_checkout") and not is_write(d, "git_status")
+    assert repeated_call(d)[1] == []

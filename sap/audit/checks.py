@@ -48,7 +48,8 @@ NAME_PARAMS = re.compile(r"file|dir|folder|path|key|source|destination", re.I)
 WRITE_VERB = re.compile(r"^(?i:set|update|modify|add|remove|delete|create|cancel|book|register|send|post|exchange|"
                         r"return|transfer|place|fund|withdraw|mv|cp|rm|rmdir|mkdir|touch|echo|lock|unlock|start|"
                         r"fill|press|release|activate|follow|unfollow|comment|retweet|mention|close|resolve|edit|"
-                        r"purchase|pay|change|move|rename|write|upload|login|logout|authenticate)(?:_|$|[A-Z])")
+                        r"purchase|pay|change|move|rename|write|upload|login|logout|authenticate|commit|checkout|"
+                        r"reset|push|merge|revert|restore|save|append|insert|clear|stage|unstage|apply)(?:_|$|[A-Z])")
 
 
 @dataclass(frozen=True)
