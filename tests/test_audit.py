@@ -204,3 +204,16 @@ def test_a_git_commit_between_two_status_reads_is_a_write_without_a_replay():
     d = AuditDialogue("mcp", {0: "status", 1: "commit", 2: "status"}, calls)  # an MCP record: not replayed
     assert is_write(d, "git_commit") and is_write(d, "git_checkout") and not is_write(d, "git_status")
     assert repeated_call(d)[1] == []
+
+
+def test_an_element_is_not_ambiguous_among_siblings_that_lack_its_field():
+    bookings = {"bookings": [{"booking_id": "BK1", "booking_type": "hotel", "city": "Lisbon"},
+                             {"booking_id": "BK2", "booking_type": "flight", "origin_location_id": "LOC8"}]}
+    routes = AuditCall(0, "get_flight_routes", {"origin_location_id": "LOC8"}, {"routes": []},
+                       prov={"origin_location_id": {"tag": "prev_output", "source": {"turn": 0, "call": 0}}})
+    users = {0: "Work out the direct routes out of my departure location."}
+    d = AuditDialogue("t", users, [AuditCall(0, "list_bookings", {}, bookings), routes])
+    assert flawed("ambiguous_reference", d) == 0  # only the flight booking has a departure location
+    both = {"bookings": [{**bookings["bookings"][0], "origin_location_id": "LOC9"}, bookings["bookings"][1]]}
+    d2 = AuditDialogue("t", users, [AuditCall(0, "list_bookings", {}, both), routes])
+    assert flawed("ambiguous_reference", d2) == 1  # two departure locations: which one?

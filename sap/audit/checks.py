@@ -2,10 +2,11 @@
 
 | check                | item                          | flawed when                                                          |
 |----------------------|-------------------------------|----------------------------------------------------------------------|
-| ambiguous_reference  | prev_output argument          | its value sits in one element of an array of 2+ elements, or in one  |
-|                      |                               | of 2+ differing earlier results of the same tool, and the user text  |
-|                      |                               | up to the call names neither the value, nor a field of that element  |
-|                      |                               | no sibling shares, nor an ordinal / recency word                     |
+| ambiguous_reference  | prev_output argument          | its value sits in one element of an array of 2+ elements that hold a |
+|                      |                               | value at its place, or in one of 2+ differing earlier results of the |
+|                      |                               | same tool, and the user text up to the call names neither the value, |
+|                      |                               | nor a field of that element no sibling shares, nor an ordinal /      |
+|                      |                               | recency word                                                         |
 | noop_write           | write call                    | replayed: it changed no state; not replayed: every non-id argument   |
 |                      |                               | equals the same-named field of an earlier result                     |
 | repeated_call        | call                          | same name and arguments as an earlier call, no state change between  |
@@ -98,12 +99,14 @@ def _leaf(value: Any, path: tuple) -> Any:
 
 
 def _element_resolved(result: Any, path: tuple, text: str) -> bool | None:
-    """For a value at `path` in `result`: None when no array of 2+ elements lies on the path, else whether the
-    text names the value's element (a field no sibling shares) or an ordinal."""
+    """For a value at `path` in `result`: None when no array of 2+ elements that hold a value at the same place
+    lies on the path (a hotel booking has no departure airport to confuse with a flight's), else whether the text
+    names the value's element (a field no sibling shares) or an ordinal."""
     for depth in range(len(path) - 1, -1, -1):
         if isinstance(path[depth], int):
             array = _at(result, path[:depth])
-            if len(array) < 2:
+            rest = path[depth + 1:]
+            if not any(_leaf(e, rest) is not None for i, e in enumerate(array) if i != path[depth]):
                 continue
             element = array[path[depth]]
             siblings = [json.dumps(e, sort_keys=True, default=str) for i, e in enumerate(array) if i != path[depth]]

@@ -159,16 +159,20 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
                 continue
         noun = humanize_key(steps[depth - 1]) if depth and isinstance(steps[depth - 1], str) else "entry"
         own_id = len(rest) == 1 and isinstance(rest[0], str) and re.search(r"(?:^|_)id$", rest[0]) is not None
-        if alts and _recurs(result, value) and not own_id:  # also in other places of the result: no field of one
-            sel = Selector(noun=noun, named=True)  # element pins it (an element's own id is that element's wherever)
+        recurs = bool(alts) and _recurs(result, value)
+        if recurs and not own_id:  # also in other places of the result: no field of one element pins it
+            sel = Selector(noun=noun, named=True)
             break
         if not any(v != value for _, v in alts):
+            if recurs:
+                sel = Selector(noun=noun, named=True)
+                break
             continue
         others = [container[e] for e in _entries(container) if e != steps[depth]]
         crit = _field_criterion(container[steps[depth]], others, rest[0] if rest else None, value, later)
-        if crit is not None:
+        if crit is not None:  # an element's own id is that element's wherever else the result lists it
             sel = Selector(noun=noun, field=crit[0], value=crit[1])
-        elif same_turn:
+        elif recurs or same_turn:
             sel = Selector(noun=noun, named=True)
         else:
             sel = Selector(noun=noun, position=_entries(container).index(steps[depth]) + 1)
