@@ -343,3 +343,12 @@ def test_a_reference_after_titled_or_called_is_said_with_with():
     verbatim = Argument("title", "title", '"Login bug"', True, False, "Login bug")
     assert _fill("raise a ticket titled {title}", {"title": verbatim}, random.Random(0)) == \
         'raise a ticket titled "Login bug"'
+
+
+def test_one_of_a_value_reads_as_the_thing_when_a_reference_says_it():
+    from sap.agents.requests import Argument, _fill
+
+    ref = Argument("item_id", "item", "the item named Running Shoes", verbatim=False, withheld=False,
+                   value="5282900252")
+    assert _fill("add one of {item_id} to my cart", {"item_id": ref}, random.Random(0)) == \
+        "add the item named Running Shoes to my cart"

@@ -384,3 +384,18 @@ def test_an_elements_own_id_listed_again_elsewhere_is_named_by_the_element_not_b
     legs = {"flights": [{"flight": "HAT1", "to": "LAX"}, {"flight": "HAT2", "from": "LAX", "to": "SFO"}]}
     shared = output_selector(legs, "$.flights[0].to", "LAX", same_turn=False)
     assert shared is not None and shared.named  # a value two places hold is still named by itself
+
+
+def test_an_element_a_field_names_in_one_result_only_needs_no_most_recent():
+    from sap.provenance.selectors import output_selector
+
+    first = {"items": [{"item_id": "1", "name": "Tea Kettle"}, {"item_id": "2", "name": "Desk Lamp"}]}
+    second = {"items": [{"item_id": "3", "name": "Yoga Mat"}, {"item_id": "4", "name": "Running Shoes"}]}
+    sel = output_selector(second, "$.items[1].item_id", "4", same_turn=False, earlier_same_tool=[first])
+    assert sel is not None and sel.field == "name" and not sel.latest  # no other order has Running Shoes
+    again = {"items": [{"item_id": "5", "name": "Mug"}, {"item_id": "4", "name": "Running Shoes"}]}
+    sel = output_selector(second, "$.items[0].item_id", "3", same_turn=False, earlier_same_tool=[again, first])
+    assert sel is not None and sel.field == "name" and not sel.latest
+    both = {"items": [{"item_id": "9", "name": "Yoga Mat"}, {"item_id": "8", "name": "Cup"}]}
+    sel = output_selector(second, "$.items[0].item_id", "3", same_turn=False, earlier_same_tool=[both])
+    assert sel is not None and sel.latest  # another order has a Yoga Mat too: the most recent one is meant

@@ -323,6 +323,7 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
             text = _leave_out(text, name, args[name].noun if name in args else words_of(name), rng)
         elif not args[name].verbatim:  # "the pending order {x}" with a reference: "the order you just found"
             slot = re.escape("{" + name + "}")
+            text = re.sub(rf"\bone of\s+(?={slot})", "", text, count=1)  # "add one of {x}": not "one of the item"
             text = re.sub(rf"\b(?:called|named|titled|entitled|saying)\s+{slot}", "with {" + name + "}", text, count=1)
             # "a ticket titled {x}" with a reference: "a ticket with that title", not "titled that title"
             head = args[name].noun.split()[-1]

@@ -136,8 +136,8 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
     another place of the result (a connecting airport, a date every leg shares) is named by the value itself: a
     field of one element would not say which of its places is meant; but an element's own id (`item_id` of an
     item the order also lists in `item_ids`) is named by the element ("the Running Shoes"), which pins it. `earlier_same_tool` are earlier results of
-    the same tool: if one holds a different value at `path` (or none), the reference is to the most recent result.
-    `later` are the results between the source and the reference: a field they show changed names nothing."""
+    the same tool: if one holds a different value at `path` (or none), the reference is to the most recent result,
+    unless a field names the element and no other result holds that field's value. `later` are the results between the source and the reference: a field they show changed names nothing."""
     key_of = path.endswith(KEY_OF)
     steps = path_steps(path[:-len(KEY_OF)] if key_of else path)
     sel: Selector | None = None
@@ -181,6 +181,8 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
         sel = _members_selector(result, value)
     competing = False
     for other in earlier_same_tool:
+        if sel is not None and sel.field is not None and not _holds(other, sel.value):
+            continue  # the element the field names is in no other result ("the Running Shoes": one order has them)
         try:
             competing |= resolve(other, path) != value
         except PathError:  # no value there at all is another value too
@@ -188,6 +190,12 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
     if competing:
         sel = (sel or Selector(noun="result")).model_copy(update={"latest": True})
     return sel
+
+
+def _holds(doc: Any, value: Any) -> bool:
+    """Whether a JSON document holds the value (each of a list of values) somewhere."""
+    text = json.dumps(doc, sort_keys=True)
+    return all(json.dumps(v) in text for v in (value if isinstance(value, list) else [value]))
 
 
 def humanize_key(key: str) -> str:
