@@ -217,3 +217,16 @@ def test_an_element_is_not_ambiguous_among_siblings_that_lack_its_field():
     both = {"bookings": [{**bookings["bookings"][0], "origin_location_id": "LOC9"}, bookings["bookings"][1]]}
     d2 = AuditDialogue("t", users, [AuditCall(0, "list_bookings", {}, both), routes])
     assert flawed("ambiguous_reference", d2) == 1  # two departure locations: which one?
+
+
+def test_a_value_only_one_result_holds_names_that_result():
+    watch = {"name": "Smart Watch", "variants": {"11": {"item_id": "11", "price": 381.87}}}
+    purifier = {"name": "Air Purifier", "variants": {"22": {"item_id": "22", "price": 489.5}}}
+    swap = AuditCall(1, "exchange", {"new_item_ids": ["22"]}, {"ok": True},
+                     prov={"new_item_ids": {"tag": "prev_output", "source": {"turn": 0, "call": 1}}})
+    lookups = [AuditCall(0, "get_product_details", {"product_id": "w"}, watch),
+               AuditCall(0, "get_product_details", {"product_id": "p"}, purifier)]
+    said_price = AuditDialogue("x", {0: "show both", 1: "exchange it for the variant at $489.50"}, [*lookups, swap])
+    assert flawed("ambiguous_reference", said_price) == 0
+    unsaid = AuditDialogue("x", {0: "show both", 1: "exchange it for that variant"}, [*lookups, swap])
+    assert flawed("ambiguous_reference", unsaid) == 1

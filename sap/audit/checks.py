@@ -5,8 +5,8 @@
 | ambiguous_reference  | prev_output argument          | its value sits in one element of an array of 2+ elements that hold a |
 |                      |                               | value at its place, or in one of 2+ differing earlier results of the |
 |                      |                               | same tool, and the user text up to the call names neither the value, |
-|                      |                               | nor a field of that element no sibling shares, nor an ordinal /      |
-|                      |                               | recency word                                                         |
+|                      |                               | nor a field of that element no sibling (or other result) shares, nor |
+|                      |                               | an ordinal / recency word                                            |
 | noop_write           | write call                    | replayed: it changed no state; not replayed: every non-id argument   |
 |                      |                               | equals the same-named field of an earlier result                     |
 | repeated_call        | call                          | same name and arguments as an earlier call, no state change between  |
@@ -116,6 +116,17 @@ def _element_resolved(result: Any, path: tuple, text: str) -> bool | None:
     return None
 
 
+def _named_among(result: Any, path: tuple, others: list[Any], text: str) -> bool:
+    """Whether the text says a value of the value's object (the variant "at $489.50") that no other result of the
+    tool holds: it names which result is meant."""
+    element = _leaf(result, path[:-1]) if path else None
+    if not isinstance(element, dict):
+        return False
+    rest = json.dumps(others, sort_keys=True, default=str)
+    return any(said(v, text) for _, v in leaves(element) if isinstance(v, (str, int, float))
+               and not isinstance(v, bool) and json.dumps(v) not in rest)
+
+
 def _source_result(d: AuditDialogue, call: AuditCall, param: str) -> tuple[int | None, tuple | None]:
     """(index of the earlier call whose result gave the value, leaf path) of a prev_output argument."""
     value = call.args[param]
@@ -160,9 +171,11 @@ def ambiguous_reference(d: AuditDialogue) -> CheckResult:
                 path = path[:-1]  # the whole list is the value ("the items of my order"), not one of its elements
             resolved = _element_resolved(d.calls[source].result, path, text)
             if resolved is None:  # several results of the source's tool: ambiguous only if they disagree here
-                same = {json.dumps(_leaf(c.result, path), sort_keys=True) for c in d.calls[:n]
-                        if c.name == d.calls[source].name}
-                resolved = len(same) < 2 or bool(ORDINALS.search(text))
+                kin = [c.result for c in d.calls[:n] if c.name == d.calls[source].name]
+                same = {json.dumps(_leaf(r, path), sort_keys=True) for r in kin}
+                resolved = len(same) < 2 or bool(ORDINALS.search(text)) or \
+                    _named_among(d.calls[source].result, path, [r for r in kin if r is not d.calls[source].result],
+                                 text)
             if not resolved:
                 found.append(Finding(f"{d.id} turn {call.turn} {call.name}.{param}",
                                      f"{value!r} is one of several in {d.calls[source].name}'s result"))
