@@ -117,3 +117,13 @@ def test_a_bad_phrase_file_beside_a_module_is_refused_naming_file_tool_and_field
         load_toolset(path)
     assert "vault.phrases.toml" in str(err.value) and "read_note" in str(err.value) and "requests" in str(err.value)
     assert "{note}" in str(err.value)
+
+
+def test_a_write_says_what_goes_in_and_what_is_told_of_a_thing_comes_after_it():
+    write = _spec("notes_write_note", "Create a new note or completely overwrite an existing note.", "vault", "path",
+                  "content")
+    requests = generic_phrases(write, {**NOTES, write.name: write}).requests
+    assert all("{content}" in r and "note {path}" in r for r in requests), requests
+    info = _spec("notes_get_note_info", "Retrieve detailed metadata about a note.", "vault", "path")
+    told = generic_phrases(info, {**NOTES, info.name: info})
+    assert all("the info on the note {path}" in r for r in told.requests) and told.nouns["path"] == "note"

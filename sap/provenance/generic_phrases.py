@@ -32,7 +32,8 @@ VERB_KINDS = {
     **dict.fromkeys(("send", "post", "publish", "share"), "send"),
 }
 
-# kind -> requests (continuations of "Could you ..."): {o} the object with its slot ("the file {path}"), {a} a new one, {to} the slot of a destination
+# kind -> requests (continuations of "Could you ..."): {o} the object with its slot ("the file {path}"), {a} a new
+# one, {c} what a write puts in it, {to} the slot of a destination
 # parameter ("to {destination}", "against {target}"), {where} and {match} a search's place and pattern
 _REQUESTS: dict[str, list[str]] = {
     "read": ["show me {o}", "pull up {o}", "let me see {o}", "[have|take] a look at {o} for me", "bring up {o}",
@@ -45,6 +46,8 @@ _REQUESTS: dict[str, list[str]] = {
                "hunt down {o}{match}{where}", "track down {o}{where}{match}"],
     "create": ["make {a}", "set up {a}", "create {a}", "add {a}", "start {a}"],
     "write": ["write {o}", "save {o}", "put {o} in place", "fill in {o}"],
+    "write_with": ["write {c} into {o}", "save {c} to {o}", "put {c} in {o}", "fill {o} with {c}",
+                   "[store|keep] {c} in {o}"],
     "edit": ["edit {o}", "update {o}", "make changes to {o}", "change {o}", "rework {o}"],
     "delete": ["delete {o}", "remove {o}", "get rid of {o}", "clear out {o}", "drop {o}"],
     "move": ["move {o}{to}", "relocate {o}{to}", "shift {o}{to}", "[take|carry] {o} over{to}"],
@@ -64,6 +67,7 @@ _CONNECTIVE = {"with", "from", "by", "in", "for", "to", "of", "on", "at", "into"
 _HANDLE = re.compile(r"(?:^|\s)(?:path|paths|name|names|id|ids|key|file|files|directory|folder|uri|url|ref|revision"
                      r"|title|source)$")
 _PLACE = re.compile(r"(?:^|\s)(?:path|directory|folder|dir|location|repo|repository|root)$")
+_BODY = re.compile(r"^(?:content|contents|text|body|data)$", re.I)  # what a write puts in its object
 _PATTERN = re.compile(r"^(?:pattern|query|q|glob|regex|keyword|keywords|term|search_term)$", re.I)
 _ABOUT = {"info", "information", "details", "status", "contents", "content", "tree", "log", "history", "size",
           "metadata", "stats", "listing"}  # what is told about a thing, not the thing a handle names
@@ -85,7 +89,8 @@ def parameter_noun(spec: ToolSpec, param: str) -> str:
     return words_of(param)
 
 
-_NOT_NOUN = re.compile(r"^(?:true|false|whether|if|when|optional|required|default|set|used|specifies|indicates)\b", re.I)
+_NOT_NOUN = re.compile(r"^(?:true|false|whether|if|when|optional|required|default|set|used|specifies|indicates)\b",
+                       re.I)
 
 
 def action_kind(spec: ToolSpec, namespace: frozenset[str] = frozenset()) -> tuple[str | None, list[str]]:
@@ -144,14 +149,18 @@ def _object(head: str, primary: str, noun: str) -> tuple[str, str]:
     """The object with the primary parameter's slot, and the noun the slot takes: "the file {path}" (file); the
     thing the parameter names split off the head ("pending order address" + order id -> "the address of the
     pending order {order_id}", order) or added to it ("details" + account id -> "the details of the account
-    {account_id}", account); a tool named by its verb alone by its parameter ("the branch {branch_name}", branch)."""
+    {account_id}", account); what is told of the thing put after it ("file info" + path -> "the info on the file
+    {path}", file); a tool named by its verb alone by its parameter ("the branch {branch_name}", branch)."""
     thing = _THING.sub("", noun)
     words = head.split()
     if not words:
         return f"the {noun if not thing else thing} {{{primary}}}", (thing or noun).split()[-1]
     last = thing.split()[-1] if thing else words[-1]
-    if last == words[-1] or not thing:  # "the file info {path}": the slot names the file, not the info
-        return f"the {head} {{{primary}}}", next((w for w in reversed(words) if w not in _ABOUT), words[-1])
+    if len(words) > 1 and words[-1] in _ABOUT and not thing:  # "the info on the file {path}": the slot names the
+        told, about = words[-1], " ".join(words[:-1])  # file, and a reference reads "the info on that file"
+        return f"the {told} {'of' if told == 'tree' else 'on'} the {about} {{{primary}}}", words[-2]
+    if last == words[-1] or not thing:
+        return f"the {head} {{{primary}}}", words[-1]
     if last in words[:-1]:
         at = words.index(last) + 1
         return f"the {' '.join(words[at:])} of the {' '.join(words[:at])} {{{primary}}}", last
@@ -184,10 +193,14 @@ def _requests(spec: ToolSpec, kind: str, words: list[str], context: frozenset[st
         obj = head if head.startswith("my ") else f"the {head}"
     if kind == "list" and container:
         kind = "list_in"  # a listing of one container: "what's in the directory {path}"
+    body = next((p for p in spec.required if p != primary and _BODY.match(p)), None)
+    if kind == "write" and body and "{" in obj:
+        kind = "write_with"  # what goes in it said too: "write {content} into the file {path}"
     if trailer:
         obj += f" {trailer}"
-    fields = {"o": obj, "a": "a new " + obj.removeprefix("the ") if obj.startswith("the ") else obj,
-              "where": where, "match": f" matching {{{pattern}}}" if pattern else "",
+    fields = {"o": obj, "c": f"{{{body}}}", "where": where,
+              "a": "a new " + obj.removeprefix("the ") if obj.startswith("the ") else obj,
+              "match": f" matching {{{pattern}}}" if pattern else "",
               "to": f"{_TO.get(kind, ' to')} {{{destination}}}" if destination else ""}
     return [t.format(**fields) for t in _REQUESTS[kind]], nouns
 

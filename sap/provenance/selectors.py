@@ -132,12 +132,14 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
 
     Within `result`, the innermost listing whose other entries hold a different value at the same place names
     the element by a field value no sibling shares, else by its position (or, when the user cannot have seen the
-    listing yet, `same_turn`, by the value itself). A value that sits in a listing of 2+ entries and also at
-    another place of the result (a connecting airport, a date every leg shares) is named by the value itself: a
-    field of one element would not say which of its places is meant; but an element's own id (`item_id` of an
-    item the order also lists in `item_ids`) is named by the element ("the Running Shoes"), which pins it. `earlier_same_tool` are earlier results of
-    the same tool: if one holds a different value at `path` (or none), the reference is to the most recent result,
-    unless a field names the element and no other result holds that field's value. `later` are the results between the source and the reference: a field they show changed names nothing."""
+    listing yet, `same_turn`, by the value itself). A value that sits in a listing of 2+ entries and also at another
+    place of the result (a connecting airport, a date every leg shares) is named by the value itself: a field of one
+    element would not say which of its places is meant; but an element's own id (`item_id` of an item the order also
+    lists in `item_ids`) is named by a field of it no sibling shares ("the Running Shoes"), where one exists.
+    `earlier_same_tool` are earlier results of the same tool: if one holds a different value at `path` (or none),
+    the reference is to the most recent result, unless a field names the element and no other result holds that
+    field's value. `later` are the results between the source and the reference: a field they show changed names
+    nothing."""
     key_of = path.endswith(KEY_OF)
     steps = path_steps(path[:-len(KEY_OF)] if key_of else path)
     sel: Selector | None = None
