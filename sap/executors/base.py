@@ -46,10 +46,10 @@ class ReplayMismatch(SapError, RuntimeError):
     """A committed call gave a different result when replayed."""
 
 
-def same_result(executor: Executor, recorded: Any, replayed: Any) -> bool:
+def same_result(executor: Executor | None, recorded: Any, replayed: Any) -> bool:
     """Whether a replayed result (or error) is the recorded one, as `executor` compares them: an executor with a
     `comparable(value)` method (the MCP executor's masks: clock times a server reports) compares what it returns
-    for both, any other compares them as they are."""
+    for both; any other, or none, compares them as they are."""
     comparable = getattr(executor, "comparable", None)
     return recorded == replayed if comparable is None else comparable(recorded) == comparable(replayed)
 
@@ -58,8 +58,7 @@ def check_replayed(call: ToolCall, res: ExecResult, executor: Executor | None = 
     """Raise ReplayMismatch if the replayed result `res` differs from the one `call` recorded (as `executor`
     compares results, `same_result`)."""
     replayed, recorded = (res.value if res.ok else res.error), (call.result if call.ok else call.error)
-    if res.ok != call.ok or not (recorded == replayed if executor is None else
-                                 same_result(executor, recorded, replayed)):
+    if res.ok != call.ok or not same_result(executor, recorded, replayed):
         raise ReplayMismatch(f"replay of call {call.call_id} ({call.name}) gave {res!r}, recorded {call.result!r}")
 
 

@@ -76,6 +76,10 @@ _TO = {"move": " to", "copy": " to", "diff": " against"}
 _DESTINATION = re.compile(r"^(?:destination|dest|target|to|new_?\w*|output\w*)$", re.I)
 
 
+_NOT_NOUN = re.compile(r"^(?:true|false|whether|if|when|optional|required|default|set|used|specifies|indicates)\b",
+                       re.I)
+
+
 def parameter_noun(spec: ToolSpec, param: str) -> str:
     """Plain words for a parameter without a phrase book: its description's noun when short ("The name of the
     file." -> "name of the file"), else its name in words (`pedalPosition` -> "pedal position")."""
@@ -87,10 +91,6 @@ def parameter_noun(spec: ToolSpec, param: str) -> str:
     if 1 <= len(words) <= 4 and all(re.fullmatch(r"[A-Za-z-]+", w) for w in words) and not _NOT_NOUN.match(head):
         return head[:1].lower() + head[1:]
     return words_of(param)
-
-
-_NOT_NOUN = re.compile(r"^(?:true|false|whether|if|when|optional|required|default|set|used|specifies|indicates)\b",
-                       re.I)
 
 
 def action_kind(spec: ToolSpec, namespace: frozenset[str] = frozenset()) -> tuple[str | None, list[str]]:
@@ -178,13 +178,14 @@ def _requests(spec: ToolSpec, kind: str, words: list[str], context: frozenset[st
     noun = parameter_noun(spec, primary) if primary else ""
     nouns: dict[str, str] = {}
     where = ""
-    container = bool(primary) and _HANDLE.search(" " + noun) is not None and not _THING.sub("", noun)
+    handle = bool(primary) and _HANDLE.search(" " + noun) is not None  # the primary names the thing: a path, an id
+    container = handle and not _THING.sub("", noun)
     if kind == "list" and head and not container:  # "list the branches", whatever number the name has
         head = " ".join([*head.split()[:-1], plural(head.split()[-1])])
     if kind == "search":  # a search's parameters are where to look ("in {path}") and what to match, not its object
         obj = f"the {head or _DEFAULT_OBJECT[kind]}"
         where = f" in {{{primary}}}" if primary and _PLACE.search(" " + noun) else ""
-    elif primary and _HANDLE.search(" " + noun):
+    elif handle and primary:
         obj, nouns[primary] = _object(head, primary, noun)
     elif not head and primary and kind in ("add", "send", "delete"):  # "add {stock} to watchlist"
         obj = f"{{{primary}}}"
