@@ -263,6 +263,10 @@ def test_trading_lookups_feed_each_other_and_an_order_id_is_never_made_up():
     assert "get_watchlist" in fsm.producers["remove_stock_from_watchlist"]["symbol"]
     cancels = [t.provenance_tag["cancel_order"]["order_id"] for t in fsm.transitions if "cancel_order" in t.action]
     assert cancels and Tag.self_create not in cancels  # an integer id names an order: no setting the user picks
+    # Buy or Sell is the user's choice: before, order_type was read off an earlier order's details, so no order
+    # could be placed before one was looked up (place_order was in 10 of 100 records)
+    order_types = {t.provenance_tag["place_order"]["order_type"] for t in fsm.transitions if "place_order" in t.action}
+    assert order_types == {Tag.self_create}
 
 
 @needs_bfcl

@@ -17,6 +17,13 @@ def test_closed_choice_in_the_description_is_generated_like_an_enum():
     assert described_choices({"type": "string", "description": "one of 'a', 'b', or 'c'"}) == ["a", "b", "c"]
 
 
+def test_words_split_by_slashes_in_parentheses_are_a_closed_choice():
+    order_type = {"type": "string", "description": "Type of the order (Buy/Sell)."}
+    assert described_choices(order_type) == ["Buy", "Sell"]
+    assert {generate("order_type", order_type, random.Random(seed)) for seed in range(20)} == {"Buy", "Sell"}
+    assert described_choices({"type": "string", "description": "A speed (km/h) or a path (a/b)."}) == []
+
+
 def test_examples_and_non_strings_are_not_choices():
     assert described_choices({"type": "string", "description": "The order id, such as '#W0000000'."}) == []
     assert described_choices({"type": "integer", "description": "either '1' or '2'"}) == []

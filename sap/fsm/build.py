@@ -10,7 +10,7 @@ from sap.fsm.prerequisites import learn_preconditions
 from sap.fsm.probe import LOGOUT_NAME, ProbeReport, is_auth_name, probe
 from sap.model import FSM, FSMState, Precondition, StateType, Tag, Toolset, ToolSpec, Transition
 from sap.provenance.fields import produces
-from sap.provenance.generate import announceable
+from sap.provenance.generate import announceable, described_choices
 from sap.provenance.places import address_part
 from sap.provenance.policy import Policy, policy_of
 from sap.text import words_of
@@ -206,10 +206,12 @@ def _described_new(spec: ToolSpec, name: str) -> bool:
 
 
 def _a_setting(spec: ToolSpec, name: str) -> bool:
-    """Whether a parameter is a setting the user chooses (a number or a flag), not a thing it names (an integer
-    `order_id` names an order)."""
-    kind = spec.properties.get(name, {}).get("type")
-    return kind in ("number", "integer", "boolean") and not _IDENTIFIER.search(name)
+    """Whether a parameter is a setting the user chooses (a number, a flag, or one of a closed set of words: an
+    order's "Buy" or "Sell", a travel class), not a thing it names (an integer `order_id` names an order)."""
+    schema = spec.properties.get(name, {})
+    chosen = schema.get("type") in ("number", "integer", "boolean") or bool(schema.get("enum")) or bool(
+        described_choices(schema))
+    return chosen and not _IDENTIFIER.search(name)
 
 
 def action_tools(roles: dict[str, ToolRole]) -> list[str]:
@@ -277,7 +279,8 @@ class RuleFSMBuilder:
 
     def cache_key(self) -> str:
         """The builder kind, its probe size and the version of what it learns (`pre`: preconditions)."""
-        return f"rule:{self.probe_seeds}:named-restated:pre-where:new-of-kind:described-new:replacements:hand-off"
+        return (f"rule:{self.probe_seeds}:named-restated:pre-where:new-of-kind:described-new:replacements:hand-off"
+                ":chosen-words")
 
     def build(self, toolset: Toolset, feedback: list[str] | None = None) -> FSM:
         """Probe the toolset, learn preconditions, classify its tools and lay out states and tagged transitions."""

@@ -40,6 +40,7 @@ _FILE_TAGS = ["q1", "q2", "q3", "q4", "2023", "2024", "final", "v2", "v3", "jan"
               "weekly", "annual"]
 _EXTS = [".txt", ".md", ".csv", ".log"]
 _CLOSED_CHOICE = re.compile(r"\b(?:either|one of)\s+('[^']+'(?:\s*,\s*'[^']+')*,?\s+or\s+'[^']+')")
+_SLASHED_CHOICE = re.compile(r"\(([A-Za-z]{2,}(?:/[A-Za-z]{2,}){1,5})\)")  # "Type of the order (Buy/Sell)."
 _EXAMPLES = re.compile(r"\b(?:e\.g\.|for example|such as|like)\s*[:,]?\s*((?:['\"][^'\"]+['\"](?:\s*(?:,|or|and)\s*)?)+)",
                        re.I)
 _WORD_PAIR = re.compile("(?:" + "|".join(_WORDS) + ")_(?:" + "|".join(_WORDS) + ")")
@@ -370,11 +371,15 @@ _TYPICAL_SPANS = [("temperature", (16, 28)), ("speed", (25, 75)), ("distance", (
 
 def described_choices(schema: dict[str, Any]) -> list[str]:
     """The closed set of values a string parameter's description names ("should be either 'a' or 'b'",
-    "one of 'a', 'b' or 'c'"), or []: examples ("such as 'x'") are not a closed set."""
+    "one of 'a', 'b' or 'c'", "(Buy/Sell)": words in parentheses split by slashes), or []: examples ("such as
+    'x'") are not a closed set."""
     if schema.get("type", "string") != "string":
         return []
-    m = _CLOSED_CHOICE.search(schema.get("description", ""))
-    return re.findall(r"'([^']+)'", m.group(1)) if m else []
+    description = schema.get("description", "")
+    if m := _CLOSED_CHOICE.search(description):
+        return re.findall(r"'([^']+)'", m.group(1))
+    m = _SLASHED_CHOICE.search(description)
+    return m.group(1).split("/") if m else []
 
 
 def generate(name: str, schema: dict[str, Any], rng: random.Random, c0: Any = None, *,
