@@ -4,9 +4,9 @@ byte-identical (sha256 per line, and the line count), e.g. across a refactor of 
 Each case of tests/data/record_digests.json holds the exact CLI arguments (placeholders {db} and {output} are a
 fresh SQLite file and JSONL file in the test's temporary directory) and the digests of the JSONL output and of its
 companion OUTPUT.rejections.jsonl. The mix asks for base, miss_param and miss_func records, so the MissParam and
-MissFunc rewrites are covered (the default --mix is base=1). Generated at commit d4f0f5b's tree (an element a field names needs
-no "most recent": the store case's records changed; travel's are as at ff2050a, filesystem's as at 267cd88, where
-replies saying the fields the user asked about changed all three; no rejections changed since 6dcd5e6).
+MissFunc rewrites are covered (the default --mix is base=1). Generated at commit 7cda2bf's tree (a write's
+enum parameter is the user's choice: store's cancel reason and travel's seat class changed; filesystem's are as at
+267cd88, where replies saying the fields the user asked about changed all three; no rejections changed since 6dcd5e6).
 
 Nothing is normalized: every field of every record and rejection line is compared byte for byte. No field is
 non-deterministic at --concurrency 1 (the default): two runs, and runs with other PYTHONHASHSEED values and working
