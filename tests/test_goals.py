@@ -42,6 +42,22 @@ def test_a_read_that_feeds_a_later_call_or_a_required_call_is_a_prerequisite_and
     assert prerequisites(turn, 3, {}, writes=set()) == []  # asked for; references to another turn feed nothing here
 
 
+def test_a_search_given_another_value_than_the_goal_takes_is_asked_for_not_worked_out():
+    """A one-stop search to LAS whose result names SEA, then a direct search to SEA: nothing in 'find nonstop flights
+    to SEA' leads the assistant to search for LAS, so the user asks for both (before: the LAS search was a
+    prerequisite and its values were told as an aside, "FYI: the destination airport to use is LAS")."""
+    onestop = call("search_onestop_flight", {"origin": "ATL", "destination": "LAS", "date": "2024-05-27"},
+                   result=[[{"destination": "SEA"}]])
+    direct = call("search_direct_flight", {"origin": "ATL", "destination": "SEA", "date": "2024-05-27"},
+                  prov={"destination": output(2, 0, "$[0][0].destination")})
+    assert prerequisites([onestop, direct], 2, {}, writes=set()) == []
+    same_route = call("search_onestop_flight", {"origin": "ATL", "destination": "SEA", "date": "2024-05-27"},
+                      result=[[{"flight_number": "HAT039"}]])
+    status = call("get_flight_status", {"flight_number": "HAT039", "date": "2024-05-27"},
+                  prov={"flight_number": output(2, 0, "$[0][0].flight_number")})
+    assert prerequisites([same_route, status], 2, {}, writes=set()) == [0]  # the same date: found, not asked
+
+
 def goal_turn() -> Turn:
     """Store: sign in by email and look the customer up (prerequisites), then cancel the pending order (the goal)."""
     login = call("login_by_email", {"email": "ada.lee@example.com"}, result={"user_id": "ada_lee_1"}, call_id="call_0_0",

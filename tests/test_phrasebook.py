@@ -11,7 +11,8 @@ import pytest
 from sap.agents.judge import content_words, stem
 from sap.agents.messenger import Mention, RuleMessenger, reveal_message
 from sap.provenance.leaks import find_leaks, names_of
-from sap.provenance.phrasebook import PHRASE_DIR, PhraseBookError, conveyed, load_phrase_file, phrase_file_names
+from sap.provenance.phrasebook import (PHRASE_DIR, PLACEHOLDER, PhraseBookError, _conditionals, conveyed,
+                                      load_phrase_file, phrase_file_names, phrase_regex)
 from sap.api import synthesize
 from sap.errors import ToolsetError
 from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec, Turn
@@ -352,3 +353,18 @@ def test_one_of_a_value_reads_as_the_thing_when_a_reference_says_it():
                    value="5282900252")
     assert _fill("add one of {item_id} to my cart", {"item_id": ref}, random.Random(0)) == \
         "add the item named Running Shoes to my cart"
+
+
+def test_no_conditional_wording_has_two_wildcards_with_only_optional_words_between():
+    """Each placeholder of a wording reads any text; two in a row with only optional words between them backtrack
+    exponentially on a message that lacks the wording (book_reservation's ten placeholders: minutes per message, a
+    tau2 airline run stalled in the code check). They are one stretch now, and each wording still matches itself
+    rendered with values."""
+    back_to_back = re.compile(r"\.\+\?(?:\\s\*|\(\?:[^()]*\)\?)*\.\+\?")
+    wordings = [r for entries in _conditionals().values() for e in entries for r in e.requests]
+    assert len(wordings) > 500
+    for wording in wordings:
+        pattern = phrase_regex(wording)
+        assert not back_to_back.search(pattern.pattern), wording
+        rendered = PLACEHOLDER.sub(lambda m: f"value {m.group(1)}", wording)
+        assert pattern.search(f"Hi. {rendered}. Thanks!"), wording

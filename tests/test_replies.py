@@ -450,3 +450,17 @@ def test_a_small_result_says_what_was_asked_first_and_keeps_the_rest():
     seats = assistant_reply([_call("get_order_details", flight)], SPECS, random.Random(0),
                             asked="See how many seats are open on that flight.")
     assert "there are 2 seats left" in seats and "Korean Air" not in seats, seats
+
+
+def test_an_elements_counts_are_said_with_what_they_count():
+    """tau2 airline's search results listed "flight HAT048 (3, 20, 13, available)": the seats per cabin as bare
+    numbers. Numbers are said with their keys; a variant's word options stay as they were."""
+    flights = [{"flight_number": "HAT048", "status": "available",
+                "available_seats": {"basic_economy": 3, "economy": 20, "business": 13}},
+               {"flight_number": "HAT153", "status": "available",
+                "available_seats": {"basic_economy": 2, "economy": 14, "business": 12}}]
+    text = describe_result(flights, "search_direct_flight")
+    assert "basic economy 3, economy 20, business 13" in text and "(3, 20, 13" not in text
+    item = {"item_id": "1", "name": "Lamp", "options": {"color": "white", "battery": "10 hours"}, "price": 3.5}
+    assert "Lamp (white, 10 hours, $3.50)" in describe_result([item, {**item, "item_id": "2", "name": "Desk"}],
+                                                             "list_items")

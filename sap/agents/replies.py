@@ -711,17 +711,26 @@ def _label(item: Any, noun: str, priced: bool = True) -> str:
         return _say(item, noun)
     name_key = next((k for k in NAME_KEYS if isinstance(item.get(k), str) and item[k]), None)
     subject = item[name_key] if name_key else _subject(item, noun)[0]
-    extras = [", ".join(str(o) for o in v.values()) for v in item.values() if isinstance(v, dict) and v
+    extras = [_options(k, v) for k, v in item.items() if isinstance(v, dict) and v
               and all(isinstance(o, (str, int, float)) and not isinstance(o, bool) and len(str(o)) < 30
                       for o in v.values())][:1]  # a variant's options: what tells it from its siblings
     extras += [_say(item[k], k) for k in item if field_words(k).split()[-1:] == ["status"] and isinstance(item[k], str)]
     extras += [_money(v) for k, v in item.items() if priced and MONEY.search(k) and isinstance(v, (int, float))
                and not isinstance(v, bool)][:1]
     if subject:
-        return subject + (f" ({', '.join(extras[:2])})" if extras else "")
+        return subject + (f" ({('; ' if any(': ' in e for e in extras[:2]) else ', ').join(extras[:2])})"
+                          if extras else "")
     short = [v for k, v in item.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)
              and len(str(v)) < 60 and not k.startswith("_")]
     return _say(short[0], noun) if short else noun
+
+
+def _options(key: str, options: dict[str, Any]) -> str:
+    """A small object of an element in words: words as they are (a variant's "white, 10 hours"), numbers with
+    what they count ("available seats: basic economy 3, economy 20"; bare, "3, 20, 13" says nothing)."""
+    if all(isinstance(o, str) for o in options.values()):
+        return ", ".join(options.values())
+    return f"{field_words(key)}: " + ", ".join(f"{field_words(k)} {_say(o, k)}" for k, o in options.items())
 
 
 def _say(value: Any, key: str) -> str:

@@ -23,10 +23,14 @@ def prerequisites(calls: Sequence[ToolCall], turn: int, requires: Mapping[str, C
     goal) that serves a later call of the turn, either a read (a tool not in `writes`) whose result gives a later
     call a value it found (not one of the read's own arguments echoed back), or a call of a tool the later call
     requires first (`requires`: tool -> tools that must run before it) that only prepares for it (a
-    `CONSEQUENTIAL` write such as a booking is asked for by the user even where it is needed first)."""
+    `CONSEQUENTIAL` write such as a booking is asked for by the user even where it is needed first). A call given
+    another value of a parameter a later call takes (a one-stop search to LAS before a direct search to SEA) is a
+    request of its own: nothing in the later request would lead the assistant to it."""
     out = []
     for i, call in enumerate(calls[:-1]):
         later = calls[i + 1:]
+        if _asks_otherwise(call, later):
+            continue
         feeds = call.name not in writes and any(
             p.effective_tag() == Tag.prev_output and (p.turn, p.call) == (turn, i)
             and c.arg_value(name) not in call.args_exec.values()
@@ -35,6 +39,14 @@ def prerequisites(calls: Sequence[ToolCall], turn: int, requires: Mapping[str, C
         if feeds or needed:
             out.append(i)
     return out
+
+
+def _asks_otherwise(call: ToolCall, later: Sequence[ToolCall]) -> bool:
+    """Whether `call` takes, under a parameter name a later call of the turn also takes, a value none of those
+    later calls is given there."""
+    return any(name in c.args_exec for name in call.args_exec for c in later) and any(
+        all(c.args_exec[name] != value for c in later if name in c.args_exec)
+        for name, value in call.args_exec.items() if any(name in c.args_exec for c in later))
 
 
 def requested(turn: Turn) -> list[int]:
