@@ -5,9 +5,9 @@ Each case of tests/data/record_digests.json holds the exact CLI arguments (place
 fresh SQLite file and JSONL file in the test's temporary directory) and the digests of the JSONL output and of its
 companion OUTPUT.rejections.jsonl. The mix asks for base, miss_param and miss_func records, so the MissParam and
 MissFunc rewrites are covered (the default --mix is base=1). Store's were generated at commit 7cda2bf's tree (a
-write's enum parameter is the user's choice: its cancel reason changed), travel's at commit 9611f37's tree (a search given another value than the goal search takes is asked for, not worked out
-silently, so no "FYI: the destination is ..." aside for it); filesystem's are as at
-267cd88, where replies saying the fields the user asked about changed all three; no rejections changed since 6dcd5e6).
+write's enum parameter is the user's choice: its cancel reason changed), travel's at commit 9611f37's tree (a search given
+another value than the goal search takes is asked for, not worked out silently: no "FYI: the destination is ..."
+aside for it); filesystem's are as at 267cd88, where replies saying the fields the user asked about changed all three; no rejections changed since 6dcd5e6).
 
 Nothing is normalized: every field of every record and rejection line is compared byte for byte. No field is
 non-deterministic at --concurrency 1 (the default): two runs, and runs with other PYTHONHASHSEED values and working
