@@ -49,3 +49,19 @@ def test_an_airline_destination_is_an_airport_code_and_a_file_destination_a_file
     path = generate("destination", {"type": "string", "description": "The file or folder to move to."},
                     random.Random(0))
     assert not (path.isupper() and len(path) == 3), path
+
+
+def test_a_part_never_exceeds_the_total_the_same_call_gives():
+    """tau2 airline: 16 of 38 baggage calls asked for more paid bags than bags ("7 bags, 8 of them paid")."""
+    from sap.provenance.generate import within_totals
+
+    for seed in range(30):
+        args = {"reservation_id": "ZVYRW3", "total_baggages": 2, "nonfree_baggages": 9}
+        within_totals(args, {"total_baggages", "nonfree_baggages"}, random.Random(seed))
+        assert 0 <= args["nonfree_baggages"] <= 2
+    read_off = {"total_baggages": 2, "nonfree_baggages": 3}  # a value not stated fresh is left as it was
+    within_totals(read_off, {"total_baggages"}, random.Random(0))
+    assert read_off["nonfree_baggages"] == 3
+    within_bound = {"total_baggages": 5, "nonfree_baggages": 1, "passengers": 9}  # no total of passengers given
+    within_totals(within_bound, set(within_bound), random.Random(0))
+    assert within_bound == {"total_baggages": 5, "nonfree_baggages": 1, "passengers": 9}

@@ -67,6 +67,7 @@ from sap.model import (
     Transition,
     Turn,
 )
+from sap.provenance.generate import within_totals
 from sap.provenance.goals import prerequisite_map
 from sap.provenance.groups import group_calls
 from sap.provenance.policy import Policy, policy_check, policy_of, unit_amounts
@@ -468,6 +469,7 @@ def plan_call(state: SynthState, runtime: Ctx) -> dict[str, Any]:
     binding = ctx.planner.bind(req)
     ruled_values(ctx, tool, history, req.rng, binding.args_exec, binding.args_prov)
     derived_values(ctx, tool, history, binding.args_exec, binding.args_prov)
+    within_totals(binding.args_exec, [n for n, p in binding.args_prov.items() if p.tag == Tag.self_create], req.rng)
     prerequisite_values(fsm, tool, action[call_pos + 1:], binding.args_exec, binding.args_prov)
     route_values(req, binding.args_exec, binding.args_prov)
     place = len(turns[-1].calls) if turns and turns[-1].index == turn_pos else 0  # a skipped read leaves no gap

@@ -11,6 +11,7 @@ import random
 import re
 import string
 import threading
+from collections.abc import Collection
 from typing import Any
 
 from faker import Faker
@@ -431,3 +432,16 @@ def announceable(name: str, schema: dict[str, Any]) -> bool:
     flag, a number or an enum's pick ("the lock setting I'll want later is true" is no way people talk)."""
     return schema.get("type", "string") == "string" and "enum" not in schema and address_part(name) is None \
         and not is_search_param(name) and not is_secret_param(name)
+
+
+def within_totals(args: dict[str, Any], fresh: Collection[str], rng: random.Random) -> None:
+    """Set (in place) each count that is part of a total the same call gives (`nonfree_baggages` of
+    `total_baggages`: the name ends in the total's noun) to at most that total, when it is one of the values the
+    user states fresh (`fresh`) and exceeds it: 8 paid bags of 7 is a request no one makes."""
+    for name, total in args.items():
+        noun = name[len("total_"):] if name.startswith("total_") else ""
+        if not noun or not isinstance(total, int) or isinstance(total, bool):
+            continue
+        for part in [p for p in args if p != name and p.endswith(f"_{noun}") and p in fresh]:
+            if isinstance(args[part], int) and not isinstance(args[part], bool) and args[part] > total:
+                args[part] = rng.randint(0, max(total, 0))
