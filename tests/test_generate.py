@@ -65,3 +65,16 @@ def test_a_part_never_exceeds_the_total_the_same_call_gives():
     within_bound = {"total_baggages": 5, "nonfree_baggages": 1, "passengers": 9}  # no total of passengers given
     within_totals(within_bound, set(within_bound), random.Random(0))
     assert within_bound == {"total_baggages": 5, "nonfree_baggages": 1, "passengers": 9}
+
+
+def test_an_issue_title_fits_the_world_c0_describes():
+    """A tau2 retail hand-off's summary was "Printer on floor 3 offline": issue titles now follow what c0 holds."""
+    shop = {"users": {}, "orders": {"#W1": {}}}
+    airline = {"users": {}, "reservations": {"ZVYRW3": {}}}
+    tickets = {"TicketAPI": {"ticket_queue": []}}
+    titles = {name: {generate("summary", {"type": "string"}, random.Random(s), c0) for s in range(40)}
+              for name, c0 in (("shop", shop), ("airline", airline), ("tickets", tickets))}
+    assert "Printer on floor 3 offline" not in titles["shop"] | titles["airline"]
+    assert any("Order" in t or "item" in t for t in titles["shop"])
+    assert any("flight" in t.lower() or "booking" in t for t in titles["airline"])
+    assert "Printer on floor 3 offline" in titles["tickets"]

@@ -464,3 +464,7 @@ def test_an_elements_counts_are_said_with_what_they_count():
     item = {"item_id": "1", "name": "Lamp", "options": {"color": "white", "battery": "10 hours"}, "price": 3.5}
     assert "Lamp (white, 10 hours, $3.50)" in describe_result([item, {**item, "item_id": "2", "name": "Desk"}],
                                                              "list_items")
+    boots = {"name": "Hiking Boots", "options": {"size": "12", "material": "synthetic", "waterproof": "no"},
+             "price": 241.96}  # tau2 retail: "Hiking Boots (12, synthetic, no, $241.96)" before
+    text = describe_result([boots, {**boots, "name": "Helmet"}], "get_order_details")
+    assert "Hiking Boots (size 12, synthetic, waterproof no, $241.96)" in text

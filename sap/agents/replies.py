@@ -726,11 +726,20 @@ def _label(item: Any, noun: str, priced: bool = True) -> str:
 
 
 def _options(key: str, options: dict[str, Any]) -> str:
-    """A small object of an element in words: words as they are (a variant's "white, 10 hours"), numbers with
-    what they count ("available seats: basic economy 3, economy 20"; bare, "3, 20, 13" says nothing)."""
+    """A small object of an element in words: words that say what they are as they are (a variant's "white, 10
+    hours"), a bare number, size or yes/no with its name ("size 12, synthetic, waterproof no"; bare, "12, synthetic,
+    no" says nothing), and numbers with what they count ("available seats: basic economy 3, economy 20")."""
     if all(isinstance(o, str) for o in options.values()):
-        return ", ".join(options.values())
+        return ", ".join(o if _self_evident(o) else f"{field_words(k)} {o}" for k, o in options.items())
     return f"{field_words(key)}: " + ", ".join(f"{field_words(k)} {_say(o, k)}" for k, o in options.items())
+
+
+def _self_evident(value: str) -> bool:
+    """Whether an option's value says what it is without its name: words, not a number, a size letter or yes/no."""
+    return len(value) > 2 and bool(re.search(r"[A-Za-z]{3}", value)) and value.lower() not in _UNCLEAR_ALONE
+
+
+_UNCLEAR_ALONE = frozenset({"yes", "no", "none", "true", "false", "high", "low", "medium", "on", "off"})
 
 
 def _say(value: Any, key: str) -> str:

@@ -35,6 +35,22 @@ _SENTENCES = ["Remember to confirm the schedule", "Quarterly numbers look stable
 _TITLES = ["Login page times out", "Refund not received", "Printer on floor 3 offline", "Broken link in footer",
            "Order arrived damaged", "Cannot reset password", "App crashes on startup", "Invoice shows wrong amount",
            "Wi-Fi drops every hour", "Missing item in delivery", "Slow dashboard loading", "Duplicate charge on card"]
+# what a customer would hand a human agent, by what c0 holds: an airline's reservations, a shop's orders
+_ISSUES = [("reservations", ["Flight cancelled, need a refund", "Seat charged twice on my booking",
+                             "Name misspelled on my ticket", "Need to travel with a service animal",
+                             "Missed my connection after a delay", "Bag lost on my last flight",
+                             "Want compensation for an overnight delay", "Need a wheelchair at the gate"]),
+           ("orders", ["Order arrived damaged", "Refund not received", "Missing item in delivery",
+                       "Duplicate charge on card", "Wrong size delivered", "Package marked delivered but not here",
+                       "Gift card balance is wrong", "Want to return an item past the window"])]
+
+
+def _titles_for(c0: Any) -> list[str]:
+    """Issue titles fitting the world c0 describes (an airline's, a shop's), else the general ones."""
+    keys = set(c0) | {k for v in c0.values() if isinstance(v, dict) for k in v} if isinstance(c0, dict) else set()
+    return next((titles for key, titles in _ISSUES if key in keys), _TITLES)
+
+
 _FILE_TOPICS = ["report", "meeting-notes", "budget", "invoice", "roadmap", "summary", "todo", "changelog", "results",
                 "survey", "expenses", "schedule", "proposal", "inventory", "minutes", "contacts", "draft", "timeline"]
 _FILE_TAGS = ["q1", "q2", "q3", "q4", "2023", "2024", "final", "v2", "v3", "jan", "march", "old", "team", "client",
@@ -302,7 +318,7 @@ def _string_for(name: str, rng: random.Random, c0: Any = None, schema: dict[str,
     if "dir" in n or "folder" in n:
         return rng.choice(_FOLDERS)
     if any(k in n for k in ("summary", "title", "subject")):
-        return fake.random_element(_TITLES)
+        return fake.random_element(_titles_for(c0))
     if any(k in n for k in ("content", "text", "message", "body", "note", "reason", "description", "comment",
                             "resolution", "feedback", "answer")):  # free text: a sentence, never "notes_photos"
         return fake.random_element(_SENTENCES)
