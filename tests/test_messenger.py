@@ -8,6 +8,9 @@ from sap.agents.messenger import RuleMessenger, must_mention
 from sap.model import ArgProvenance, Tag, ToolCall, ToolSpec, Turn
 from sap.provenance.checks import mentions
 from sap.text import describe_value
+from sap.toolsets import load_toolset
+
+from helpers import call, needs_bfcl
 
 SPEC = ToolSpec(name="book_room", description="Book a hotel room. More text.",
                 parameters={"type": "object", "properties": {}, "required": []})
@@ -138,3 +141,15 @@ def test_a_request_ending_in_a_clause_takes_no_tail_and_please_is_said_once():
         assert re.search(r"by mistake[?.]$", text), text
         polite = opened("please cancel order 1", random.Random(seed))
         assert len(re.findall(r"\bplease\b", polite, re.I)) <= 1, polite
+
+
+@needs_bfcl
+def test_a_count_of_one_is_said_with_a_singular_noun():
+    """TradingBot: "I'd love to pick up 1 shares of the stock ..." - a phrase's "{amount} shares" with one share."""
+    specs = {t.name: t for t in load_toolset("bfcl/TradingBot").tools}
+    order = call("place_order", {"order_type": "Buy", "symbol": "AAPL", "price": 214.9, "amount": 1},
+                 result={"order_id": 1, "status": "Pending"})
+    texts = [RuleMessenger().write([Turn(index=0, state="done", transition=0, calls=[order])], specs,
+                                   random.Random(seed))[0].user_message for seed in range(40)]
+    assert not any(re.search(r"\b1 shares\b", t) for t in texts), [t for t in texts if "1 shares" in t]
+    assert any(re.search(r"\b1 share\b", t) for t in texts)
