@@ -46,7 +46,7 @@ def test_a_learned_state_error_is_recognised_with_other_values_and_not_for_anoth
 def test_the_learned_fsm_round_trips_through_the_fsm_cache_and_its_key_names_what_is_learned(pump):
     ctx = SynthesisContext(toolset=pump)
     key, fsm = ctx.fsm()
-    assert ctx.fsm()[1] is fsm and key.endswith(":pre-where:new-of-kind:described-new:replacements:hand-off:3-8")  # FSMs cached before preconditions (and
+    assert ctx.fsm()[1] is fsm and key.endswith(":pre-where:new-of-kind:described-new:replacements:hand-off:chosen-words:3-8")  # FSMs cached before preconditions (and
     # before creating writes took new values) are not reused
     again = FSM.model_validate(fsm_dump(fsm))
     assert again == fsm and again.preconditions == fsm.preconditions and again.requires == fsm.requires

@@ -468,3 +468,23 @@ def test_an_elements_counts_are_said_with_what_they_count():
              "price": 241.96}  # tau2 retail: "Hiking Boots (12, synthetic, no, $241.96)" before
     text = describe_result([boots, {**boots, "name": "Helmet"}], "get_order_details")
     assert "Hiking Boots (size 12, synthetic, waterproof no, $241.96)" in text
+
+
+def test_a_field_is_asked_for_by_its_own_words_not_by_any_word_of_a_listing():
+    """`payment_history` is named by "payment history", not by "payment" beside "content" (replies' own singular
+    turned history, content, log, data and info alike into "entry")."""
+    from sap.agents.replies import asked_fields
+
+    result = {"payment_history": [{"amount": 5}], "email": "a@b.c", "dob": "1990-01-01", "membership": "gold",
+              "address": "1 Main St", "phone": "555", "notes": "n", "payment_methods": ["card"]}
+    assert "payment_history" not in asked_fields(result, "Show me the payment content I have on file")
+    assert asked_fields(result, "Go over my payment history") == {"payment_history"}
+
+
+def test_a_refund_is_not_told_as_the_payment_beside_it():
+    """A cancelled order's payment history listed "payment method paypal_6365066 ($347.30) and one more": the
+    refund had the payment's label. An element's kind (`transaction_type`) is part of its label."""
+    history = [{"transaction_type": "payment", "amount": 347.3, "payment_method_id": "paypal_6365066"},
+               {"transaction_type": "refund", "amount": 347.3, "payment_method_id": "paypal_6365066"}]
+    text = describe_result({"order_id": "#W1", "status": "cancelled", "payment_history": history}, "get_order")
+    assert "(refund, $347.30)" in text and "one more" not in text

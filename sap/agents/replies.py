@@ -13,8 +13,9 @@ from sap.executors.bfcl import BFCL_FAILURE_SHAPES
 from sap.executors.failures import MESSAGE_FIELDS, error_text
 from sap.jsonutil import leaves
 from sap.model import ToolCall, ToolSpec
+from sap.provenance.fields import singular
 from sap.provenance.generate import is_secret_param
-from sap.text import article, field_words, task_phrase
+from sap.text import article, field_words, plural, task_phrase
 
 SHOWN = 3  # elements a reply names from a listing ("a.txt, b.txt, c.md and twelve more")
 
@@ -383,7 +384,7 @@ def _kinds(entries: list[tuple[str, str]]) -> str:
     groups: dict[str, list[str]] = {}
     for kind, name in entries:
         groups.setdefault({"dir": "directory"}.get(kind.lower(), kind.lower()), []).append(name)
-    clauses = [_list_phrase(names, _plural(kind)) for kind, names in groups.items()]
+    clauses = [_list_phrase(names, plural(kind)) for kind, names in groups.items()]
     return _sentence(clauses[0] + "".join(", and " + re.sub(r"^there (?:is|are) ", "", c) for c in clauses[1:])) \
         if clauses else ""
 
@@ -409,10 +410,10 @@ def asked_fields(result: Any, message: str) -> set[str]:
     in passing ("my order") only when nothing longer is named."""
     if not isinstance(result, dict) or not message:
         return set()
-    said = {_singular(w) for w in re.findall(r"[a-z]+", message.lower())}
+    said = {singular(w) for w in re.findall(r"[a-z]+", message.lower())}
     named = {k for k in result if not k.startswith("_") and not _ID_NAME.search(k) and k not in ("name", "status")
              and result[k] not in (None, "", [], {})  # an empty field answers nothing
-             and (words := {_singular(w) for w in field_words(k).split()} - _QUALIFIERS) and words <= said
+             and (words := {singular(w) for w in field_words(k).split()} - _QUALIFIERS) and words <= said
              and not (isinstance(result[k], (str, int)) and str(result[k]) in message)}  # not what the user said
     longer = {k for k in named if len(field_words(k).split()) > 1}
     return longer or named if len(named) < len(result) else set()
@@ -584,7 +585,7 @@ def _id_list_clause(words: str, ids: list[Any]) -> str:
     noun = re.sub(r"\s*ids?$", "", words, flags=re.I) or "id"
     noun = _singular(noun)
     said = [str(i) for i in ids]
-    return f"the {noun} is {said[0]}" if len(said) == 1 else f"the {_plural(noun)} are {_join(said)}"
+    return f"the {noun} is {said[0]}" if len(said) == 1 else f"the {plural(noun)} are {_join(said)}"
 
 
 def _sets(key: str, value: Any, changed: Mapping[str, Any], given: set[str]) -> bool:
@@ -684,9 +685,9 @@ def _list_phrase(items: list[Any], noun: str, total: int | None = None) -> str:
     size = max(total or 0, len(items))
     entries = item_noun.split()[-1] == "entry" and noun.split()[-1] != "entries"  # "the log has two entries"
     if not items:
-        return f"the {noun} is empty" if entries else f"there are no {_plural(item_noun)}"
+        return f"the {noun} is empty" if entries else f"there are no {plural(item_noun)}"
     labels = list(dict.fromkeys(_label(i, item_noun) for i in items))
-    head = f"{_count(size)} {item_noun if size == 1 else _plural(item_noun)}"
+    head = f"{_count(size)} {item_noun if size == 1 else plural(item_noun)}"
     tail = ""
     if labels != [item_noun]:  # elements with nothing to name them by ("fulfillment"): their number alone
         shown = labels[:SHOWN]
@@ -714,7 +715,8 @@ def _label(item: Any, noun: str, priced: bool = True) -> str:
     extras = [_options(k, v) for k, v in item.items() if isinstance(v, dict) and v
               and all(isinstance(o, (str, int, float)) and not isinstance(o, bool) and len(str(o)) < 30
                       for o in v.values())][:1]  # a variant's options: what tells it from its siblings
-    extras += [_say(item[k], k) for k in item if field_words(k).split()[-1:] == ["status"] and isinstance(item[k], str)]
+    extras += [_say(item[k], k) for k in item if field_words(k).split()[-1:] in (["status"], ["type"])
+               and isinstance(item[k], str)]  # a state or kind: a refund is not the payment beside it
     extras += [_money(v) for k, v in item.items() if priced and MONEY.search(k) and isinstance(v, (int, float))
                and not isinstance(v, bool)][:1]
     if subject:
@@ -848,14 +850,6 @@ def _singular(noun: str) -> str:
         last = last[:-1]
     return " ".join(words[:-1] + [last])
 
-
-def _plural(noun: str) -> str:
-    """A singular noun's plural ("entry" -> "entries", "match" -> "matches")."""
-    if re.search(r"[^aeiou]y$", noun):
-        return noun[:-1] + "ies"
-    if re.search(r"(s|sh|ch|x|z)$", noun):
-        return noun + "es"
-    return noun + "s"
 
 
 def _count(n: int) -> str:
