@@ -1,5 +1,5 @@
 """Resuming a run database written by an older sap: tests/data/interrupted_run.sqlite.gz was written by commit
-6398c08's tree (sap 0.2.0; regenerated whenever the records change on purpose; the first fixture, of 0d10259, predates
+c5755ed's tree (sap 0.2.0; regenerated whenever the records change on purpose; the first fixture, of 0d10259, predates
 it), so a later change that breaks resuming old checkpoints fails here.
 
 The fixture holds two `sap synthesize --toolset store -n 12` runs (seeds 11 and 12; exact arguments in

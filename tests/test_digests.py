@@ -4,10 +4,9 @@ byte-identical (sha256 per line, and the line count), e.g. across a refactor of 
 Each case of tests/data/record_digests.json holds the exact CLI arguments (placeholders {db} and {output} are a
 fresh SQLite file and JSONL file in the test's temporary directory) and the digests of the JSONL output and of its
 companion OUTPUT.rejections.jsonl. The mix asks for base, miss_param and miss_func records, so the MissParam and
-MissFunc rewrites are covered (the default --mix is base=1). Store's were generated at commit 6398c08's tree (a
-variant's bare size or yes/no said with its name: "size S, hood yes"), travel's at commit 9611f37's tree (a search given
-another value than the goal search takes is asked for, not worked out silently: no "FYI: the destination is ..."
-aside for it); filesystem's are as at 267cd88, where replies saying the fields the user asked about changed all three; no rejections changed since 6dcd5e6).
+MissFunc rewrites are covered (the default --mix is base=1). Store's and travel's were generated at commit c5755ed's
+tree (a list element's kind in its label: "room HTL34814-SGL (standard single, $155.00)", a refund told as one);
+filesystem's are as at 267cd88, where replies saying the fields the user asked about changed all three; no rejections changed since 6dcd5e6).
 
 Nothing is normalized: every field of every record and rejection line is compared byte for byte. No field is
 non-deterministic at --concurrency 1 (the default): two runs, and runs with other PYTHONHASHSEED values and working
