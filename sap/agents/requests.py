@@ -351,14 +351,14 @@ def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
                 text = re.sub(rf"(?:\b(?:the|a|an|my)\s+(?:[a-z-]+\s+)?)?\b([a-z]{{3,}})\s+{slot}",
                               lambda m, keep="{" + name + "}": keep if compact.startswith(m.group(1)) else m.group(0),
                               text, count=1)
-    return _one_of(PLACEHOLDER.sub(lambda m: args[m.group(1)].words, text))
+    return _singular_after_one(PLACEHOLDER.sub(lambda m: args[m.group(1)].words, text))
 
 
 _ONE_PLURAL = re.compile(r"(?<![\d.,$])\b1 ([a-z]{2,}[a-rt-z]s)\b(?!['-])")
-_NOT_PLURAL = frozenset({"series", "species", "news", "lens", "bus", "gas", "canvas"})
+_NOT_PLURAL = frozenset({"series", "species", "news", "lens", "canvas"})  # what the pattern takes for plurals
 
 
-def _one_of(text: str) -> str:
+def _singular_after_one(text: str) -> str:
     """A filled phrase with a count of one said with its noun in the singular ("pick up 1 share", not "1 shares")."""
     return _ONE_PLURAL.sub(lambda m: m.group(0) if m.group(1) in _NOT_PLURAL else f"1 {singular(m.group(1))}", text)
 

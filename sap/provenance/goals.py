@@ -44,9 +44,8 @@ def prerequisites(calls: Sequence[ToolCall], turn: int, requires: Mapping[str, C
 def _asks_otherwise(call: ToolCall, later: Sequence[ToolCall]) -> bool:
     """Whether `call` takes, under a parameter name a later call of the turn also takes, a value none of those
     later calls is given there."""
-    return any(name in c.args_exec for name in call.args_exec for c in later) and any(
-        all(c.args_exec[name] != value for c in later if name in c.args_exec)
-        for name, value in call.args_exec.items() if any(name in c.args_exec for c in later))
+    shared = [name for name in call.args_exec if any(name in c.args_exec for c in later)]
+    return any(all(c.args_exec[name] != call.args_exec[name] for c in later if name in c.args_exec) for name in shared)
 
 
 def requested(turn: Turn) -> list[int]:
