@@ -1,4 +1,4 @@
-"""sap.llm against the scripted OpenAI-compatible server, over real HTTP through LiteLLM's openai provider."""
+"""sap.llm against the scripted OpenAI-compatible server over real HTTP (the direct OpenAI wire of an api_base)."""
 from __future__ import annotations
 
 import asyncio

@@ -11,7 +11,7 @@ from typing import Any
 
 from sap.agents.config import AgentsConfig
 from sap.llm.config import ModelConfig, load_litellm
-from sap.llm.usage import in_cost_map
+from sap.llm.usage import role_prices
 from sap.model import Toolset
 from sap.runs.settings import RunSettings
 
@@ -79,16 +79,6 @@ class CostEstimate:
 def _usd(amount: float) -> str:
     """Dollars with cents, or three significant digits below a dollar ($0.00147)."""
     return f"${amount:,.2f}" if amount >= 1 else f"${amount:.3g}"
-
-
-def role_prices(cfg: ModelConfig) -> tuple[float, float] | None:
-    """(input, output) USD per token: the role's own prices, else LiteLLM's cost map, else None."""
-    if cfg.input_cost_per_token is not None and cfg.output_cost_per_token is not None:
-        return cfg.input_cost_per_token, cfg.output_cost_per_token
-    if not in_cost_map(cfg.model):
-        return None
-    info = load_litellm().get_model_info(cfg.model)
-    return float(info.get("input_cost_per_token") or 0.0), float(info.get("output_cost_per_token") or 0.0)
 
 
 def _stand_in_agents(agents: AgentsConfig, api_base: str) -> AgentsConfig:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
+import httpx
 from pydantic import BaseModel
 from tenacity import (
     AsyncRetrying,
@@ -29,7 +30,8 @@ from sap.llm.limits import LimiterRegistry, ModelLimiter
 from sap.llm.schema import ResponseSchema, strict_ready
 from sap.llm.secrets import holds_secret, redact
 from sap.llm.structured import ResponseT, StructuredOutputError, parse_structured
-from sap.llm.usage import Budget, UsageLedger, response_cost
+from sap.llm.usage import Budget, UsageLedger, response_cost, role_prices
+from sap.llm.wire import plan_for, post
 
 Check = Callable[[Any], None]  # a role's own validation of a parsed answer; raises ValueError
 
@@ -133,11 +135,10 @@ class LLMClient:
                 request = {**_base_request(cfg, api_key), "messages": [dict(m) for m in messages]}
                 if tools:
                     request["tools"] = tools
-                message = await self._request(role, cfg, limiters.get(cfg), request, api_key)
+                return await self._request(role, cfg, limiters.get(cfg), request, api_key)
             except LLMRoleError:
                 self.ledger.record_failure(role)
                 raise
-            return _message_dict(message)
 
         return _run_blocking("chat", call)
 
@@ -170,7 +171,8 @@ class LLMClient:
                 request["response_format"] = {"type": "json_object", "schema": exact.schema}
         last_error: StructuredOutputError | None = None
         for _ in range(cfg.max_validation_retries + 1):
-            text = (await self._request(role, cfg, limiter, {**request, "messages": conversation}, api_key)).content or ""
+            text = (await self._request(role, cfg, limiter, {**request, "messages": conversation}, api_key))[
+                "content"] or ""
             try:
                 answer = parse_structured(text, response_model, None if schema is None else schema.schema)
                 if check is not None:
@@ -213,9 +215,12 @@ class LLMClient:
             return modes.known[key]
 
     async def _request(self, role: str, cfg: ModelConfig, limiter: ModelLimiter, request: dict[str, Any],
-                       api_key: str | None) -> Any:
-        """Send one request, retrying transient errors; record its usage and return the answer's message."""
+                       api_key: str | None) -> dict[str, Any]:
+        """Send one request, retrying transient errors; record its usage and return the answer's message as an
+        OpenAI message dict. A request to an OpenAI-compatible server goes out on the direct wire (sap.llm.wire:
+        LiteLLM planned its body once), every other one through litellm.acompletion."""
         litellm = load_litellm()
+        plan = plan_for(cfg, request)
         estimated_tokens = _estimated_tokens(request["messages"], cfg.max_tokens) if cfg.tpm else 0
         policy = _TransientPolicy(cfg)
         retrying = AsyncRetrying(
@@ -227,10 +232,16 @@ class LLMClient:
                     async with limiter.slot(estimated_tokens) as grant:
                         if self.budget is not None:
                             self.budget.check(self.ledger)
-                        response = await litellm.acompletion(**{**request, "timeout": policy.begin()})
-                        usage = getattr(response, "usage", None)
-                        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-                        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+                        if plan is None:
+                            response = await litellm.acompletion(**{**request, "timeout": policy.begin()})
+                            usage = getattr(response, "usage", None)
+                            message = _message_dict(response.choices[0].message)
+                            prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+                            completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+                        else:
+                            answer = await post(_llm_loop_thread().http, plan, request, api_key, policy.begin())
+                            message = answer.message
+                            prompt_tokens, completion_tokens = answer.prompt_tokens, answer.completion_tokens
                         grant.tokens = prompt_tokens + completion_tokens
         except tuple(litellm.LITELLM_EXCEPTION_TYPES) as exc:
             transient = is_transient(exc)
@@ -243,9 +254,14 @@ class LLMClient:
                                  status=status if isinstance(status, int) else None)
             # A server may echo a key in its error text: then the original exception is not chained.
             raise error from (None if holds_secret(str(exc), api_key) else exc)
-        cost, priced = response_cost(cfg, prompt_tokens, completion_tokens, response)
+        if plan is None:
+            cost, priced = response_cost(cfg, prompt_tokens, completion_tokens, response)
+        else:  # priced by sap from the model's cost-map prices, looked up once per model
+            prices = role_prices(cfg)
+            cost = 0.0 if prices is None else prompt_tokens * prices[0] + completion_tokens * prices[1]
+            priced = prices is not None
         self.ledger.record_response(role, prompt_tokens, completion_tokens, cost, priced)
-        return response.choices[0].message
+        return message
 
 
 class StructuredModes:
@@ -258,11 +274,12 @@ class StructuredModes:
 
 
 class _LLMLoopThread:
-    """The process-wide event loop thread that runs every LLM request, the limiters bound to it and the structured
-    modes `auto` configs settled on."""
+    """The process-wide event loop thread that runs every LLM request, the limiters bound to it, the structured
+    modes `auto` configs settled on and the pooled HTTP client of the direct wire."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.http = httpx.AsyncClient(limits=httpx.Limits(max_connections=None, max_keepalive_connections=None))
         self.limiters = LimiterRegistry()
         self.structured_modes = StructuredModes()
         self.thread = threading.Thread(target=self.loop.run_forever, name="sap-llm-loop", daemon=True)

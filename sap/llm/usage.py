@@ -43,6 +43,18 @@ def in_cost_map(model: str) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=256)
+def role_prices(cfg: ModelConfig) -> tuple[float, float] | None:
+    """(input, output) USD per token: the role's own prices, else LiteLLM's cost map (looked up once per config),
+    else None."""
+    if cfg.input_cost_per_token is not None and cfg.output_cost_per_token is not None:
+        return cfg.input_cost_per_token, cfg.output_cost_per_token
+    if not in_cost_map(cfg.model):
+        return None
+    info = load_litellm().get_model_info(cfg.model)
+    return float(info.get("input_cost_per_token") or 0.0), float(info.get("output_cost_per_token") or 0.0)
+
+
 def response_cost(cfg: ModelConfig, prompt_tokens: int, completion_tokens: int,
                   response: Any) -> tuple[float, bool]:
     """(cost in USD, priced): the config's own prices if given, else LiteLLM's cost map; (0.0, False) if unknown.
