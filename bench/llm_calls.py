@@ -1,7 +1,8 @@
 """LLM calls and tokens per accepted trajectory by role, and throughput under a simulated 200 ms model latency
 at concurrency 1, 8 and 32 against the ideal (concurrency / critical-path latency).
 
-The model is sap.testing's RoleModel behind a ScriptedLLMServer in its own process (real HTTP through LiteLLM),
+The model is sap.testing's RoleModel behind a ScriptedLLMServer in its own process (real HTTP, on sap's direct
+OpenAI wire as for any server at an api_base),
 so it answers every role validly and the figures show sap's own call pattern and overheads. The per-call
 pattern of the SAP paper (one planner and one message call per tool call, plus the judge) is printed beside
 the measured calls. Runs go through RunDriver on a SQLite run database with checkpoints, as `sap synthesize`
@@ -11,7 +12,9 @@ CPU, not wall time, explains the ratio (and is robust to other load on the machi
 the process's CPU ms per slot and per LLM call (time.process_time; the model server's CPU is its own process's)
 and the CPU-bound ceiling, the slots/s that this CPU per slot allows under one GIL (1000 / CPU ms per slot).
 A yappi run (CPU clock) at --split-concurrency splits the CPU per slot by component; its shares are applied to
-the unprofiled CPU per slot, since the profiler's own overhead inflates every component.
+the unprofiled CPU per slot, since the profiler's own overhead inflates every component. With PostgreSQL
+(--pg-url or $SAP_TEST_PG_URL), the highest concurrency is also split over --workers `sap worker` processes, beside
+the CPU-bound ceiling of that many processes.
 
 First of all, the CPU of one LLM call on sap's path (`LLMClient.complete`) beside a bare httpx request of the same
 chat completion to the same scripted server (target: <= 3x).
@@ -21,6 +24,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -31,13 +36,14 @@ from pydantic import BaseModel
 
 from sap.agents.config import build_agents_config
 from sap.graphs import synthesis
-from sap.llm import LLMClient, ModelConfig, client, usage
+from sap.llm import LLMClient, ModelConfig, client, usage, wire
 from sap.runs.driver import RunDriver, run_config, start_run
 from sap.store import runs
 from sap.store.checkpoint import checkpointer_for
 from sap.store.runs import RunStore
 from sap.toolsets import load_toolset
 
+_HTTP_PACKAGES = ("/litellm/", "/openai/", "/httpx/", "/httpcore/", "/h11/", "/anyio/", "/aiohttp/")
 _SERVER = """
 import sys, time
 from sap.testing.role_model import role_model
@@ -92,6 +98,50 @@ def run_once(toolset_name: str, api_base: str, n: int, mode: str, concurrency: i
             "tool_calls": sum(len(r["provenance"]) for r in records), "usage": used}
 
 
+@contextlib.contextmanager
+def fresh_database(server_url: str) -> Iterator[str]:
+    """A new database on the PostgreSQL server of `server_url`, dropped afterwards."""
+    import psycopg
+
+    name = f"sap_bench_{secrets.token_hex(4)}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield server_url.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def run_workers(toolset_name: str, api_base: str, db: str, n: int, workers: int, concurrency: int, seed: int,
+                model: str) -> dict[str, Any]:
+    """One stored run on the database `db` worked by `workers` `sap worker` processes, `concurrency` slots in
+    flight in each: wall time from their start to the last one's end, the workers' CPU seconds, slots, accepted
+    and usage."""
+    agents = build_agents_config(agents="llm", message_mode="per_turn", model_overrides={
+        "model": model, "api_base": api_base, "concurrency": max(concurrency, 8), "timeout": 30})
+    store = RunStore(db)
+    run_id = start_run(store, load_toolset(toolset_name), run_config(n, seed, None, {}, agents=agents))
+    with checkpointer_for(db):  # the checkpoint tables exist before the workers start
+        pass
+    start = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-m", "sap.cli", "worker", run_id, "--db", db, "--concurrency",
+                               str(concurrency)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for _ in range(workers)]
+    cpu = 0.0
+    for proc in procs:
+        _, status, rusage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        cpu += rusage.ru_utime + rusage.ru_stime
+    seconds = time.perf_counter() - start
+    errors = [proc.stderr.read() for proc in procs if proc.stderr is not None]
+    if any(proc.returncode for proc in procs):
+        raise SystemExit(f"a worker failed: {errors}")
+    counts = store.counts(run_id)
+    return {"wall_s": seconds, "cpu_s": cpu, "slots": sum(counts.values()), "accepted": counts.get("accepted", 0),
+            "usage": store.usage(run_id).snapshot()}
+
+
 def _in(module: Any) -> str:
     """The source file of a module, as yappi names it."""
     return module.__file__
@@ -99,8 +149,8 @@ def _in(module: Any) -> str:
 
 def cpu_split(toolset: str, api_base: str, concurrency: int, seed: int) -> dict[str, float]:
     """CPU shares per slot by component, from one run under yappi's CPU clock (inclusive times at the boundaries
-    where sap hands work to LiteLLM, the checkpointer and the run store). `litellm` includes the openai SDK and
-    the HTTP client that LiteLLM drives."""
+    where sap hands work to LiteLLM or httpx, the checkpointer and the run store). `http_and_litellm` is what the
+    LLM client's calls spend in LiteLLM (the openai SDK it drives included) and in httpx (the direct wire)."""
     import yappi  # a dev dependency, needed only here
     from langgraph.checkpoint import sqlite as sqlite_saver
 
@@ -121,8 +171,8 @@ def cpu_split(toolset: str, api_base: str, concurrency: int, seed: int) -> dict[
     def inclusive(module: Any, names: set[str]) -> float:
         return sum(s.ttot for s in stats if s.module == _in(module) and s.name.rsplit(".", 1)[-1] in names)
 
-    litellm_s = sum(child.ttot for s in stats if s.module in (_in(client), _in(usage))
-                    for child in s.children if "/litellm/" in child.module)
+    http_s = sum(child.ttot for s in stats if s.module in (_in(client), _in(usage), _in(wire))
+                 for child in s.children if any(part in child.module for part in _HTTP_PACKAGES))
     in_client = inclusive(client, {"_call", "chat"})  # coroutines on the LLM loop thread, LiteLLM included
     waiting = inclusive(client, {"complete", "acomplete"})  # a slot thread handing a call to the loop thread
     nodes = inclusive(synthesis, {"load_fsm", "sample_path", "plan_call", "execute_call", "group_parallel",
@@ -130,7 +180,7 @@ def cpu_split(toolset: str, api_base: str, concurrency: int, seed: int) -> dict[
     checkpoint = inclusive(sqlite_saver, {"put", "put_writes", "get_tuple", "delete_thread"})
     store = sum(s.ttot for s in stats if s.module == _in(runs) and s.name.startswith("RunStore.")
                 and not s.name.split(".", 1)[1].startswith("_"))
-    parts = {"litellm": litellm_s, "sap_llm_client": in_client + waiting - litellm_s, "graph_nodes": nodes - waiting,
+    parts = {"http_and_litellm": http_s, "sap_llm_client": in_client + waiting - http_s, "graph_nodes": nodes - waiting,
              "checkpoint_writes": checkpoint, "run_store": store}
     parts["langgraph_runtime_and_other"] = total - sum(parts.values())
     return {name: round(value / total, 3) for name, value in parts.items()}
@@ -182,6 +232,28 @@ def calls_table(toolset: str, api_base: str, n: int, mode: str) -> dict[str, Any
             "per_call_pattern": per_call_pattern, "by_role": roles}
 
 
+def workers_row(args: argparse.Namespace, api_base: str, pg_url: str, concurrency: int) -> dict[str, Any]:
+    """The same total concurrency split over `--workers` `sap worker` processes on PostgreSQL: slots/s against
+    the ideal, and against the CPU-bound ceiling of that many processes (each on its own GIL; a core each where
+    the machine has them)."""
+    each = max(1, concurrency // args.workers)
+    n = max(3, 4 * each * args.workers)
+    with fresh_database(pg_url) as db:
+        out = run_workers(args.toolset, api_base, db, n, args.workers, each, seed=4,
+                          model=f"openai/rolemodel-w{args.workers}")
+    calls_per_slot = out["usage"]["total"]["calls"] / out["slots"]
+    ideal = each * args.workers / (calls_per_slot * args.latency)
+    measured = out["slots"] / out["wall_s"]
+    cpu_ms_per_slot = 1000 * out["cpu_s"] / out["slots"]
+    ceiling = args.workers * 1000 / cpu_ms_per_slot
+    return {"workers": args.workers, "concurrency_each": each, "slots": out["slots"],
+            "slots_per_s": round(measured, 3), "ideal_slots_per_s": round(ideal, 3),
+            "ratio_to_ideal": round(measured / ideal, 3), "cpu_ms_per_slot": round(cpu_ms_per_slot, 1),
+            "cpu_ceiling_slots_per_s": round(ceiling, 3),
+            "cpu_ceiling_ratio_to_ideal": round(min(ceiling, ideal) / ideal, 3),
+            "share_of_ceiling": round(measured / min(ceiling, ideal), 3)}
+
+
 def main() -> None:
     """Print the call table, then the throughput table, then one JSON line."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -192,6 +264,9 @@ def main() -> None:
     parser.add_argument("--split-concurrency", type=int, default=8, help="concurrency of the profiled run")
     parser.add_argument("--skip-calls", action="store_true", help="only the throughput and CPU figures")
     parser.add_argument("--path-calls", type=int, default=300, help="requests of the call-path CPU comparison")
+    parser.add_argument("--workers", type=int, default=2, help="sap worker processes sharing the highest "
+                        "concurrency on PostgreSQL (--pg-url, else $SAP_TEST_PG_URL; skipped without one)")
+    parser.add_argument("--pg-url", help="PostgreSQL server for the workers row")
     args = parser.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
     if args.split_concurrency not in levels:
@@ -232,12 +307,20 @@ def main() -> None:
                   f"CPU {cpu_ms_per_slot:.0f} ms/slot ({cpu_ms_per_slot / calls_per_slot:.1f} ms/call), "
                   f"CPU-bound ceiling {ceiling:.2f} slots/s ({min(ceiling, ideal) / ideal:.2f} of ideal)")
         split = cpu_split(args.toolset, api_base, args.split_concurrency, seed=3)
+        pg_url = args.pg_url or os.environ.get("SAP_TEST_PG_URL")
+        workers = workers_row(args, api_base, pg_url, max(levels)) if pg_url and args.workers > 1 else None
     cpu_ms = throughput[str(args.split_concurrency)]["cpu_ms_per_slot"]
     split_ms = {name: round(share * cpu_ms, 1) for name, share in split.items()}
     print(f"CPU per slot by component (yappi shares at concurrency {args.split_concurrency}, of {cpu_ms:.0f} ms): "
           + ", ".join(f"{name} {ms:.0f} ms" for name, ms in split_ms.items()))
+    if workers is not None:
+        print(f"{workers['workers']} sap workers x {workers['concurrency_each']} slots (PostgreSQL): "
+              f"{workers['slots_per_s']:.3f} slots/s, ideal {workers['ideal_slots_per_s']:.3f}, ratio "
+              f"{workers['ratio_to_ideal']:.2f}; CPU {workers['cpu_ms_per_slot']:.0f} ms/slot, CPU-bound ceiling of "
+              f"the workers together {workers['cpu_ceiling_slots_per_s']:.2f} slots/s "
+              f"({workers['cpu_ceiling_ratio_to_ideal']:.2f} of ideal), reached {workers['share_of_ceiling']:.2f}")
     print(json.dumps({"bench": "llm_calls", "latency_s": args.latency, "call_path_cpu_ms": path, "calls": tables,
-                      "throughput": throughput,
+                      "throughput": throughput, "workers": workers,
                       "cpu_split_ms_per_slot": split_ms, "cpu_split_concurrency": args.split_concurrency,
                       "target_ratio_at_32": 0.8}))
 

@@ -12,14 +12,12 @@ Last line: one JSON object.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import secrets
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from llm_calls import model_server  # bench/llm_calls.py: the RoleModel server in a child process
+from llm_calls import fresh_database, model_server  # bench/llm_calls.py: RoleModel server, scratch databases
 
 from sap.agents.config import build_agents_config
 from sap.runs.driver import RunDriver, run_config, start_run
@@ -29,21 +27,6 @@ from sap.store.runs import RunStore
 from sap.toolsets import load_toolset
 
 PG_URL = os.environ.get("SAP_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-@contextlib.contextmanager
-def fresh_database() -> Iterator[str]:
-    """A database of its own on the PostgreSQL server, dropped afterwards."""
-    import psycopg
-
-    name = f"sap_scale_{secrets.token_hex(4)}"
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield PG_URL.rsplit("/", 1)[0] + "/" + name
-    finally:
-        with psycopg.connect(PG_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def machine_busy_seconds() -> float:
@@ -60,7 +43,7 @@ def timed_run(toolset_name: str, api_base: str, n: int, seed: int, slots: int,
     agents = build_agents_config(agents="llm", message_mode="per_turn", model_overrides={
         "model": "openai/rolemodel", "api_base": api_base, "concurrency": max(slots, 8), "timeout": 30})
     toolset = load_toolset(toolset_name)
-    with fresh_database() as url:
+    with fresh_database(PG_URL) as url:
         store = RunStore(url)
         run_id = start_run(store, toolset, run_config(n, seed, None, {}, agents=agents))
         with checkpointer_for(url):  # the checkpoint tables exist before any worker starts

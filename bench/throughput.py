@@ -22,7 +22,6 @@ import argparse
 import contextlib
 import json
 import os
-import secrets
 import subprocess
 import sys
 import tarfile
@@ -102,51 +101,17 @@ def source_tree(revision: str) -> Iterator[Path]:
         yield Path(tmp)
 
 
-@contextlib.contextmanager
-def fresh_database(server_url: str) -> Iterator[str]:
-    """A new database on the PostgreSQL server of `server_url`, dropped afterwards."""
-    import psycopg
-
-    name = f"sap_bench_{secrets.token_hex(4)}"
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield server_url.rsplit("/", 1)[0] + "/" + name
-    finally:
-        with psycopg.connect(server_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-
-
 def stored_run(job: dict[str, Any]) -> dict[str, Any]:
     """In the child: one stored run of the store toolset on the model at `api_base`, with `threads` slots in
     flight in each of `workers` processes (`sap worker`), timed from the first slot to the last."""
-    from llm_calls import run_once  # bench/ is this script's directory, so the child imports its sibling
+    from llm_calls import run_once, run_workers  # bench/ is this script's directory: the child imports its sibling
 
     if job["workers"] == 1:
         out = run_once("store", job["api_base"], job["n"], "per_turn", job["threads"], job["seed"])
-        return {"seconds": out["wall_s"], "accepted": out["accepted"], "slots": out["slots"]}
-    from sap.agents.config import build_agents_config
-    from sap.runs.driver import run_config, start_run
-    from sap.store.checkpoint import checkpointer_for
-    from sap.store.runs import RunStore
-    from sap.toolsets import load_toolset
-
-    agents = build_agents_config(agents="llm", message_mode="per_turn", model_overrides={
-        "model": "openai/rolemodel-workers", "api_base": job["api_base"], "concurrency": 8, "timeout": 30})
-    store = RunStore(job["db"])
-    run_id = start_run(store, load_toolset("store"), run_config(job["n"], job["seed"], None, {}, agents=agents))
-    with checkpointer_for(job["db"]):  # the checkpoint tables exist before the workers start
-        pass
-    start = time.perf_counter()
-    workers = [subprocess.Popen([sys.executable, "-m", "sap.cli", "worker", run_id, "--db", job["db"]],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-               for _ in range(job["workers"])]
-    errors = [w.communicate()[1] for w in workers]
-    if any(w.returncode for w in workers):
-        raise SystemExit(f"a worker failed: {errors}")
-    seconds = time.perf_counter() - start
-    counts = store.counts(run_id)
-    return {"seconds": seconds, "accepted": counts.get("accepted", 0), "slots": sum(counts.values())}
+    else:
+        out = run_workers("store", job["api_base"], job["db"], job["n"], job["workers"], job["threads"], job["seed"],
+                          "openai/rolemodel-workers")
+    return {"seconds": out["wall_s"], "accepted": out["accepted"], "slots": out["slots"]}
 
 
 def timed_in(root: Path, job: dict[str, Any]) -> dict[str, Any]:
@@ -161,7 +126,7 @@ def timed_in(root: Path, job: dict[str, Any]) -> dict[str, Any]:
 
 def latency_rows(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Trajectories per second per setting, before and after, on the simulated model."""
-    from llm_calls import model_server
+    from llm_calls import fresh_database, model_server
 
     pg_url = args.pg_url or os.environ.get("SAP_TEST_PG_URL")
     settings = {k: v for k, v in SETTINGS.items() if v[1] == 1 or pg_url}

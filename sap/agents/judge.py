@@ -7,6 +7,7 @@ An LLM judge returns the same `Verdict` through the same `Judge` protocol.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -166,16 +167,23 @@ def content_words(spec: ToolSpec) -> set[str]:
     return {stem(w) for w in task_words(spec)}
 
 
-def phrase_verbs(specs: dict[str, ToolSpec]) -> dict[str, set[str]]:
+def phrase_verbs(specs: dict[str, ToolSpec]) -> dict[str, frozenset[str]]:
     """Per tool, the stems of the words its requests open with ("remove {file_name}", "look for ..."): how users of
     the toolset word the task, beside its description's words (its phrase book's requests, else its generic ones)."""
     book = phrase_book(specs)
     entries = {name: book.tools[name] if book is not None and name in book.tools else generic_phrases(spec, specs)
                for name, spec in specs.items()}
-    return {name: {stem(w) for text in (*t.requests, *(r for c in t.when for r in c.requests), *t.goals)
-                   if (w := next((w for w in _WORD.findall(PLACEHOLDER.sub(" ", text).lower())
-                                  if w not in _STOPWORDS and w not in _COURTESY), None))}
+    return {name: _opening_stems((*t.requests, *(r for c in t.when for r in c.requests), *t.goals))
             for name, t in entries.items()}
+
+
+@functools.lru_cache(maxsize=4096)
+def _opening_stems(texts: tuple[str, ...]) -> frozenset[str]:
+    """The stems of the first content word of each request text (once per tool's texts: the judge asks per
+    record)."""
+    firsts = (next((w for w in _WORD.findall(PLACEHOLDER.sub(" ", text).lower())
+                    if w not in _STOPWORDS and w not in _COURTESY), None) for text in texts)
+    return frozenset(stem(w) for w in firsts if w)
 
 
 def _message_stems(message: str) -> set[str]:
