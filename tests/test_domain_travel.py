@@ -119,6 +119,19 @@ def test_sample_config_shape():
     assert any(r["rooms_left"] == 0 for r in all_rooms)
 
 
+def test_every_location_has_flights_out_and_in():
+    """A location the agency lists without flights made every search from or to it empty (a third of the flight
+    searches of a 30-record run) and the calls after it fell back to values the dialogue never showed."""
+    for seed in range(200):
+        config = sample_config(seed)
+        system = TravelBooking()
+        system._load_scenario(config)
+        for location in config["locations"]:
+            routes = system.get_flight_routes(location["location_id"])["routes"]
+            assert routes, f"seed {seed}: no flights from {location['city']}"
+            assert any(f["destination_location_id"] == location["location_id"] for f in config["flights"])
+
+
 # ----- dependency chains ------------------------------------------------------
 
 def test_chain_locations_hotel_details_book_get_cancel():

@@ -632,11 +632,17 @@ def _sample_flight(rng: random.Random, taken: set[str], origin: tuple, destinati
 
 
 def _sample_routes(rng: random.Random, count: int) -> list[tuple[int, int]]:
-    """Both legs of round trips between place indices: home (index 0) to several places, plus a few other pairs."""
+    """Both legs of round trips between place indices: home (index 0) to several places, a few other pairs, and every
+    place on at least one route (the agency lists the places it flies to: a place without flights made every search
+    from or to it come back empty, and the calls after such a search fall back to values the dialogue never showed)."""
     pairs = {(0, dest) for dest in rng.sample(range(1, count), rng.randint(3, min(5, count - 1)))}
     while len(pairs) < count // 2 + 2:
         a, b = sorted(rng.sample(range(1, count), 2))
         pairs.add((a, b))
+    for place in range(1, count):
+        if not any(place in pair for pair in pairs):
+            a, b = sorted((place, rng.choice([other for other in range(count) if other != place])))
+            pairs.add((a, b))
     return [leg for a, b in sorted(pairs) for leg in ((a, b), (b, a))]
 
 
