@@ -355,6 +355,26 @@ def test_one_of_a_value_reads_as_the_thing_when_a_reference_says_it():
         "add the item named Running Shoes to my cart"
 
 
+def test_a_stated_number_before_a_reference_to_its_unit_is_joined_with_of():
+    """Read in a travel record: "what 5.5, the source currency I passed you a bit ago gets me in EUR"."""
+    from sap.agents.requests import Argument, _fill
+
+    amount = Argument("amount", "amount", "5.5", verbatim=True, withheld=False, value=5.5)
+    currency = Argument("from_currency", "source currency", "the source currency I gave you", verbatim=False,
+                        withheld=False, value="USD")
+    target = Argument("to_currency", "target currency", "EUR", verbatim=True, withheld=False, value="EUR")
+    args = {"amount": amount, "from_currency": currency, "to_currency": target}
+    assert _fill("convert {amount} {from_currency} into {to_currency}", args, random.Random(0)) == \
+        "convert 5.5 of the source currency I gave you into EUR"
+    named = Argument("from_currency", "source currency", "USD", verbatim=True, withheld=False, value="USD")
+    assert _fill("convert {amount} {from_currency} into {to_currency}", {**args, "from_currency": named},
+                 random.Random(0)) == "convert 5.5 USD into EUR"
+    folder = Argument("folder", "folder", "the folder you found", verbatim=False, withheld=False, value="docs")
+    name = Argument("name", "name", "notes.txt", verbatim=True, withheld=False, value="notes.txt")
+    assert _fill("move {name} {folder}", {"name": name, "folder": folder}, random.Random(0)) == \
+        "move notes.txt, the folder you found"
+
+
 def test_no_conditional_wording_has_two_wildcards_with_only_optional_words_between():
     """Each placeholder of a wording reads any text; two in a row with only optional words between them backtrack
     exponentially on a message that lacks the wording (book_reservation's ten placeholders: minutes per message, a

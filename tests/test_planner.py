@@ -195,6 +195,37 @@ def test_co_located_arguments_come_from_the_same_object(seed):
     assert p1.rsplit(".", 1)[0] == p2.rsplit(".", 1)[0]
 
 
+FLIGHTS = {"flights": [{"flight_id": f"F{i}", "origin_location_id": o, "destination_location_id": d, "date": day}
+                       for i, (o, d, day) in enumerate([("L1", "L2", "2025-05-01"), ("L1", "L3", "2025-05-02"),
+                                                        ("L4", "L5", "2025-05-03"), ("L4", "L6", "2025-05-04")])]}
+SEARCH = spec("search_flights", "Find direct flights between two locations on a date.",
+              {"origin_location_id": STR, "destination_location_id": STR, "date": STR})
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_search_takes_filters_that_one_item_of_c0_holds_together(seed):
+    """Read in travel records: an origin from a forecast, a destination from another place's routes, no flight
+    between them (46% of flight searches came back empty). A search (its name's verb, no read_only flag) filters a
+    collection: its origin, destination and date are one flight's of c0, wherever each value is taken from."""
+    forecast = call("get_weather", {"location_id": "L4", "date": "2025-05-09"},
+                    result={"location_id": "L4", "date": "2025-05-09", "condition": "sunny"})
+    routes = call("get_flight_routes", {"origin_location_id": "L1"}, result={"origin_location_id": "L1", "routes": [
+        {"destination_location_id": "L2", "dates": [{"date": "2025-05-01"}]},
+        {"destination_location_id": "L3", "dates": [{"date": "2025-05-02"}]}]})
+    twin = call("search_flights", {"origin_location_id": "L1", "destination_location_id": "L2", "date": "2025-05-01"},
+                result={"flights": [FLIGHTS["flights"][0]]})  # this turn's other search: not repeated as it is
+    history = [HistoryCall(0, 0, forecast), HistoryCall(0, 1, routes), HistoryCall(1, 0, twin)]
+    tags = dict.fromkeys(["origin_location_id", "destination_location_id", "date"], Tag.prev_output)
+    b = bind(request(SEARCH, tags, turn=1, index=1, history=history, c0=FLIGHTS, seed=seed))
+    picked = (b.args_exec["origin_location_id"], b.args_exec["destination_location_id"], b.args_exec["date"])
+    assert picked in {(f["origin_location_id"], f["destination_location_id"], f["date"]) for f in FLIGHTS["flights"]}
+    weather = spec("get_weather", "Get the forecast for a location on a date.", {"location_id": STR, "date": STR})
+    days = {bind(request(weather, {"location_id": Tag.initial_state, "date": Tag.initial_state}, c0={
+        **FLIGHTS, "locations": [{"location_id": "L1"}, {"location_id": "L4"}]}, seed=s)).args_exec["date"]
+        for s in SEEDS}
+    assert len(days) > 1  # a lookup that is no search is not tied to the flights' dates
+
+
 def test_failed_args_are_avoided_when_alternatives_exist():
     history = [HistoryCall(0, 0, call("list_cities", {}, result={"cities": ["A", "B", "C"]}))]
     tool = spec("visit", "Visit a city.", {"city": STR})

@@ -19,7 +19,7 @@ from sap.provenance.generate import REFERENCE_DATE, announceable, c0_values, cal
 from sap.provenance.jsonpath import KEY_OF, PATH_TOKEN, PathError, holds_below, resolve
 from sap.provenance.places import address_part, us_address
 from sap.provenance.selectors import output_selector, stated_selector
-from sap.text import QUOTED, error_names, error_quotes
+from sap.text import QUOTED, error_names, error_quotes, words_of
 
 _INDEX = re.compile(r"\[(\d+)\]")  # a list index in a path
 _OPTIONAL_RATE = 0.25
@@ -214,16 +214,25 @@ class _CallContext:
         """The values `name` may take so that it belongs to the same entity as its partners in this call (JSON
         texts), or None when no entity ties it. Partners are the other parameters found together with it in one
         object of c0 or an earlier result; a read ties all of them, a write only credentials to what they
-        unlock (a write's other values may be new)."""
-        docs = self.documents()
+        unlock (a write's other values may be new). A tool read-only by its doc's flag finds its partners under
+        any key that answers to them. A search of a domain that declares nothing (`search_flights`: its name's
+        verb) filters a collection, and finds something only where one item holds every filter: its partners are
+        found only in objects of c0 holding both names as they are (results echo what a tool was asked, and a
+        result's object takes in its sub-objects' keys: a flight's `origin.location_id`). A flight search's
+        origin, destination and date are one flight's; a weather lookup or a fare quote (`get_flight_cost`, whose
+        route a c0 booking also holds) is no search and stays untied."""
+        by_name = self.req.spec.read_only is None and \
+            words_of(self.req.spec.name).lower().split()[0] in SEARCH_VERBS
+        docs = [self.req.c0] if by_name else self.documents()
         allowed: set[str] | None = None
         for partner in self.params:
-            tied = self.req.spec.read_only or _SECRET.search(name) or _SECRET.search(partner) or (
+            tied = self.req.spec.read_only or by_name or _SECRET.search(name) or _SECRET.search(partner) or (
                 address_part(name) and address_part(partner))  # one address is never cut from two
             if partner == name or not tied:
                 continue
+            key = _exact_key if by_name else _key_for
             objs = [(e[a], e[b]) for doc in docs for e in index_of(doc).entities
-                    if (a := _key_for(name, e)) is not None and (b := _key_for(partner, e)) is not None]
+                    if (a := key(name, e)) is not None and (b := key(partner, e)) is not None]
             if not objs:
                 continue
             fits = {json.dumps(v, sort_keys=True) for v, w in objs if partner not in self.bound or w == self.bound[partner]}
@@ -421,6 +430,14 @@ def _beyond_bound(name: str, schema: dict[str, Any], bound: dict[str, Any]) -> d
             or not isinstance(value, (int, float)):
         return schema
     return {**schema, "minimum": value} if low == "max" else {**schema, "maximum": value}
+
+
+SEARCH_VERBS = ("search", "find", "lookup", "query", "filter")  # a tool that filters a collection by its arguments
+
+
+def _exact_key(param: str, entity: dict[str, Any]) -> str | None:
+    """`param` itself if `entity` holds it, else None."""
+    return param if param in entity else None
 
 
 def _key_for(param: str, entity: dict[str, Any]) -> str | None:

@@ -306,15 +306,25 @@ _SAME_THING = {"folder": ("directory",), "directory": ("folder",), "file": ("doc
                "item": ("variant",)}  # a phrase's word for a
 # noun that a reference to it replaces ("make a directory {dir_name}" -> "make the folder I mentioned")
 
+def _between(first: str, second: str, args: Mapping[str, Argument]) -> str:
+    """What joins two side-by-side slots: a space, a comma beside a reference, "of" from a stated number to the
+    reference that is its unit."""
+    if not any(n in args and not args[n].verbatim for n in (first, second)):
+        return " "
+    number = first in args and args[first].verbatim and isinstance(args[first].value, (int, float)) \
+        and not isinstance(args[first].value, bool)
+    return " of " if number and second in args and not args[second].verbatim else ", "
+
+
 def _fill(text: str, args: Mapping[str, Argument], rng: random.Random) -> str:
     """A phrase with its slots filled (withheld ones, and any the call does not have, left out); side-by-side
-    slots of which one is a reference get a comma between them; a unit after a slot filled by a reference goes
-    ("drive {distance} miles" -> "drive the distance you found")."""
+    slots of which one is a reference get a comma between them, or "of" after a number whose unit the reference
+    is ("convert 5.5 of the source currency I gave you", was "5.5, the source currency"); a unit after a slot
+    filled by a reference goes ("drive {distance} miles" -> "drive the distance you found")."""
     for name, a in args.items():
         if not a.verbatim:
             text = re.sub(re.escape("{" + name + "}") + _UNIT.pattern, "{" + name + "}", text)
-    text = re.sub(r"\{(\w+)\}\s+(?=\{(\w+)\})", lambda m: m.group(0).rstrip() + (
-        ", " if any(n in args and not args[n].verbatim for n in m.groups()) else " "), text)
+    text = re.sub(r"\{(\w+)\}\s+(?=\{(\w+)\})", lambda m: m.group(0).rstrip() + _between(*m.groups(), args), text)
     for name in placeholders(text):
         if name in args and args[name].joined:  # said by the address reference before it
             text = re.sub(rf"(?:\s*,\s*|\s+in\s+|\s+)?\{{{name}\}}", "", text, count=1)
