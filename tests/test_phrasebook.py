@@ -12,7 +12,7 @@ from sap.agents.judge import content_words, stem
 from sap.agents.messenger import Mention, RuleMessenger, reveal_message
 from sap.provenance.leaks import find_leaks, names_of
 from sap.provenance.phrasebook import (PHRASE_DIR, PLACEHOLDER, PhraseBookError, _conditionals, conveyed,
-                                      load_phrase_file, phrase_file_names, phrase_regex)
+                                      load_phrase_file, phrase_book, phrase_file_names, phrase_regex)
 from sap.api import synthesize
 from sap.errors import ToolsetError
 from sap.model import ArgProvenance, Selector, Tag, ToolCall, ToolSpec, Turn
@@ -373,6 +373,37 @@ def test_a_stated_number_before_a_reference_to_its_unit_is_joined_with_of():
     name = Argument("name", "name", "notes.txt", verbatim=True, withheld=False, value="notes.txt")
     assert _fill("move {name} {folder}", {"name": name, "folder": folder}, random.Random(0)) == \
         "move notes.txt, the folder you found"
+
+
+def test_a_reference_to_the_other_end_of_a_trip_is_named_by_where_it_comes_from():
+    """Read in a travel record: a flight's destination taken as the next search's origin was "my departure location",
+    which a reader finds at that flight's origin: the search went the other way."""
+    from sap.agents.requests import Wording, conveyed_arguments
+    from sap.toolsets import load_toolset
+
+    specs = {s.name: s for s in load_toolset("travel").tools}
+    wording = Wording(specs, phrase_book(specs))
+    mentions = [Mention("origin_location_id", "LOC3163", "FROM_HISTORY", False, source=(0, 0),
+                        path="$.destination.location_id"),
+                Mention("destination_location_id", "LOC5993", "FROM_HISTORY", False, source=(0, 0),
+                        path="$.origin_location_id"),
+                Mention("date", "2026-04-09", "NEW", True)]
+    args = conveyed_arguments(_search_call(), (), wording, mentions, 1, random.Random(0))
+    assert "destination" in args["origin_location_id"].words and "departure" not in args["origin_location_id"].words
+    assert "origin" in args["destination_location_id"].words
+    same_end = [Mention("origin_location_id", "LOC5993", "FROM_HISTORY", False, source=(0, 0),
+                        path="$.origin_location_id"), *mentions[1:]]
+    kept = conveyed_arguments(_search_call(), (), wording, same_end, 1, random.Random(0))
+    assert "departure location" in kept["origin_location_id"].words
+
+
+def _search_call():
+    """A search_flights call whose origin and destination come from one earlier result, the other way round."""
+    prev = ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.x")
+    return ToolCall(call_id="c1", name="search_flights", args_exec={
+        "origin_location_id": "LOC3163", "destination_location_id": "LOC5993", "date": "2026-04-09"},
+        args_prov={"origin_location_id": prev, "destination_location_id": prev,
+                   "date": ArgProvenance(tag=Tag.self_create)})
 
 
 def test_no_conditional_wording_has_two_wildcards_with_only_optional_words_between():

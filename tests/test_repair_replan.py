@@ -153,7 +153,9 @@ def test_repair_stops_after_three_rounds(poor_travel):
 
 
 def test_synthesis_repairs_a_short_balance_and_exports_the_patched_c0(poor_travel):
-    summary = synthesize(poor_travel, 6, seed=2)
+    """Seed 10: four of its six records are repaired, four bookings against one without repairs (seed 2, used before,
+    had none once travel's flight searches found flights: which slots book depends on the walk)."""
+    summary = synthesize(poor_travel, 6, seed=10)
     patched = [r for r in summary.records if r["meta"].get("c0_patch")]
     assert patched
     for record in summary.records:
@@ -162,8 +164,8 @@ def test_synthesis_repairs_a_short_balance_and_exports_the_patched_c0(poor_trave
         for op in record["meta"]["c0_patch"]:
             if op["path"] == "$.traveler.wallet_balance":
                 assert record["initial_config"]["traveler"]["wallet_balance"] == op["value"] > BALANCE
-    assert synthesize(poor_travel, 6, seed=2).records == summary.records  # the rule repair is deterministic
-    unrepaired = synthesize(poor_travel, 6, seed=2, max_repairs=0)
+    assert synthesize(poor_travel, 6, seed=10).records == summary.records  # the rule repair is deterministic
+    unrepaired = synthesize(poor_travel, 6, seed=10, max_repairs=0)
     assert not any(r["meta"].get("c0_patch") for r in unrepaired.records)
 
     def bookings(s):

@@ -96,6 +96,7 @@ class Mention:
     fallback_from: Tag | None = None
     source: tuple[int, int] | None = None  # (turn, call) of the producing result for history values
     selector: Selector | None = None  # how the reference singles out its value among several
+    path: str | None = None  # where in the producing result a history value sits
 
     def label(self) -> str:
         """The marker as written in a must-mention list: [NEW], [FROM_HISTORY], [FROM_CONFIG], [FALLBACK from X]."""
@@ -121,7 +122,7 @@ def must_mention(call: ToolCall, found: Collection[tuple[int, int]] = ()) -> lis
         else:
             marker = {Tag.self_create: "NEW", Tag.initial_state: "FROM_CONFIG"}.get(prov.tag, "FROM_HISTORY")
         out.append(Mention(name, value, marker, verbatim, prov.fallback_from, source,
-                           None if verbatim else prov.selector))
+                           None if verbatim else prov.selector, prov.path if source is not None else None))
     return out
 
 

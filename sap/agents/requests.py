@@ -146,6 +146,32 @@ def short_noun(noun: str, heads: list[str], rng: random.Random) -> str:
     return noun
 
 
+_ENDS = (frozenset({"origin", "departure", "source", "sender", "start"}),
+         frozenset({"destination", "arrival", "target", "recipient", "receiver"}))  # the two ends of a trip or transfer
+
+
+def _end_of(words: list[str]) -> int | None:
+    """Which end of a trip or transfer some words name (0: where it starts, 1: where it goes), if exactly one."""
+    ends = {i for i, end in enumerate(_ENDS) if end & set(words)}
+    return ends.pop() if len(ends) == 1 else None
+
+
+def source_noun(noun: str, path: str | None) -> str:
+    """The noun a reference to a value uses: the parameter's, unless the field the value comes from is the other
+    end of a trip or transfer (a flight's destination taken as a search's origin is "the destination location",
+    not "my departure location", which a reader finds at the flight's origin)."""
+    keys = re.findall(r"[A-Za-z_]\w*", path or "")
+    if not keys:
+        return noun
+    last = words_of(keys[-1]).lower().split()
+    parent = words_of(keys[-2]).lower().split() if len(keys) > 1 else []
+    field = parent if _end_of(parent) is not None and _end_of(last) is None else last  # `destination.location_id`
+    at, wanted = _end_of(field), _end_of(noun.lower().split())
+    if at is None or wanted is None or at == wanted:
+        return noun
+    return " ".join(w for w in field if w != "id")
+
+
 def reference_noun(noun: str) -> str:
     """A parameter's noun as a reference uses it: without an ordinal or contrast word that tells parameters apart
     ("first file" -> "file"), which would read as a position in the result."""
@@ -450,7 +476,7 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
     heads = [wording.noun(call.name, m.param).split()[-1] for m in mention_list]
     whole = _whole_addresses(mention_list)
     for m in mention_list:
-        noun = wording.noun(call.name, m.param)
+        noun = source_noun(wording.noun(call.name, m.param), m.path)
         if m.param in whole:  # "the street address, the city, the state..." of one found address: "that address"
             first = whole[m.param] == m.param
             words = "" if not first else found_reference("address", m.selector, m.value, rng) \
