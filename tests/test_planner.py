@@ -224,6 +224,13 @@ def test_a_search_takes_filters_that_one_item_of_c0_holds_together(seed):
         **FLIGHTS, "locations": [{"location_id": "L1"}, {"location_id": "L4"}]}, seed=s)).args_exec["date"]
         for s in SEEDS}
     assert len(days) > 1  # a lookup that is no search is not tied to the flights' dates
+    hotels = spec("search_hotels", "Find hotels with a free room.", {"location_id": STR, "check_in": STR, "guests": STR})
+    found = call("search_locations", {"query": "oslo"}, result={"locations": [{"location_id": "L1", "city": "Oslo"}]})
+    c0 = {"hotels": [{"hotel_id": "H1", "location_id": "L1"}],  # a hotel has no dates: they filter its free rooms
+          "bookings": [{"location_id": "L9", "check_in": "2025-05-01", "guests": "2"}]}  # not the searched hotels
+    b = bind(request(hotels, {"location_id": Tag.prev_output, "check_in": Tag.self_create, "guests": Tag.self_create},
+                     history=[HistoryCall(0, 0, found)], c0=c0, seed=seed))
+    assert b.args_exec["location_id"] == "L1" and b.args_prov["location_id"].tag == Tag.prev_output
 
 
 def test_failed_args_are_avoided_when_alternatives_exist():

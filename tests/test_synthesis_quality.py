@@ -39,12 +39,16 @@ N = 100
 # shares weigh as five independent arguments); travel mean L 0.95 (was just
 # above 1.0 with announced numbers and dates). The floors follow; output-derived depth is issue 13's measure.
 FLOORS = {"store": {"mean_chain_length": 0.28, "fallback_rate": 0.06, "dependent_share": 0.16, "prev_user_msg": 0.0},
-          "travel": {"mean_chain_length": 0.9, "fallback_rate": 0.2, "prev_user_msg": 0.01}}
+          "travel": {"mean_chain_length": 0.85, "fallback_rate": 0.2, "prev_user_msg": 0.01}}
 # travel's restated values about 3% -> 2.5% (seed 0, this session's planning changes: modify_booking_dates takes
 # new dates from the user in its own turn; c0 values are the named customer's): still present, floor 2%.
 # 7cda2bf (a write's enum is the user's pick: book_flight's seat class was copied from an earlier booking): travel
 # at seed 0 mean L 0.962 -> 0.946, P_f 18.1% -> 17.7%, restated 2.25% -> 1.58%. The restated values are the
 # currency conversion's two currencies alone, and the changed walks hold 11 conversions instead of 16: floor 1%.
+# This session's travel changes (every place on a route; a flight search's filters one flight's of c0): at seed 0
+# mean L 0.946 -> 0.891, P_f 17.7% -> 16.6%. The chains that went are flight searches continuing an earlier result's
+# origin and another's destination with no flight between them (46% of searches found nothing; 5% now): their
+# filters now come from one flight of c0 where the dialogue's values do not pair up. Floor 0.9 -> 0.85.
 
 
 @pytest.fixture(scope="module", params=builtin_names())

@@ -7,7 +7,7 @@ import json
 import random
 import re
 from dataclasses import dataclass, field
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from sap.agents.items import (choose_items, config_objects, inherited, object_items, output_provenance,
@@ -210,20 +210,30 @@ class _CallContext:
         """Whether the last attempt was refused as a write that changes nothing."""
         return NO_OP in (self.req.last_error or "")
 
+    @functools.cached_property
+    def searched(self) -> list[Any]:
+        """The collections of c0 a search tool's name names (`search_flights`: c0's `flights`), or none for a tool
+        whose name opens with no search verb."""
+        words = words_of(self.req.spec.name).lower().split()
+        if not words or words[0] not in SEARCH_VERBS:
+            return []
+        return [v for k, v in _nested_items(self.req.c0, depth=3) if isinstance(v, list) and k.lower() in words[1:]]
+
     def entity_values(self, name: str) -> set[str] | None:
         """The values `name` may take so that it belongs to the same entity as its partners in this call (JSON
         texts), or None when no entity ties it. Partners are the other parameters found together with it in one
         object of c0 or an earlier result; a read ties all of them, a write only credentials to what they
         unlock (a write's other values may be new). A tool read-only by its doc's flag finds its partners under
         any key that answers to them. A search of a domain that declares nothing (`search_flights`: its name's
-        verb) filters a collection, and finds something only where one item holds every filter: its partners are
-        found only in objects of c0 holding both names as they are (results echo what a tool was asked, and a
-        result's object takes in its sub-objects' keys: a flight's `origin.location_id`). A flight search's
-        origin, destination and date are one flight's; a weather lookup or a fare quote (`get_flight_cost`, whose
-        route a c0 booking also holds) is no search and stays untied."""
-        by_name = self.req.spec.read_only is None and \
-            words_of(self.req.spec.name).lower().split()[0] in SEARCH_VERBS
-        docs = [self.req.c0] if by_name else self.documents()
+        verb and noun) filters the collection of c0 its name names, and finds something only where one item holds
+        every filter: its partners are found only in that collection's items, by their names as they are (results
+        echo what a tool was asked, and a result's object takes in its sub-objects' keys: a flight's
+        `origin.location_id`). A flight search's origin, destination and date are one flight's; a hotel search's
+        dates are no hotel's field (nor are they a c0 booking's to copy); a weather lookup or a fare quote
+        (`get_flight_cost`, whose route a c0 booking also holds) is no search and stays untied."""
+        searched = self.searched
+        by_name = self.req.spec.read_only is None and bool(searched)
+        docs = searched if by_name else self.documents()
         allowed: set[str] | None = None
         for partner in self.params:
             tied = self.req.spec.read_only or by_name or _SECRET.search(name) or _SECRET.search(partner) or (
@@ -433,6 +443,15 @@ def _beyond_bound(name: str, schema: dict[str, Any], bound: dict[str, Any]) -> d
 
 
 SEARCH_VERBS = ("search", "find", "lookup", "query", "filter")  # a tool that filters a collection by its arguments
+
+
+def _nested_items(node: Any, depth: int) -> Iterator[tuple[str, Any]]:
+    """The (key, value) pairs of a JSON object and of the objects inside it, down to `depth` levels of objects."""
+    if depth <= 0 or not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        yield key, value
+        yield from _nested_items(value, depth - 1)
 
 
 def _exact_key(param: str, entity: dict[str, Any]) -> str | None:
