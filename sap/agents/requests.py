@@ -158,8 +158,9 @@ def _end_of(words: list[str]) -> int | None:
 
 def source_noun(noun: str, path: str | None) -> str:
     """The noun a reference to a value uses: the parameter's, unless the field the value comes from is the other
-    end of a trip or transfer (a flight's destination taken as a search's origin is "the destination location",
-    not "my departure location", which a reader finds at the flight's origin)."""
+    end of a trip or transfer: a flight's destination taken as a search's origin is "my destination" (from
+    `$.destination.location_id`; "destination location" from `$.destination_location_id`), not "my departure
+    location", which a reader finds at the flight's origin."""
     keys = re.findall(r"[A-Za-z_]\w*", path or "")
     if not keys:
         return noun
