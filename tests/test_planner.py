@@ -139,6 +139,18 @@ def test_prev_user_msg_reuses_an_earlier_statement_or_registers_a_virtual_one():
     assert modes == {"stated", "virtual"}
 
 
+def test_a_value_the_user_gave_before_is_referred_to_not_announced_again():
+    """Read in a travel record: "I'm going to need the source currency set to USD later" in the first turn, and "use
+    USD as the source currency when we get there" again two turns on, for the next conversion."""
+    tool = spec("convert", "Convert an amount.", {"from_currency": STR})
+    stated = [StatedValue(0, "from_currency", "USD")]
+    for seed in range(30):  # the user's currency is always USD: a new value would be USD again
+        req = request(tool, {"from_currency": Tag.prev_user_msg}, turn=3, stated=stated, seed=seed)
+        b = bind(dataclasses.replace(req, samplers={"from_currency": lambda rng, c0: "USD"}))
+        assert b.args_exec == {"from_currency": "USD"} and not b.virtual
+        assert b.args_prov["from_currency"].tag == Tag.prev_user_msg and b.args_prov["from_currency"].turn == 0
+
+
 @pytest.mark.parametrize("name, schema", [("count", {"type": "integer", "minimum": 1, "maximum": 9}),
                                           ("unlock", {"type": "boolean"}), ("city", STR),
                                           ("mode", {"type": "string", "enum": ["eco", "sport"]})])

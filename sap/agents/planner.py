@@ -789,6 +789,10 @@ class RulePlanner:
         if req.turn < 1 or not announceable(name, schema):
             return None, None
         value = self._create(name, schema, ctx)
+        again = [s for s in found if same_value(s.value, value)]
+        if again:  # the user gave this value before: they refer to it, they do not announce it a second time
+            return value, ArgProvenance(tag=Tag.prev_user_msg, turn=again[-1].turn,
+                                        selector=stated_selector(name, value, said))
         busy = {s.turn for s in earlier if s.param == name and s.value != value}
         # a value stated between an earlier reference and its use would make that reference ambiguous
         used = max((h.turn for h in req.history for p, a in h.call.args_prov.items()
