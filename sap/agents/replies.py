@@ -851,7 +851,6 @@ def _singular(noun: str) -> str:
     return " ".join(words[:-1] + [last])
 
 
-
 def _count(n: int) -> str:
     """A count in words up to twelve, in digits beyond."""
     return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)

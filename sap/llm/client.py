@@ -30,8 +30,8 @@ from sap.llm.limits import LimiterRegistry, ModelLimiter
 from sap.llm.schema import ResponseSchema, strict_ready
 from sap.llm.secrets import holds_secret, redact
 from sap.llm.structured import ResponseT, StructuredOutputError, parse_structured
-from sap.llm.usage import Budget, UsageLedger, response_cost, role_prices
-from sap.llm.wire import plan_for, post
+from sap.llm.usage import Budget, UsageLedger, response_cost, token_cost
+from sap.llm.wire import assistant_message, plan_for, post
 
 Check = Callable[[Any], None]  # a role's own validation of a parsed answer; raises ValueError
 
@@ -254,12 +254,9 @@ class LLMClient:
                                  status=status if isinstance(status, int) else None)
             # A server may echo a key in its error text: then the original exception is not chained.
             raise error from (None if holds_secret(str(exc), api_key) else exc)
-        if plan is None:
-            cost, priced = response_cost(cfg, prompt_tokens, completion_tokens, response)
-        else:  # priced by sap from the model's cost-map prices, looked up once per model
-            prices = role_prices(cfg)
-            cost = 0.0 if prices is None else prompt_tokens * prices[0] + completion_tokens * prices[1]
-            priced = prices is not None
+        # the wire's requests are priced by sap from the cost map's prices, looked up once per config
+        cost, priced = response_cost(cfg, prompt_tokens, completion_tokens, response) if plan is None \
+            else token_cost(cfg, prompt_tokens, completion_tokens)
         self.ledger.record_response(role, prompt_tokens, completion_tokens, cost, priced)
         return message
 
@@ -353,13 +350,8 @@ def _base_request(cfg: ModelConfig, api_key: str | None) -> dict[str, Any]:
 
 def _message_dict(message: Any) -> dict[str, Any]:
     """A LiteLLM assistant message as a plain OpenAI message dict."""
-    out: dict[str, Any] = {"role": "assistant", "content": message.content}
-    calls = getattr(message, "tool_calls", None) or []
-    if calls:
-        out["tool_calls"] = [{"id": c.id, "type": "function",
-                              "function": {"name": c.function.name, "arguments": c.function.arguments or "{}"}}
-                             for c in calls]
-    return out
+    return assistant_message(message.content, [(c.id, c.function.name, c.function.arguments)
+                                               for c in getattr(message, "tool_calls", None) or []])
 
 
 def _api_key(role: str, cfg: ModelConfig) -> str | None:

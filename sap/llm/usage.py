@@ -55,6 +55,14 @@ def role_prices(cfg: ModelConfig) -> tuple[float, float] | None:
     return float(info.get("input_cost_per_token") or 0.0), float(info.get("output_cost_per_token") or 0.0)
 
 
+def token_cost(cfg: ModelConfig, prompt_tokens: int, completion_tokens: int) -> tuple[float, bool]:
+    """(cost in USD, priced) of a request's tokens at `role_prices`; (0.0, False) if the model has none."""
+    prices = role_prices(cfg)
+    if prices is None:
+        return 0.0, False
+    return prompt_tokens * prices[0] + completion_tokens * prices[1], True
+
+
 def response_cost(cfg: ModelConfig, prompt_tokens: int, completion_tokens: int,
                   response: Any) -> tuple[float, bool]:
     """(cost in USD, priced): the config's own prices if given, else LiteLLM's cost map; (0.0, False) if unknown.
@@ -62,7 +70,7 @@ def response_cost(cfg: ModelConfig, prompt_tokens: int, completion_tokens: int,
     From the cost map, the price LiteLLM already stamped on the response (`_hidden_params["response_cost"]`, the
     completion_cost it computes for every response) is taken rather than computed a second time."""
     if cfg.input_cost_per_token is not None and cfg.output_cost_per_token is not None:
-        return prompt_tokens * cfg.input_cost_per_token + completion_tokens * cfg.output_cost_per_token, True
+        return token_cost(cfg, prompt_tokens, completion_tokens)
     hidden = getattr(response, "_hidden_params", None)  # a dict on chat responses, an object on some others
     stamped = hidden.get("response_cost") if isinstance(hidden, dict) else getattr(hidden, "response_cost", None)
     if stamped is not None:

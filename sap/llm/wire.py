@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
@@ -107,14 +107,20 @@ def plan_for(cfg: ModelConfig, request: dict[str, Any]) -> WirePlan | None:
     return wire_plan(cfg.model, cfg.api_base, request["temperature"], request["max_tokens"], request_shape(request))
 
 
+def assistant_message(content: str | None, calls: list[tuple[str | None, str, str | None]]) -> dict[str, Any]:
+    """An assistant message as an OpenAI message dict: its content and, if it called tools, `tool_calls` (id, type,
+    function {name, arguments as a JSON string, "{}" when none}) from (id, name, arguments) triples."""
+    out: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        out["tool_calls"] = [{"id": call_id, "type": "function", "function": {"name": name, "arguments": args or "{}"}}
+                             for call_id, name, args in calls]
+    return out
+
+
 async def post(http: httpx.AsyncClient, plan: WirePlan, request: dict[str, Any], api_key: str | None,
                timeout: float) -> WireAnswer:
     """Post one request as planned. Errors are LiteLLM's exception classes, mapped by LiteLLM from the HTTP status
     or the transport error, so that retries and failure kinds are the same as through acompletion."""
-    litellm = load_litellm()
-    from litellm.litellm_core_utils.exception_mapping_utils import exception_type
-    from litellm.llms.openai.common_utils import OpenAIError
-
     body = {**plan.fixed, **{key: request[key] for key in _PASSED_THROUGH if key in request}}
     headers = {"Content-Type": "application/json"}
     if api_key:
@@ -122,22 +128,30 @@ async def post(http: httpx.AsyncClient, plan: WirePlan, request: dict[str, Any],
     try:
         response = await http.post(plan.url, content=json.dumps(body), headers=headers, timeout=timeout)
     except httpx.HTTPError as exc:
-        exception_type(model=plan.model, original_exception=exc, custom_llm_provider="openai")
-        raise  # exception_type always raises; this line is for type checkers
+        _raise_mapped(plan, exc)
     if response.status_code >= 400:
-        exception_type(model=plan.model, custom_llm_provider="openai", original_exception=OpenAIError(
-            status_code=response.status_code, message=response.text, headers=response.headers))
+        from litellm.llms.openai.common_utils import OpenAIError
+
+        _raise_mapped(plan, OpenAIError(status_code=response.status_code, message=response.text,
+                                        headers=response.headers))
     try:
         data = response.json()
         message = data["choices"][0]["message"]
         usage = data.get("usage") or {}
-        out: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-        if message.get("tool_calls"):
-            out["tool_calls"] = [{"id": c.get("id"), "type": "function", "function": {
-                "name": c["function"]["name"], "arguments": c["function"].get("arguments") or "{}"}}
-                for c in message["tool_calls"]]
-        return WireAnswer(out, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+        calls = [(c.get("id"), c["function"]["name"], c["function"].get("arguments"))
+                 for c in message.get("tool_calls") or []]
+        return WireAnswer(assistant_message(message.get("content"), calls), int(usage.get("prompt_tokens") or 0),
+                          int(usage.get("completion_tokens") or 0))
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise litellm.InternalServerError(
+        raise load_litellm().InternalServerError(
             message=f"the server answered {response.status_code} with no chat completion: {response.text[:200]!r}",
             llm_provider=plan.provider, model=plan.model) from exc
+
+
+def _raise_mapped(plan: WirePlan, exc: Exception) -> NoReturn:
+    """Raise LiteLLM's exception class for a failed request, mapped by LiteLLM itself (`exception_type`)."""
+    load_litellm()
+    from litellm.litellm_core_utils.exception_mapping_utils import exception_type
+
+    exception_type(model=plan.model, original_exception=exc, custom_llm_provider="openai")
+    raise exc  # exception_type always raises; kept for type checkers
