@@ -4,11 +4,10 @@ byte-identical (sha256 per line, and the line count), e.g. across a refactor of 
 Each case of tests/data/record_digests.json holds the exact CLI arguments (placeholders {db} and {output} are a
 fresh SQLite file and JSONL file in the test's temporary directory) and the digests of the JSONL output and of its
 companion OUTPUT.rejections.jsonl. The mix asks for base, miss_param and miss_func records, so the MissParam and
-MissFunc rewrites are covered (the default --mix is base=1). Travel's were generated at commit c6a20c7's tree, with
-its world's every place on a route and a flight search's filters one flight's (before, 46% of searches came back empty);
-store's are as at c5755ed (a list element's kind in its label: "room HTL34814-SGL (standard single, $155.00)", a
-refund told as one); filesystem's as at 267cd88, where replies saying the fields the user asked about changed all
-three; rejections changed only for travel since 6dcd5e6).
+MissFunc rewrites are covered (the default --mix is base=1). All three were regenerated in the session of 2026-12-07
+(intros tied to the tasks they are about; a place named by its city; a preparation said in an imperative wording; a
+withheld value said last after a colon left out with its clause); rejections are unchanged; in travel one MissParam
+rewrite is no longer kept (its withheld query "london" is said as the city of another reference).
 
 Nothing is normalized: every field of every record and rejection line is compared byte for byte. No field is
 non-deterministic at --concurrency 1 (the default): two runs, and runs with other PYTHONHASHSEED values and working

@@ -272,3 +272,16 @@ def test_a_lookup_looks_ahead_to_the_paths_next_write():
     assert upcoming_tools({**state, "actions": [["get_order", "cancel"], ["exchange"]]}, None, fsm, 0, 0) == ["cancel"]
     assert upcoming_tools({**state, "actions": [["get_order"], ["get_product"]]}, None, fsm, 0, 0) == []
     assert upcoming_tools(state, None, fsm, 3, 0) == ["cancel"]  # a later turn's call, as the planner sees it ahead
+
+
+def test_a_preparation_is_said_in_an_imperative_wording_that_fits_go_ahead_and_first():
+    from sap.agents.composer import is_statement
+    from sap.agents.messenger import preparation
+    from sap.agents.requests import Wording
+    specs = {t.name: t for t in load_toolset("filesystem").tools}
+    wording = Wording(specs, phrase_book(specs))
+    ls = call("ls", {"show_hidden": True})
+    said = {m.param: m for m in must_mention(ls)}
+    texts = {preparation(ls, said, wording, random.Random(seed))[0] for seed in range(300)}
+    assert len(texts) > 3  # several wordings still serve
+    assert not [t for t in texts if is_statement(t)]  # "Feel free to I want the listing here ... first" was written

@@ -153,3 +153,39 @@ def test_a_count_of_one_is_said_with_a_singular_noun():
                                    random.Random(seed))[0].user_message for seed in range(40)]
     assert not any(re.search(r"\b1 shares\b", t) for t in texts), [t for t in texts if "1 shares" in t]
     assert any(re.search(r"\b1 share\b", t) for t in texts)
+
+
+def test_a_place_id_from_an_earlier_result_is_named_by_its_city_and_other_ids_are_not():
+    """A location id that a route of an earlier result holds beside its city is "Berlin", as people name places,
+    not "the destination from the route with city Berlin"; an object with two ids (a hotel in a city) is not
+    named by the city, which would say the place, not the hotel; the code check still finds the selector."""
+    from sap.model import Selector
+    from sap.provenance.selectors import place_name
+
+    routes = {"origin_location_id": "LOC1", "city": "Seoul",
+              "routes": [{"destination_location_id": "LOC2", "city": "Rome", "dates": ["2026-01-02"]},
+                         {"destination_location_id": "LOC3", "city": "Berlin", "dates": ["2026-01-02"]}]}
+    by_city = Selector(noun="route", field="city", value="Berlin")
+    assert place_name(routes, "$.routes[1].destination_location_id", by_city) == "Berlin"
+    assert place_name(routes, "$.origin_location_id", None) == "Seoul"
+    assert place_name(routes, "$.routes[1].destination_location_id", Selector(noun="route", position=2)) is None
+    assert place_name(routes, "$.routes[1].destination_location_id", by_city.model_copy(update={"latest": True})) is None
+    hotel = {"hotel_id": "H1", "location_id": "LOC2", "city": "Rome"}
+    assert place_name(hotel, "$.location_id", None) is None
+    nested = {"flights": [{"flight_id": "F1", "destination_location_id": "LOC3", "origin": {"city": "Seoul"}}]}
+    assert place_name(nested, "$.flights[0].destination_location_id", None) is None
+
+    spec = ToolSpec(name="get_weather", description="Get the weather forecast for a location on a date.",
+                    parameters={"type": "object", "properties": {"location_id": {"type": "string"},
+                                                                 "date": {"type": "string"}},
+                                "required": ["location_id", "date"]})
+    first = Turn(index=0, state="s", transition=0, calls=[call("get_weather", {}, result=routes)])
+    weather = call("get_weather", {"location_id": "LOC3", "date": "2026-01-02"},
+                   prov={"location_id": ArgProvenance(tag=Tag.prev_output, turn=0, call=0,
+                                                      path="$.routes[1].destination_location_id", selector=by_city),
+                         "date": ArgProvenance(tag=Tag.self_create)})
+    second = Turn(index=1, state="s", transition=0, calls=[weather])
+    for seed in range(10):
+        message = RuleMessenger().write([first, second], {"get_weather": spec}, random.Random(seed))[1].user_message
+        assert "Berlin" in message and "LOC3" not in message, message
+        assert not re.search(r"route|city|location", message), message

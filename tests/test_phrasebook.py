@@ -77,6 +77,33 @@ def test_a_bad_phrase_file_is_refused_naming_file_tool_and_field(tmp_path, body,
     assert field is None or f"field {field!r}" in text
 
 
+@pytest.mark.parametrize("intro, field, words", [
+    ('{ text = "I moved house.", tools = ["move_file"] }', "intros[1].tools", "unknown tools ['move_file']"),
+    ('{ text = "I moved house.", tools = [] }', "intros[1].tools", "non-empty list"),
+    ('{ text = "I moved house.", tool = ["mv"] }', "intros[1]", "exactly the keys"),
+    ('3', "intros[1]", "non-empty strings"),
+])
+def test_a_bad_intro_is_refused_naming_file_and_entry(tmp_path, intro, field, words):
+    path = _write(tmp_path, f'intros = ["Hi.", {intro}]\n[tools.mv]\nrequests = ["move {{source}} to {{destination}}"]\n')
+    with pytest.raises(PhraseBookError) as err:
+        load_phrase_file(path, SPECS)
+    assert str(path) in str(err.value) and f"field {field!r}" in str(err.value) and words in str(err.value)
+
+
+def test_an_intro_about_a_task_opens_only_a_dialogue_that_does_it(tmp_path):
+    """"I need to add a bag to my trip" opens a dialogue that updates the bags, never one that only reads a
+    reservation; intros about nothing in particular open any dialogue."""
+    path = _write(tmp_path, 'intros = ["[Hi|Hello] there.", { text = "I [just |]moved house.", tools = ["mv"] }]\n'
+                            '[tools.mv]\nrequests = ["move {source} to {destination}"]\n')
+    book = load_phrase_file(path, SPECS)
+    assert book.intros_for(["mv"])[0] == ("Hi there.", "Hello there.", "I just moved house.", "I moved house.")
+    assert book.intros_for(["cat"]) == (("Hi there.", "Hello there."), (0.5, 0.5))
+    airline = phrase_book({t.name: t for t in load_toolset("tau2/airline").tools})
+    reading = [i for i in airline.intros if "add some luggage" in i]
+    assert reading and not set(reading) & set(airline.intros_for(["get_reservation_details"])[0])
+    assert set(reading) <= set(airline.intros_for(["get_user_details", "update_reservation_baggages"])[0])
+
+
 def test_alternations_read_every_way_and_each_reading_is_checked(tmp_path):
     path = _write(tmp_path, '[tools.mv]\nrequests = ["[move|shift] {source} [over |]to {destination}[| for me]"]\n')
     readings = load_phrase_file(path, SPECS).tools["mv"].requests
@@ -166,6 +193,16 @@ def test_instead_of_keeps_its_preposition():
     alone = {vary("use card 7 instead", random.Random(seed)) for seed in range(40)}
     assert any("rather" in s or "this time" in s for s in alone)
 
+
+def test_show_before_a_pronoun_stays_a_verb_that_takes_it():
+    """"arrange the lines and show them to me" never becomes "bring up them to me"; "show the lines" still varies."""
+    from sap.provenance.paraphrase import vary
+
+    said = {vary("arrange the lines in order and show them to me", random.Random(seed)) for seed in range(40)}
+    assert all("show them to me" in s for s in said), said
+    plain = {vary("show the lines sorted", random.Random(seed)) for seed in range(40)}
+    assert any(s.startswith("bring up") for s in plain), plain
+
 DIFF = ToolCall(call_id="c", name="diff", args_exec={"file_name1": "q3_report.csv", "file_name2": "budget_2024.csv"},
                 args_prov={"file_name1": ArgProvenance(tag=Tag.prev_output, turn=0, call=0, path="$.matches[2]",
                                                        selector=Selector(noun="match", position=3)),
@@ -240,6 +277,20 @@ def test_a_withheld_amount_takes_its_unit_with_it():
         assert "gallons" not in said and "of fuel" not in said.replace("fill the tank", ""), said
     assert _leave_out("book the Deluxe King for {guests} guests", "guests", "number of guests",
                       random.Random(0)) == "book the Deluxe King"
+
+
+def test_a_withheld_value_said_last_after_a_colon_goes_with_the_clause_that_leads_to_it():
+    """"hand this over to a human, here's the issue in brief: {summary}" without the summary is "hand this over to a
+    human", never "..., here's the issue in brief: a summary of the issue"."""
+    from sap.agents.requests import _droppable, _leave_out
+
+    cases = {"hand this over to a human, here's the issue in brief: {summary}": "hand this over to a human",
+             "get me a human agent; in short: {summary}": "get me a human agent",
+             "I'd like to talk to a human agent about this: {summary}": "I'd like to talk to a human agent about this"}
+    for phrase, said in cases.items():
+        assert _droppable(phrase, "summary")
+        assert _leave_out(phrase, "summary", "summary of the issue", random.Random(0)) == said
+    assert not _droppable("adjust my bags for {reservation_id}: {total} in total", "total")
 
 
 def test_a_withheld_yes_no_value_is_not_conveyed_by_a_conditional_wording():

@@ -8,7 +8,7 @@ from dataclasses import replace
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from sap.agents.composer import ahead_note, compose_message
+from sap.agents.composer import ahead_note, compose_message, is_statement
 from sap.alternation import expand_all
 from sap.agents.requests import (
     Wording,
@@ -25,7 +25,7 @@ from sap.agents.requests import (
 from sap.agents.replies import assistant_reply, names_person
 from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn, key_param
 from sap.provenance.phrasebook import PLACEHOLDER, phrase_book, placeholders
-from sap.provenance.selectors import ordinal
+from sap.provenance.selectors import ordinal, place_name
 from sap.text import describe_value, humanize, result_noun, words_of
 
 _REVEAL_ONE = expand_all([
@@ -97,6 +97,7 @@ class Mention:
     source: tuple[int, int] | None = None  # (turn, call) of the producing result for history values
     selector: Selector | None = None  # how the reference singles out its value among several
     path: str | None = None  # where in the producing result a history value sits
+    place: str | None = None  # the city a referred-to place id is the place of, said instead ("Berlin")
 
     def label(self) -> str:
         """The marker as written in a must-mention list: [NEW], [FROM_HISTORY], [FROM_CONFIG], [FALLBACK from X]."""
@@ -183,6 +184,8 @@ class RuleMessenger:
         out: list[Turn] = []
         referred = referred_results(turns)
         referred_fields = referred_keys(turns)
+        results = {(t.index, i): c.result for t in turns for i, c in enumerate(t.calls)}
+        called = {c.name for t in turns for c in t.calls}  # an intro about a task opens only a dialogue doing it
         for turn in turns:
             if not turn.calls:  # a clarification or hand-off turn keeps the messages its writer gave it
                 out.append(turn)
@@ -192,7 +195,8 @@ class RuleMessenger:
                                 {i: withheld.get((turn.index, i), frozenset()) for i in turn.prerequisites})
             for i, call in enumerate(turn.calls):
                 left_out = withheld.get((turn.index, i), frozenset())
-                mentions = must_mention(call, found)
+                mentions = [replace(m, place=place_name(results.get(m.source), m.path, m.selector))
+                            if m.source is not None else m for m in must_mention(call, found)]
                 if i in turn.prerequisites:  # the assistant works it out: the user only says what it needs of them
                     said = set(placeholders(wording.phrases(call.name).found or "")) if (turn.index, i) in named \
                         else set()  # named with what it finds: "the zip code of Rivermist" says the city
@@ -215,8 +219,8 @@ class RuleMessenger:
                 after.append(rng.choice(_FIRST).format(p=steps, P=steps[:1].upper() + steps[1:]))
             ahead = [announcement(v, turns, wording, turn, rng) for v in virtual if v["turn"] == turn.index]
             first = not any(t.user_message for t in out)  # greetings and intros open the dialogue only
-            message = compose_message(requests, ahead, first, wording.book.intros if wording.book else (), rng,
-                                      facts, after, wording.book.intro_weights if wording.book else ())
+            intros, weights = wording.book.intros_for(called) if wording.book else ((), ())
+            message = compose_message(requests, ahead, first, intros, rng, facts, after, weights)
             unseen = [i for i in turn.prerequisites if (turn.index, i) not in referred]  # told only if used later
             known = any(names_person(c) for t in out for c in t.calls if c.ok)  # an earlier turn found the account
             reply = assistant_reply(turn.calls, specs, rng, unseen, account_known=known,
@@ -296,12 +300,13 @@ def preparation(call: ToolCall, said: Mapping[str, Mention], wording: Wording,
                 rng: random.Random) -> tuple[str, set[str]] | None:
     """A prerequisite's new values as the user conveys them in passing, by the most specific conditional wording
     of its tool that its arguments meet ("lock all the doors", "press the brake pedal all the way down"), with
-    the parameters it covers; None when no such wording covers a new value."""
+    the parameters it covers; None when no such wording covers a new value. Only imperative wordings serve: the
+    preparation is said as "go ahead and {p} first", where "I want the listing here" does not fit."""
     new = {k for k, m in said.items() if m.marker != "FROM_CONFIG"}
     entries = [c for c in wording.phrases(call.name).matching(call.args_exec) if set(c.cond) & new]
     top = max((len(c.cond) for c in entries), default=0)
     options = [(text, set(c.cond) | set(placeholders(text))) for c in entries if len(c.cond) == top
-               for text in c.requests if set(placeholders(text)) <= said.keys()]
+               for text in c.requests if set(placeholders(text)) <= said.keys() and not is_statement(text)]
     if not options:
         return None
     phrases = wording.phrases(call.name)

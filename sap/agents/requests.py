@@ -258,11 +258,15 @@ _UNIT = re.compile(r"\s*(?:%|\s(?:degrees(?:\s+(?:Fahrenheit|Celsius))?|Fahrenhe
 _WITH_UNIT = rf"(?:{_UNIT.pattern}(?:\s+of\s+[a-z]+)?)?"  # a dropped slot's unit ("gallons of fuel") goes too
 
 
+_TRAILING = r"(?:\s*[,;]\s*[^,;:]*)?:\s*{}\s*$"  # "..., here's the issue in brief: {summary}" at a phrase's end
+
+
 def _droppable(text: str, param: str) -> bool:
-    """Whether a withheld slot sits after a preposition (dropped with it) or right after the opening verb."""
+    """Whether a withheld slot sits after a preposition (dropped with it), right after the opening verb, or last after
+    a colon."""
     slot = re.escape("{" + param + "}")
     return bool(re.search(rf"\b{_PREPOSITION}\s+(?:{DETERMINER}\s+)?{slot}", text)
-                or re.match(rf"^\S+(?:\s+(?:me|up|out))?\s+{slot}", text))
+                or re.match(rf"^\S+(?:\s+(?:me|up|out))?\s+{slot}", text) or re.search(_TRAILING.format(slot), text))
 
 
 def _leave_out(text: str, param: str, noun: str, rng: random.Random) -> str:
@@ -273,6 +277,8 @@ def _leave_out(text: str, param: str, noun: str, rng: random.Random) -> str:
     counted = rf"(?:\s+(?:{re.escape(last)}|{re.escape(plural(last))})\b)?" if last else ""  # "for {n} guests"
     dropped = re.sub(rf"\s*,?\s*\b{_PREPOSITION}\s+(?:{DETERMINER}\s+)?{slot}{_WITH_UNIT}{counted}", "", text,
                      count=1)
+    if dropped == text:  # a value said last after a colon, with the clause that leads to it: "get me a human agent"
+        dropped = re.sub(_TRAILING.format(slot), "", text, count=1)
     if dropped == text:  # one part of a run of values ("{city}, {state} {zip}", ", zip {zip}"): left out with its comma
         dropped = re.sub(rf",\s*(?:[A-Za-z]+\s+){{0,2}}{slot}(?=\s*(?:,|\{{|$))|{slot}\s*,?\s*(?=\{{)|(?<=\}})\s+{slot}",
                          "", text, count=1)
@@ -489,6 +495,8 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
         named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
         if m.verbatim or named:
             words = said_value(m.value)
+        elif m.place is not None:  # a place by its city, as people name it: "flights to Berlin"
+            words = m.place
         elif m.marker == "FOUND_BY_ASSISTANT" and m.selector is None and m.source in named_finds:
             out[m.param] = Argument(m.param, noun, named_finds[m.source], False, m.param in withheld, m.value,
                                     found=True, named=True)  # "take me to the nearest tire shop"

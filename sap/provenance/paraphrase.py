@@ -9,7 +9,7 @@ import re
 SYNONYMS: list[tuple[str, list[str]]] = [
     (r"\bshow me\b(?! (?:what|which|how|who|where|when|why|if|whether)\b)", ["show me", "give me", "let me see", "pull up",
                                                                                 "display"]),
-    (r"\bshow\b(?! me)", ["show", "display", "print", "bring up"]),
+    (r"\bshow\b(?! (?:me|them|it|us|him|her)\b)", ["show", "display", "print", "bring up"]),  # not "bring up them"
     (r"\btell me\b(?! (?:what|which|how|who|where|when|why|if|whether)\b)", ["tell me", "let me know", "fill me in on"]),
     (r"\blook up\b", ["look up", "pull up", "check", "find"]),
     (r"\bpull up\b", ["pull up", "bring up", "look up"]),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -77,6 +77,15 @@ class PhraseBook:
     tools: Mapping[str, ToolPhrases]
     intros: tuple[str, ...]
     intro_weights: tuple[float, ...] = ()  # per intro reading: 1 / its entry's readings
+    intro_tools: tuple[frozenset[str], ...] = ()  # per intro reading: the tools it is about (empty: any dialogue)
+
+    def intros_for(self, called: Collection[str]) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """The intros (and their weights) that may open a dialogue calling `called`: those about no tool in
+        particular and those about one it calls ("I need to add a bag to my trip" only where bags are updated)."""
+        about = self.intro_tools or (frozenset(),) * len(self.intros)
+        keep = [i for i, tools in enumerate(about) if not tools or tools & set(called)]
+        weights = self.intro_weights or (1.0,) * len(self.intros)
+        return tuple(self.intros[i] for i in keep), tuple(weights[i] for i in keep)
 
 
 def placeholders(text: str) -> list[str]:
@@ -206,8 +215,44 @@ def load_phrase_file(path: Path, specs: Mapping[str, ToolSpec]) -> PhraseBook:
         if name not in specs:
             raise PhraseBookError(f"unknown tool (the toolset has: {', '.join(sorted(specs))})", file=file, tool=name)
         tools[name] = _tool_phrases(name, table, specs[name], file)
-    intros, weights = _readings(_strings(raw.get("intros", []), file, None, "intros"), file, None, "intros")
-    return PhraseBook(tools, intros, tuple(weights[i] for i in intros))
+    intros, weights, about = _intros(raw.get("intros", []), specs, file)
+    return PhraseBook(tools, intros, tuple(weights[i] for i in intros), tuple(about[i] for i in intros))
+
+
+def _intros(raw: Any, specs: Mapping[str, ToolSpec], file: str) -> tuple[tuple[str, ...], dict[str, float],
+                                                                         dict[str, frozenset[str]]]:
+    """The intro readings, their weights and the tools each is about: an entry is a sentence, or a table
+    `{ text = "...", tools = [...] }` for an intro that only opens a dialogue calling one of those tools; a
+    PhraseBookError names the entry and what is wrong with it."""
+    if not isinstance(raw, list):
+        raise PhraseBookError("must be a list of sentences or { text, tools } tables", file=file, field="intros")
+    readings: list[str] = []
+    weights: dict[str, float] = {}
+    about: dict[str, frozenset[str]] = {}
+    for i, entry in enumerate(raw):
+        where = f"intros[{i}]"
+        if isinstance(entry, dict):
+            if set(entry) != {"text", "tools"}:
+                raise PhraseBookError(f"an intro table has exactly the keys text and tools, not {sorted(entry)}",
+                                      file=file, field=where)
+            text, tools = entry["text"], entry["tools"]
+            if not isinstance(tools, list) or not tools or not all(isinstance(t, str) for t in tools):
+                raise PhraseBookError("tools must be a non-empty list of tool names", file=file, field=where + ".tools")
+            unknown = sorted(set(tools) - set(specs))
+            if unknown:
+                raise PhraseBookError(f"unknown tools {unknown} (the toolset has: {', '.join(sorted(specs))})",
+                                      file=file, field=where + ".tools")
+        else:
+            text, tools = entry, []
+        (text,) = _strings([text], file, None, where)
+        texts, entry_weights = _readings((text,), file, None, where)
+        for reading in texts:
+            if reading not in weights:
+                readings.append(reading)
+            weights[reading] = weights.get(reading, 0.0) + entry_weights[reading]
+            prior = about.get(reading)  # a reading two entries share is about both, or about any dialogue
+            about[reading] = frozenset(tools) if prior is None else prior | set(tools) if prior and tools else frozenset()
+    return tuple(readings), weights, about
 
 
 def phrase_file_names(toolset: str) -> list[str]:
@@ -234,7 +279,7 @@ def _book_for(key: tuple[tuple[str, str], ...], specs_json: tuple[str, ...]) -> 
     if not books:
         return None
     return PhraseBook({n: t for b in books for n, t in b.tools.items()}, tuple(i for b in books for i in b.intros),
-                      tuple(w for b in books for w in b.intro_weights))
+                      tuple(w for b in books for w in b.intro_weights), tuple(t for b in books for t in b.intro_tools))
 
 
 _USER_BOOKS: list[tuple[frozenset[tuple[str, str]], PhraseBook]] = []  # a user's files, by the tools they were for

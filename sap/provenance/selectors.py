@@ -194,6 +194,31 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
     return sel
 
 
+_PLACE_FIELDS = {"city"}  # a field that names the place an element is, as people name it
+
+
+def place_name(result: Any, path: str | None, sel: Selector | None) -> str | None:
+    """The city a reference's value is the place of, said instead of "the destination from the route with city
+    Berlin" or "the departure location you found": the value is the one id of an object that holds a city field
+    itself (`$.routes[2].destination_location_id`, `$.destination.location_id`; not a hotel, which has its own
+    id beside its location's), and the reference needs no other selector than that city; None otherwise."""
+    if sel is not None and (sel.field not in _PLACE_FIELDS or sel.latest or not isinstance(sel.value, str)):
+        return None
+    if not path or path.endswith(KEY_OF):
+        return None
+    steps = path_steps(path)
+    if not steps or not isinstance(steps[-1], str) or not re.search(r"(?:^|_)id$", steps[-1]):
+        return None
+    try:
+        element = _at(result, steps[:-1], False)
+    except PathError:
+        return None
+    if not isinstance(element, dict) or [k for k in element if re.search(r"(?:^|_)id$", str(k))] != [steps[-1]]:
+        return None
+    city = next((element[f] for f in sorted(_PLACE_FIELDS) if isinstance(element.get(f), str) and element[f]), None)
+    return city if sel is None or city == sel.value else None
+
+
 def _holds(doc: Any, value: Any) -> bool:
     """Whether a JSON document holds the value (each of a list of values) somewhere."""
     text = json.dumps(doc, sort_keys=True)
