@@ -131,6 +131,21 @@ def test_words_joined_phrases_say_twice_are_said_once_outside_quotes():
         'Put the card number on file and just send "please please me".'
 
 
+def test_a_message_says_please_once_and_no_word_twice_in_a_row():
+    """Two joined requests each with a "please" (and a reference ending in "earlier on" before "on the date") read
+    as one person writes: the first "please" stays, later ones go with their commas, a sentence they opened keeps
+    its capital; quoted text is the user's own."""
+    from sap.agents.composer import unstuttered
+
+    assert unstuttered("Find it please. Then, please list my orders, then log me out please, I'm done.") == \
+        "Find it please. Then, list my orders, then log me out, I'm done."
+    assert unstuttered("Book it please. Please cancel the other one.") == "Book it please. Cancel the other one."
+    assert unstuttered('Echo "please please me" please, for the date you found earlier on on file.') == \
+        'Echo "please please me" please, for the date you found earlier on file.'
+    assert unstuttered("OK, so so you know, fly me there on on the first date.") == \
+        "OK, so you know, fly me there on the first date."
+
+
 def test_a_request_ending_in_a_clause_takes_no_tail_and_please_is_said_once():
     """"cancel order 1, I placed it by mistake" is never followed by "for me" or "if you can"; an opener with a
     politeness word of its own drops the phrase's "please" ("Will you possibly please ...")."""

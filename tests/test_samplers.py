@@ -113,8 +113,11 @@ def _search_hit_rate(records: list[dict]) -> tuple[int, float]:
     return len(results), sum(r["count"] > 0 for r in results) / max(len(results), 1)
 
 
-def test_a_domains_own_sampler_makes_its_searches_find_books(tmp_path):
-    run = synthesize(_toolset(tmp_path, WITH_SAMPLERS), 100, seed=0)
+@pytest.mark.parametrize("key", ["phrase", "search_catalogue.phrase"])
+def test_a_domains_own_sampler_makes_its_searches_find_books(tmp_path, key):
+    """A sampler keyed by the parameter, or by `tool.parameter` (that tool's alone), gives the searches' phrases."""
+    run = synthesize(_toolset(tmp_path, WITH_SAMPLERS.replace('{"phrase": _title_word}', f'{{"{key}": _title_word}}')),
+                     100, seed=0)
     calls, rate = _search_hit_rate(list(run.records))
     assert calls >= 50 and rate >= 0.8, (calls, rate)
     bare = synthesize(_toolset(tmp_path, LIBRARY, "bare.py"), 100, seed=0)
@@ -128,6 +131,7 @@ def test_a_domains_own_sampler_makes_its_searches_find_books(tmp_path):
     ('SAMPLERS = {"phrase": lambda rng, c0: c0["shelves"]}', "SAMPLERS['phrase'](rng, sample_config(0)) failed: "
                                                               "KeyError: 'shelves'"),
     ('SAMPLERS = ["phrase"]', "SAMPLERS must be a dict"),
+    ('SAMPLERS = {"borrow_book.phrase": lambda rng, c0: "x"}', "SAMPLERS['borrow_book.phrase']: no tool takes a parameter"),
 ])
 def test_a_bad_samplers_table_is_one_line_naming_the_module_and_parameter(tmp_path, table, says):
     with pytest.raises(DomainModuleError) as err:

@@ -154,8 +154,9 @@ def _asks_help(text: str) -> bool:
     return re.search(r"\b(?:help|hand|few things)\b", text.lower()) is not None
 
 
-_STUTTER = re.compile(r"\b(for me|just|please|go ahead and|also|now|too|as well|first|if you can|on file)(?:,?\s+\1)+\b",
-                      re.I)
+_STUTTER = re.compile(r"\b(for me|just|please|go ahead and|also|now|too|as well|first|if you can|on file|on|so|at|up|"
+                      r"before|to|in|of|the|a|an)(?:,?\s+\1)+\b", re.I)  # "earlier on on the date", "so so you know"
+_LATER_PLEASE = re.compile(r",?\s+please(?=[.,?!]|$)|\bplease,?\s+(\w)", re.I)  # a "please" after the first one
 
 
 _SOFTENED = re.compile(r"\b(?:please|for me|if you can|if possible|thanks|when you can|asap|now|today|too|as well)$"
@@ -164,10 +165,28 @@ _SOFTENED = re.compile(r"\b(?:please|for me|if you can|if possible|thanks|when y
 
 
 def unstuttered(text: str) -> str:
-    """The text with words said twice in a row by joined phrases said once ("just just", "on file on file"); quoted
-    values are left as they are."""
+    """The text with words said twice in a row by joined phrases said once ("just just", "on file on file", "earlier
+    on on the date") and "please" said once (joined requests and tails each brought one); quoted values are left as
+    they are."""
     parts = re.split(r'("[^"]*")', text)
-    return "".join(p if i % 2 else _STUTTER.sub(r"\1", p) for i, p in enumerate(parts))
+    said = False
+    for i in range(0, len(parts), 2):
+        part = _STUTTER.sub(r"\1", parts[i])
+        if said:
+            part = _LATER_PLEASE.sub(_dropped_please, part)
+        else:
+            first = re.search(r"\bplease\b", part, re.I)
+            if first:
+                said = True
+                part = part[:first.end()] + _LATER_PLEASE.sub(_dropped_please, part[first.end():])
+        parts[i] = part
+    return "".join(parts)
+
+
+def _dropped_please(match: re.Match[str]) -> str:
+    """A later "please" left out: ", please." -> "."; "please cancel" -> "cancel", "Please cancel" -> "Cancel"."""
+    word = match.group(1) or ""
+    return word.upper() if match.group(0).startswith("P") else word
 
 
 def opened(request: str, rng: random.Random) -> str:

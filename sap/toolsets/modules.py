@@ -67,20 +67,21 @@ def toolset_from_module(module: ModuleType, timeout: float = 5.0) -> Toolset:
 
 
 def module_samplers(module: ModuleType, tools: list[Any], where: str) -> dict[str, Callable[..., Any]]:
-    """A module's SAMPLERS ({parameter: sampler(rng, c0) -> value}): how users pick a new value of that parameter
-    (a search phrase from the books c0 holds), checked once on sample_config(0); a name no tool takes, a sampler
-    that is not callable, raises or gives what JSON cannot hold is one DomainModuleError line."""
+    """A module's SAMPLERS ({parameter or tool.parameter: sampler(rng, c0) -> value}): how users pick a new value of
+    that parameter (a search phrase from the books c0 holds), checked once on sample_config(0); a name no tool
+    takes, a sampler that is not callable, raises or gives what JSON cannot hold is one DomainModuleError line."""
     raw = getattr(module, "SAMPLERS", None)
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise DomainModuleError(f"{where}: SAMPLERS must be a dict of parameter name -> sampler(rng, c0)")
     params = {p for t in tools for p in t.properties}
+    own = {f"{t.name}.{p}" for t in tools for p in t.properties}  # `tool.parameter`: that tool's alone
     config = module.sample_config(0)
     for name, sampler in raw.items():
-        if name not in params:
+        if name not in params | own:
             raise DomainModuleError(f"{where}: SAMPLERS[{name!r}]: no tool takes a parameter {name!r} "
-                                    f"(parameters: {', '.join(sorted(params))})")
+                                    f"(parameters: {', '.join(sorted(params))}, or tool.parameter)")
         if not callable(sampler):
             raise DomainModuleError(f"{where}: SAMPLERS[{name!r}] is not callable (want sampler(rng, c0) -> value)")
         try:

@@ -526,6 +526,16 @@ TOOL_CLASS = TravelBooking
 # Error results leave the state untouched (checked in tests/test_domains_contract.py).
 ERROR_RESULTS_CHANGE_NOTHING = True
 
+
+def _place_query(rng: random.Random, config: dict) -> str:
+    """A place as a traveler types it into a destination search: a city the agency serves, now and then its
+    airport code (never a word no place has: a search for "kim" found nothing and fed nothing)."""
+    place = rng.choice(config["locations"])
+    return place["airport_code"] if rng.random() < 0.2 else place["city"]
+
+
+SAMPLERS = {"search_locations.query": _place_query}
+
 # ----- sample configurations ------------------------------------------------------
 
 # city, country, airport code, currency, latitude, longitude, hotel cost index, average high in C, rain chance in %
