@@ -189,6 +189,14 @@ def test_a_place_id_from_an_earlier_result_is_named_by_its_city_and_other_ids_ar
     assert place_name(hotel, "$.location_id", None) is None
     nested = {"flights": [{"flight_id": "F1", "destination_location_id": "LOC3", "origin": {"city": "Seoul"}}]}
     assert place_name(nested, "$.flights[0].destination_location_id", None) is None
+    # an earlier search found another place: the city says which search's place is meant, not "the latest"
+    from sap.provenance.selectors import output_selector
+    london = {"locations": [{"location_id": "L7", "city": "London"}]}
+    barcelona = {"locations": [{"location_id": "L5", "city": "Barcelona"}]}
+    sel = output_selector(london, "$.locations[0].location_id", "L7", True, earlier_same_tool=[barcelona])
+    assert sel == Selector(noun="location", field="city", value="London") and not sel.latest
+    also = {"locations": [{"location_id": "L9", "city": "Paris"}], "nearby": "London"}  # holds the city too
+    assert output_selector(london, "$.locations[0].location_id", "L7", True, earlier_same_tool=[also]).latest
 
     spec = ToolSpec(name="get_weather", description="Get the weather forecast for a location on a date.",
                     parameters={"type": "object", "properties": {"location_id": {"type": "string"},

@@ -452,6 +452,19 @@ def test_a_small_result_says_what_was_asked_first_and_keeps_the_rest():
     assert "there are 2 seats left" in seats and "Korean Air" not in seats, seats
 
 
+def test_a_forecast_asked_for_on_a_date_gives_the_weather_not_only_the_date():
+    """"tell me whether the weather will be decent in Chicago on the date you found": the message names the date,
+    which the call was given; the reply still gives the forecast (it said only "That's Chicago (location ...)")."""
+    forecast = {"location_id": "LOC1", "city": "Chicago", "date": "2026-01-15", "condition": "snow", "high_c": -2,
+                "low_c": -9, "precipitation_chance": 80}
+    weather = ToolCall(call_id="c1", name="get_order_details", args_exec={"location_id": "LOC1", "date": "2026-01-15"},
+                       args_prov={}, result=forecast)
+    for seed in range(10):
+        reply = assistant_reply([weather], SPECS, random.Random(seed),
+                                asked="Tell me whether the weather will be decent in Chicago on the date you found.")
+        assert "snow" in reply and "80" in reply, reply
+
+
 def test_an_elements_counts_are_said_with_what_they_count():
     """tau2 airline's search results listed "flight HAT048 (3, 20, 13, available)": the seats per cabin as bare
     numbers. Numbers are said with their keys; a variant's word options stay as they were."""

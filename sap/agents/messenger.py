@@ -24,6 +24,7 @@ from sap.agents.requests import (
 )
 from sap.agents.replies import assistant_reply, names_person
 from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn, key_param
+from sap.provenance.checks import mentions as mentions_value
 from sap.provenance.phrasebook import PLACEHOLDER, phrase_book, placeholders
 from sap.provenance.selectors import ordinal, place_name
 from sap.text import describe_value, humanize, result_noun, words_of
@@ -193,10 +194,13 @@ class RuleMessenger:
             requests, facts, which, preparations, found = [], [], [], [], found_here(turn)
             named = found_words(turn.calls, turn.prerequisites, turn.index, wording,
                                 {i: withheld.get((turn.index, i), frozenset()) for i in turn.prerequisites})
+            hidden = [c.args_exec.get(p) for i, c in enumerate(turn.calls)
+                      for p in withheld.get((turn.index, i), ())]  # a place named by its city would say them
             for i, call in enumerate(turn.calls):
                 left_out = withheld.get((turn.index, i), frozenset())
-                mentions = [replace(m, place=place_name(results.get(m.source), m.path, m.selector))
-                            if m.source is not None else m for m in must_mention(call, found)]
+                mentions = [replace(m, place=place) if m.source is not None and (place := place_name(
+                    results.get(m.source), m.path, m.selector)) and not any(mentions_value(place, v) for v in hidden)
+                    else m for m in must_mention(call, found)]
                 if i in turn.prerequisites:  # the assistant works it out: the user only says what it needs of them
                     said = set(placeholders(wording.phrases(call.name).found or "")) if (turn.index, i) in named \
                         else set()  # named with what it finds: "the zip code of Rivermist" says the city
@@ -291,6 +295,9 @@ def user_facts(call: ToolCall, mentions: Sequence[Mention], wording: Wording, tu
     for m in mentions:  # which one they mean: one among several, or a thing from an earlier turn the step reads
         if m.param not in said and not m.verbatim and (m.selector is not None or m.marker == "FROM_HISTORY"):
             noun = wording.noun(call.name, m.param)
+            if m.place is not None:  # a place said by its city: "the departure location is London"
+                out.append(rng.choice(_GIVEN[:2]).format(n=noun, v=m.place))
+                continue
             which.append(found_reference(noun, m.selector, m.value, rng) if m.marker == "FOUND_BY_ASSISTANT" else
                          history_reference(noun, m.selector, m.value, m.source, turn, rng))
     return PrerequisiteWords(out, which, prepared[0] if prepared else None)

@@ -118,10 +118,12 @@ def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
     if problem is not None:
         return failure_reply(task, problem, specs or ({spec.name: spec} if spec else {}), rng)
     write = is_write(task, spec)
-    named = set() if write else asked_fields(call.result, asked)
+    echoed = set() if write else _echoed(call.result, call.args_exec)
+    named = set() if write else asked_fields(call.result, asked) - echoed  # "the weather on that date": the date
+    # the user gave is no answer, so a forecast is not narrowed down to it (it said nothing but "that's Chicago")
     narrow = len(call.result) > NARROWED_FIELDS if isinstance(call.result, dict) else False  # a record of many
     facts = describe_result(call.result, call.name, call.args_exec if write else {},  # fields: only what was asked
-                            echoed=set() if write else _echoed(call.result, call.args_exec),
+                            echoed=echoed,
                             about="" if write else _asked_about(call.args_exec),
                             keep=set(keep) | (set() if narrow else named), only=named if narrow else ())
     if write and (moved := _relocation(call.result, task)):

@@ -495,12 +495,12 @@ def conveyed_arguments(call: ToolCall, withheld: Collection[str], wording: Wordi
         named = m.selector is not None and m.selector.named  # the user names it: a listing not seen yet
         if m.verbatim or named:
             words = said_value(m.value)
-        elif m.place is not None:  # a place by its city, as people name it: "flights to Berlin"
-            words = m.place
         elif m.marker == "FOUND_BY_ASSISTANT" and m.selector is None and m.source in named_finds:
             out[m.param] = Argument(m.param, noun, named_finds[m.source], False, m.param in withheld, m.value,
                                     found=True, named=True)  # "take me to the nearest tire shop"
             continue
+        elif m.place is not None:  # a place by its city, as people name it: "flights to Berlin"
+            words = m.place
         elif m.marker == "FOUND_BY_ASSISTANT":  # after "my street address", the same record's "the city"
             words = f"the {noun}" if m.selector is None and m.source in sources else \
                 found_reference(noun, m.selector, m.value, rng)

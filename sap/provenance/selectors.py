@@ -189,9 +189,30 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
             competing |= resolve(other, path) != value
         except PathError:  # no value there at all is another value too
             competing = True
+    if competing and sel is None and (own := _place_field(result, steps, key_of, earlier_same_tool)) is not None:
+        return own  # "London": the one result that holds its city, as the user names it, not "the latest"
     if competing:
         sel = (sel or Selector(noun="result")).model_copy(update={"latest": True})
     return sel
+
+
+def _place_field(result: Any, steps: Sequence[str | int], key_of: bool, others: Sequence[Any]) -> Selector | None:
+    """A city field of the object holding the value (its one id) that no other result holds: it says which
+    result's place is meant where several results of the tool hold other values there."""
+    if key_of or len(steps) < 2 or not isinstance(steps[-1], str):
+        return None
+    try:
+        element = _at(result, steps[:-1], False)
+    except PathError:
+        return None
+    if not isinstance(element, dict) or [k for k in element if re.search(r"(?:^|_)id$", str(k))] != [steps[-1]]:
+        return None
+    for field in sorted(_PLACE_FIELDS):
+        value = element.get(field)
+        if isinstance(value, str) and value and not any(_holds(other, value) for other in others):
+            noun = next((humanize_key(s) for s in reversed(steps[:-1]) if isinstance(s, str)), "result")
+            return Selector(noun=noun, field=field, value=value)
+    return None
 
 
 _PLACE_FIELDS = {"city"}  # a field that names the place an element is, as people name it
