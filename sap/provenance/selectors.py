@@ -196,18 +196,29 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
     return sel
 
 
-def _place_field(result: Any, steps: Sequence[str | int], key_of: bool, others: Sequence[Any]) -> Selector | None:
-    """A city field of the object holding the value (its one id) that no other result holds: it says which
-    result's place is meant where several results of the tool hold other values there."""
-    if key_of or len(steps) < 2 or not isinstance(steps[-1], str):
+_PLACE_FIELDS = ("city",)  # fields that name the place an element is, as people name it
+
+
+def _place_object(result: Any, steps: Sequence[str | int]) -> dict[str, Any] | None:
+    """The object whose one id is the value at `steps` (`$.routes[2].destination_location_id`,
+    `$.destination.location_id`), if it holds a city field itself; None otherwise (a hotel has its own id beside
+    its location's, and a city in an object inside the element may be another place's)."""
+    if not steps or not isinstance(steps[-1], str) or not _ID_FIELD.search(steps[-1]):
         return None
     try:
         element = _at(result, steps[:-1], False)
     except PathError:
         return None
-    if not isinstance(element, dict) or [k for k in element if re.search(r"(?:^|_)id$", str(k))] != [steps[-1]]:
+    if not isinstance(element, dict) or [k for k in element if _ID_FIELD.search(str(k))] != [steps[-1]]:
         return None
-    for field in sorted(_PLACE_FIELDS):
+    return element if any(isinstance(element.get(f), str) and element[f] for f in _PLACE_FIELDS) else None
+
+
+def _place_field(result: Any, steps: Sequence[str | int], key_of: bool, others: Sequence[Any]) -> Selector | None:
+    """A city field of the object holding the value (its one id) that no other result holds: it says which
+    result's place is meant where several results of the tool hold other values there."""
+    element = None if key_of else _place_object(result, steps)
+    for field in _PLACE_FIELDS if element is not None else ():
         value = element.get(field)
         if isinstance(value, str) and value and not any(_holds(other, value) for other in others):
             noun = next((humanize_key(s) for s in reversed(steps[:-1]) if isinstance(s, str)), "result")
@@ -215,29 +226,21 @@ def _place_field(result: Any, steps: Sequence[str | int], key_of: bool, others: 
     return None
 
 
-_PLACE_FIELDS = {"city"}  # a field that names the place an element is, as people name it
-
-
 def place_name(result: Any, path: str | None, sel: Selector | None) -> str | None:
     """The city a reference's value is the place of, said instead of "the destination from the route with city
-    Berlin" or "the departure location you found": the value is the one id of an object that holds a city field
-    itself (`$.routes[2].destination_location_id`, `$.destination.location_id`; not a hotel, which has its own
-    id beside its location's), and the reference needs no other selector than that city; None otherwise."""
+    Berlin" or "the departure location you found" (`_place_object`), where the reference needs no other selector
+    than that city; None otherwise."""
     if sel is not None and (sel.field not in _PLACE_FIELDS or sel.latest or not isinstance(sel.value, str)):
         return None
     if not path or path.endswith(KEY_OF):
         return None
-    steps = path_steps(path)
-    if not steps or not isinstance(steps[-1], str) or not re.search(r"(?:^|_)id$", steps[-1]):
-        return None
-    try:
-        element = _at(result, steps[:-1], False)
-    except PathError:
-        return None
-    if not isinstance(element, dict) or [k for k in element if re.search(r"(?:^|_)id$", str(k))] != [steps[-1]]:
-        return None
-    city = next((element[f] for f in sorted(_PLACE_FIELDS) if isinstance(element.get(f), str) and element[f]), None)
-    return city if sel is None or city == sel.value else None
+    element = _place_object(result, path_steps(path))
+    city = next((element[f] for f in _PLACE_FIELDS if isinstance(element.get(f), str) and element[f]), None) \
+        if element is not None else None
+    return city if city is not None and (sel is None or city == sel.value) else None
+
+
+_ID_FIELD = re.compile(r"(?:^|_)id$")  # a field holding one thing's own id
 
 
 def _holds(doc: Any, value: Any) -> bool:
