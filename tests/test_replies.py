@@ -460,9 +460,10 @@ def test_a_forecast_asked_for_on_a_date_gives_the_weather_not_only_the_date():
     weather = ToolCall(call_id="c1", name="get_order_details", args_exec={"location_id": "LOC1", "date": "2026-01-15"},
                        args_prov={}, result=forecast)
     for seed in range(10):
-        reply = assistant_reply([weather], SPECS, random.Random(seed),
-                                asked="Tell me whether the weather will be decent in Chicago on the date you found.")
-        assert "snow" in reply and "80" in reply, reply
+        for asked in ("Tell me whether the weather will be decent in Chicago on the date you found.",
+                      "Friends in another city invited me. Fetch the forecast on 2026-01-15 for LOC1."):
+            reply = assistant_reply([weather], SPECS, random.Random(seed), asked=asked)
+            assert "snow" in reply and "80" in reply, reply  # the city names the place; it answers nothing
 
 
 def test_an_elements_counts_are_said_with_what_they_count():

@@ -407,13 +407,14 @@ _QUALIFIERS = {"left", "available", "remaining", "count", "number", "total", "cu
 def asked_fields(result: Any, message: str) -> set[str]:
     """The fields of an object result that a user's message names by all their words, in any number, a
     qualifier such as "left" or "available" aside ("walk me through the payment methods I've saved":
-    `payment_methods`; "how many seats are open": `seats_left`); not ids and names, which say which thing it is, nor
+    `payment_methods`; "how many seats are open": `seats_left`); not ids and names (a forecast's city: "visit them in
+    another city" asked for no forecast's city), which say which thing it is, nor
     a value the message itself holds ("my zip code is 53763"); one-word fields of a word the message may only use
     in passing ("my order") only when nothing longer is named."""
     if not isinstance(result, dict) or not message:
         return set()
     said = {singular(w) for w in re.findall(r"[a-z]+", message.lower())}
-    named = {k for k in result if not k.startswith("_") and not _ID_NAME.search(k) and k not in ("name", "status")
+    named = {k for k in result if not k.startswith("_") and not _ID_NAME.search(k) and k not in (*NAME_KEYS, "status")
              and result[k] not in (None, "", [], {})  # an empty field answers nothing
              and (words := {singular(w) for w in field_words(k).split()} - _QUALIFIERS) and words <= said
              and not (isinstance(result[k], (str, int)) and str(result[k]) in message)}  # not what the user said
