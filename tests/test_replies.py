@@ -466,6 +466,14 @@ def test_a_forecast_asked_for_on_a_date_gives_the_weather_not_only_the_date():
             assert "snow" in reply and "80" in reply, reply  # the city names the place; it answers nothing
 
 
+def test_a_read_that_found_nothing_says_what_is_empty():
+    """BFCL's {"booking_history": {}} was "That came back empty."; it is the booking history that is empty."""
+    empty = ToolCall(call_id="c1", name="get_order_details", args_exec={}, args_prov={},
+                     result={"booking_history": {}})
+    said = {assistant_reply([empty], SPECS, random.Random(seed)) for seed in range(10)}
+    assert said and all("booking history" in s for s in said), said
+
+
 def test_an_elements_counts_are_said_with_what_they_count():
     """tau2 airline's search results listed "flight HAT048 (3, 20, 13, available)": the seats per cabin as bare
     numbers. Numbers are said with their keys; a variant's word options stay as they were."""

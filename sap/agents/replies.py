@@ -136,9 +136,20 @@ def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
         return rng.choice(["Done: {d}{v}.", "All set: {d}{v}.", "{D}{v}."] if lead else ["{D}{v}."]).format(
             d=done, D=done, v=f" ({values})" if values else "")
     if not facts:
-        return rng.choice(["There was nothing to report there.", "That came back empty."])
+        return _nothing(call.result, rng)
     opener = rng.choice(["", "", "Here's what I found: ", "I checked: "]) if lead and "\n" not in facts else ""
     return opener + (_lower_first(facts) if opener else facts)
+
+
+def _nothing(result: Any, rng: random.Random) -> str:
+    """A read that found nothing, said as what is empty ("The booking history is empty.", "There are no files.")
+    where the result names it by its one field, else plainly."""
+    if isinstance(result, dict) and len(result) == 1 and not _ID_NAME.search(key := next(iter(result))):
+        thing, value = field_words(key), result[key]
+        if isinstance(value, list):  # {"files": []}: "There are no files."
+            return f"There {'are' if _is_plural(thing) else 'is'} no {thing}."
+        return f"The {thing} {'are' if _is_plural(thing) else 'is'} empty."
+    return rng.choice(["There was nothing to report there.", "That came back empty."])
 
 
 def failure_reason(tool: str, result: Any) -> str | None:
