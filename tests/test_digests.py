@@ -7,7 +7,8 @@ companion OUTPUT.rejections.jsonl. The mix asks for base, miss_param and miss_fu
 MissFunc rewrites are covered (the default --mix is base=1). All three were regenerated in the session of 2026-12-07
 (intros tied to the tasks they are about; a place named by its city; a preparation said in an imperative wording; a
 withheld value said last after a colon left out with its clause; "please" once a message; travel's destination
-searches for places it serves, a search told from another by the city it found); rejections as before.
+searches for places it serves, a search told from another by the city it found; a login said as what was done);
+rejections as before.
 
 Nothing is normalized: every field of every record and rejection line is compared byte for byte. No field is
 non-deterministic at --concurrency 1 (the default): two runs, and runs with other PYTHONHASHSEED values and working

@@ -474,6 +474,18 @@ def test_a_read_that_found_nothing_says_what_is_empty():
     assert said and all("booking history" in s for s in said), said
 
 
+def test_a_write_whose_result_only_names_who_says_what_was_done():
+    """A login's result is the account it found: "I authenticated you: Ethan Patel (user ethan_patel_6628).", not
+    "That's taken care of. That's Ethan Patel (...)"."""
+    from sap.toolsets import load_toolset
+
+    specs = {t.name: t for t in load_toolset("store").tools}
+    login = ToolCall(call_id="c1", name="login_by_email", args_exec={"email": "e@x.org"}, args_prov={},
+                     result={"user_id": "ethan_patel_6628", "first_name": "Ethan", "last_name": "Patel"})
+    said = {assistant_reply([login], specs, random.Random(seed)) for seed in range(10)}
+    assert said == {"I authenticated you: Ethan Patel (user ethan_patel_6628)."}, said
+
+
 def test_an_elements_counts_are_said_with_what_they_count():
     """tau2 airline's search results listed "flight HAT048 (3, 20, 13, available)": the seats per cabin as bare
     numbers. Numbers are said with their keys; a variant's word options stay as they were."""
