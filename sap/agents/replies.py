@@ -47,7 +47,7 @@ MOST_FACTS = 4  # fields of one object stated at most
 NARROWED_FIELDS = 6  # a read result with more fields than this says only the ones the user asked about, if any;
 # a smaller one says them first ("at today's rate" asks for the rate beside the converted amount, not instead)
 FACTS_AFTER_WRITE = 2  # fields stated of a write's result when none holds what it set
-_SUBJECT_ONLY = "That's "  # how `_object_sentence` says an object whose result names it and nothing else
+_SUBJECT_ONLY = "that's "  # how `_object_sentence` says an object whose result names it and nothing else
 WRITE_LEADS = ["Done. ", "All set. ", "Okay, that's done. ", "That's taken care of. ", "Finished. ", ""]
 _ID_NAME = re.compile(r"(?:_|\b)ids?$|Ids?$")  # a field or parameter naming ids
 COMMON_OPENERS = {"The", "There", "For", "Here's", "That's", "That", "It", "Done:", "All", "Order", "Booking",
@@ -129,9 +129,9 @@ def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
                             keep=set(keep) | (set() if narrow else named), only=named if narrow else ())
     if write and (moved := _relocation(call.result, task)):
         return (rng.choice(WRITE_LEADS) if lead else "") + moved
-    if write and facts.startswith("That's "):  # the result only says who or what: the task done, then that ("I
-        done = re.sub(r"\bthe (?:customer|user)\b", "you", f"I {past_tense(short_task(task))}")  # authenticated
-        return f"{done}: {facts.removeprefix(_SUBJECT_ONLY)}"  # you: Ethan Patel (user ethan_patel_6628).")
+    if write and _lower_first(facts).startswith(_SUBJECT_ONLY):  # the result only says who or what: the task
+        done = re.sub(r"\bthe (?:customer|user)\b", "you", f"I {past_tense(short_task(task))}")  # done, then that
+        return f"{done}: {_lower_first(facts).removeprefix(_SUBJECT_ONLY)}"  # ("I authenticated you: Ethan Patel ...")
     if write:
         if facts:  # the result says what changed: the docstring's wording of the task adds nothing
             return (rng.choice(WRITE_LEADS) if lead else "") + facts
@@ -480,7 +480,7 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
         head = f"{subject} {_state(_say(obj[status_key], status_key))}"
         text = _sentence(head + (f"; {_join(facts)}" if facts else ""))
     elif subject:
-        text = _sentence(f"{subject}: {_join(facts)}" if facts else f"that's {subject}")
+        text = _sentence(f"{subject}: {_join(facts)}" if facts else f"{_SUBJECT_ONLY}{subject}")
     else:
         if status_key:
             facts = [f"the {field_words(status_key)} is {_say(obj[status_key], status_key)}"] + facts

@@ -199,8 +199,8 @@ def output_selector(result: Any, path: str, value: Any, same_turn: bool,
 _PLACE_FIELDS = ("city",)  # fields that name the place an element is, as people name it
 
 
-def _place_object(result: Any, steps: Sequence[str | int]) -> dict[str, Any] | None:
-    """The object whose one id is the value at `steps` (`$.routes[2].destination_location_id`,
+def _place_of(result: Any, steps: Sequence[str | int]) -> tuple[str, str] | None:
+    """(field, city) of the object whose one id is the value at `steps` (`$.routes[2].destination_location_id`,
     `$.destination.location_id`), if it holds a city field itself; None otherwise (a hotel has its own id beside
     its location's, and a city in an object inside the element may be another place's)."""
     if not steps or not isinstance(steps[-1], str) or not _ID_FIELD.search(steps[-1]):
@@ -211,33 +211,27 @@ def _place_object(result: Any, steps: Sequence[str | int]) -> dict[str, Any] | N
         return None
     if not isinstance(element, dict) or [k for k in element if _ID_FIELD.search(str(k))] != [steps[-1]]:
         return None
-    return element if any(isinstance(element.get(f), str) and element[f] for f in _PLACE_FIELDS) else None
+    return next(((f, element[f]) for f in _PLACE_FIELDS if isinstance(element.get(f), str) and element[f]), None)
 
 
 def _place_field(result: Any, steps: Sequence[str | int], key_of: bool, others: Sequence[Any]) -> Selector | None:
-    """A city field of the object holding the value (its one id) that no other result holds: it says which
+    """The city of the object holding the value (its one id) where no other result holds it: it says which
     result's place is meant where several results of the tool hold other values there."""
-    element = None if key_of else _place_object(result, steps)
-    for field in _PLACE_FIELDS if element is not None else ():
-        value = element.get(field)
-        if isinstance(value, str) and value and not any(_holds(other, value) for other in others):
-            noun = next((humanize_key(s) for s in reversed(steps[:-1]) if isinstance(s, str)), "result")
-            return Selector(noun=noun, field=field, value=value)
-    return None
+    place = None if key_of else _place_of(result, steps)
+    if place is None or any(_holds(other, place[1]) for other in others):
+        return None
+    noun = next((humanize_key(s) for s in reversed(steps[:-1]) if isinstance(s, str)), "result")
+    return Selector(noun=noun, field=place[0], value=place[1])
 
 
 def place_name(result: Any, path: str | None, sel: Selector | None) -> str | None:
     """The city a reference's value is the place of, said instead of "the destination from the route with city
-    Berlin" or "the departure location you found" (`_place_object`), where the reference needs no other selector
+    Berlin" or "the departure location you found" (`_place_of`), where the reference needs no other selector
     than that city; None otherwise."""
     if sel is not None and (sel.field not in _PLACE_FIELDS or sel.latest or not isinstance(sel.value, str)):
         return None
-    if not path or path.endswith(KEY_OF):
-        return None
-    element = _place_object(result, path_steps(path))
-    city = next((element[f] for f in _PLACE_FIELDS if isinstance(element.get(f), str) and element[f]), None) \
-        if element is not None else None
-    return city if city is not None and (sel is None or city == sel.value) else None
+    place = _place_of(result, path_steps(path)) if path and not path.endswith(KEY_OF) else None
+    return place[1] if place is not None and (sel is None or place[1] == sel.value) else None
 
 
 _ID_FIELD = re.compile(r"(?:^|_)id$")  # a field holding one thing's own id
