@@ -522,3 +522,52 @@ def test_a_refund_is_not_told_as_the_payment_beside_it():
                {"transaction_type": "refund", "amount": 347.3, "payment_method_id": "paypal_6365066"}]
     text = describe_result({"order_id": "#W1", "status": "cancelled", "payment_history": history}, "get_order")
     assert "(refund, $347.30)" in text and "one more" not in text
+
+
+def _read(name: str, args: dict, result: dict) -> str:
+    """The reply to one successful read of `name`."""
+    call = ToolCall(call_id="call_0_0", name=name, args_exec=args, args_prov={}, result=result, ok=True)
+    spec = ToolSpec(name=name, description="Get it.", parameters={"type": "object", "properties": {}},
+                    read_only=True)
+    return assistant_reply([call], {name: spec}, random.Random(0))
+
+
+def test_things_are_named_as_people_name_them_not_by_system_ids():
+    flight = {"flight_id": "FL51893", "flight_number": "KE2245", "seats_left": 23, "price": 87.0}
+    said = _read("get_flight_details", {"flight_id": "FL51893"}, flight)
+    assert "KE2245" in said and "FL51893" not in said  # a flight by its number
+    routes = {"origin_location_id": "LOC1766", "city": "London",
+              "routes": [{"destination_location_id": "LOC4911", "city": "Amsterdam"},
+                         {"destination_location_id": "LOC2", "city": "Seoul"}]}
+    said = _read("get_flight_routes", {"origin_location_id": "LOC1766"}, routes)
+    assert said.endswith("London has two routes: Amsterdam and Seoul.") and "LOC" not in said  # a place by its city
+    profile = {"name": "Yusuf Brown", "home_location_id": "LOC5543", "wallet_balance": 5231.0}
+    assert "Yusuf Brown" in (said := _read("get_traveler_profile", {}, profile)) and "home location" not in said
+    booking = {"booking_id": "BK1", "hotel_name": "Park Hotel", "status": "confirmed"}
+    assert "ooking BK1 (Park Hotel) is confirmed." in _read("get_booking", {"booking_id": "BK1"}, booking)
+
+
+def test_a_search_reply_is_not_led_by_the_place_it_was_asked_about():
+    args = {"origin_location_id": "LOC1766", "destination_location_id": "LOC4911", "date": "2025-05-01"}
+    found = dict(args, flights=[{"flight_id": "FL1", "flight_number": "KE2245", "price": 87.0},
+                                {"flight_id": "FL2", "flight_number": "AF1985", "price": 86.0}])
+    said = _read("search_flights", args, found)
+    assert "LOC1766" not in said and "origin location" not in said.lower()
+    assert "two flights: flight KE2245 ($87.00) and flight AF1985 ($86.00)" in said
+
+
+def test_an_update_says_the_new_value_not_the_state_it_left_as_it_was():
+    spec = ToolSpec(name="modify_pending_order_address", description="Modify the shipping address of a pending order.",
+                    parameters={"type": "object", "properties": {}}, read_only=False)
+    args = {"order_id": "#W1", "address1": "8260 Oak Street", "city": "Boise", "state": "ID", "zip": "83791"}
+    result = {"order_id": "#W1", "status": "pending", "address": {**{k: v for k, v in args.items() if k != "order_id"},
+                                                                  "country": "USA"}}
+    call = ToolCall(call_id="call_0_0", name=spec.name, args_exec=args, args_prov={}, result=result, ok=True)
+    said = assistant_reply([call], {spec.name: spec}, random.Random(0))
+    assert said.endswith("The address of order #W1 is now 8260 Oak Street, Boise, ID 83791, USA.")
+    assert "pending" not in said  # the order was pending before and after: not what the user asked about
+    cancel = ToolSpec(name="cancel_pending_order", description="Cancel a pending order.",
+                      parameters={"type": "object", "properties": {}}, read_only=False)
+    done = ToolCall(call_id="call_0_0", name=cancel.name, args_exec={"order_id": "#W1"}, args_prov={},
+                    result={"order_id": "#W1", "status": "cancelled"}, ok=True)
+    assert "rder #W1 is cancelled" in assistant_reply([done], {cancel.name: cancel}, random.Random(0))

@@ -51,7 +51,7 @@ _SUBJECT_ONLY = "that's "  # how `_object_sentence` says an object whose result 
 WRITE_LEADS = ["Done. ", "All set. ", "Okay, that's done. ", "That's taken care of. ", "Finished. ", ""]
 _ID_NAME = re.compile(r"(?:_|\b)ids?$|Ids?$")  # a field or parameter naming ids
 COMMON_OPENERS = {"The", "There", "For", "Here's", "That's", "That", "It", "Done:", "All", "Order", "Booking",
-                  "Reservation"}
+                  "Reservation", "Flight"}
 
 
 def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random,
@@ -462,6 +462,8 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
     object that names nothing of itself is said `about` what was asked ("For TSLA, the price is ..."); `focused`:
     the `echoed` fields stay unsaid even when nothing else is (they are what the user did not ask about)."""
     subject, used = _subject(obj, noun)
+    if subject and not changed and used <= echoed and not _about_itself(used, noun):
+        subject = ""  # a search's origin it was asked for names the query, not what it found
     status_key = next((k for k in obj if field_words(k).split()[-1:] == ["status"] and isinstance(obj[k], str)
                        and k not in used), None)
     message_key = next((k for k in obj if isinstance(obj[k], str) and len(obj[k].split()) > 1
@@ -476,16 +478,52 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
     skip = used | ({status_key} if status_key else set())
     facts = _facts(obj, skip | echoed, changed, keep, tool) or ([] if focused else _facts(obj, skip, changed, keep,
                                                                                           tool))
+    updated = bool(changed) and any(k in obj and obj[k] in changed.values() for k in used)  # a thing the call named
+    if updated and status_key and not _status_of_task(obj[status_key], tool):
+        status_key = None  # an address change: what it set, not the order's unchanged "is pending"
+        facts = [_now(f, changed) for f in facts]
+        if subject and len(facts) == 1 and (field := re.match(r"the (.+?) (is|are) now ", facts[0])):
+            return _sentence(f"the {field.group(1)} of {subject} {field.group(2)} now {facts[0][field.end():]}")
     if subject and status_key:
         head = f"{subject} {_state(_say(obj[status_key], status_key))}"
         text = _sentence(head + (f"; {_join(facts)}" if facts else ""))
+    elif subject and facts and (held := re.match(r"there (?:is|are) (?!no )", facts[0])):
+        text = _sentence(f"{subject} has {facts[0][held.end():]}" + (f"; {_clauses(facts[1:])}" if facts[1:] else ""))
     elif subject:
-        text = _sentence(f"{subject}: {_join(facts)}" if facts else f"{_SUBJECT_ONLY}{subject}")
+        text = _sentence(f"{subject}: {_clauses(facts)}" if facts else f"{_SUBJECT_ONLY}{subject}")
     else:
         if status_key:
             facts = [f"the {field_words(status_key)} is {_say(obj[status_key], status_key)}"] + facts
         text = _sentence((f"{about}, " if about and facts else "") + _join(facts))
     return " ".join(t for t in (_sentence(message), text) if t)
+
+
+def _status_of_task(status: Any, tool: str) -> bool:
+    """Whether a status says what the tool's verb did ("cancelled" for cancel_pending_order, "return requested" for
+    return_delivered_order_items), not a state it left as it was ("pending" after modify_pending_order_address)."""
+    verb = field_words(tool).split()[:1]
+    return bool(verb) and any(w[:5] == verb[0][:5] for w in str(status).lower().split())
+
+
+def _now(fact: str, changed: Mapping[str, Any]) -> str:
+    """A fact holding one of the values a write set, said as the thing's new state ("the address is now ...")."""
+    given = [str(v) for v in changed.values() if isinstance(v, (str, int, float)) and len(str(v)) >= 3]
+    if any(g in fact for g in given):
+        return re.sub(r"^the (.+?) (is|are) ", r"the \1 \2 now ", fact, count=1)
+    return fact
+
+
+def _about_itself(used: set[str], noun: str) -> bool:
+    """Whether the keys that name an object name the thing the tool is about (an order's `order_id` for
+    get_order_details), not another one it was asked about (a flight search's `origin_location_id`)."""
+    own = set(noun.split()) | {_singular(w) for w in noun.split()}
+    return any(own & set(field_words(k).split()[:-1]) or k in ("id", "name") for k in used)
+
+
+def _clauses(facts: list[str]) -> str:
+    """Facts joined as prose; with "; " where one holds a listing of its own ("two orders: #1, #2 and #3; the
+    email is ...")."""
+    return "; ".join(facts) if any(": " in f for f in facts[:-1]) else _join(facts)
 
 
 _NOT_NOUNS = {"not", "in", "on", "being", "fully", "partially", "now", "already", "auto"}
@@ -519,6 +557,9 @@ def _subject(obj: dict[str, Any], noun: str) -> tuple[str, set[str]]:
     """How to name an object ("order #W123", "Park Hotel (hotel HTL1)", "tweet 2 by ana") and the keys that says."""
     id_key = next((k for k in obj if re.fullmatch(r"(?:\w+_)?id|\w+Id|\w+_number|\w+Number", k)
                    and isinstance(obj[k], (str, int)) and not isinstance(obj[k], bool)), None)
+    if id_key and (number := re.sub(r"_id$|Id$", lambda m: "_number" if m.group().startswith("_") else "Number",
+                                    id_key)) != id_key and isinstance(obj.get(number), (str, int)):
+        id_key = number  # a flight by its flight number, as people name it, not by the system's flight id
     name_key = next((k for k in NAME_KEYS if k in obj and isinstance(obj[k], (str, dict)) and obj[k]), None)
     author_key = next((k for k in AUTHOR_KEYS if isinstance(obj.get(k), str) and obj[k]), None)
     used = {k for k in (id_key, name_key, author_key) if k}
@@ -530,6 +571,10 @@ def _subject(obj: dict[str, Any], noun: str) -> tuple[str, set[str]]:
     kind = field_words(id_key).rsplit(" ", 1)[0] if id_key and " " in field_words(id_key) else noun
     ident = f"{kind} {obj[id_key]}" if id_key else None
     by = f" by {obj[author_key]}" if author_key else ""
+    if name and ident and name_key and "_" in name_key and name_key.split("_")[0] not in kind.split():
+        return f"{ident} ({name}{by})", used  # a booking named by its hotel: "booking BK1 (Park Hotel)"
+    if name and ident and (name_key == "city" or len(kind.split()) > 1 and not _about_itself({id_key}, noun)):
+        return f"{name}{by}", used  # a place is its city ("Seoul"); a person not by a relation ("home location L5")
     if name and ident:
         return f"{name} ({ident}{by})", used
     return (f"{name}{by}" if name else f"{ident}{by}" if ident else ""), used
@@ -565,6 +610,8 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep
         address = address and bool(changed.keys() & set(ADDRESS_KEYS))
         outcome = [k for k in keys if k not in own and MONEY.search(k) and isinstance(obj[k], (int, float))][:1]
         kept = [k for k in keys if k in keep and k not in own]
+        if any(not _ID_NAME.search(k) for k in own):  # a booking's hotel and room ids say nothing its names don't
+            own = [k for k in own if not _ID_NAME.search(k)]
         keys = kept + own + outcome if own or address else keys[:max(FACTS_AFTER_WRITE, len(kept))]  # + its cost
     if address:
         out.append(f"the address is {_address(obj)}")
