@@ -19,6 +19,7 @@ from sap.provenance.policy import (
     policy_check,
     policy_from_data,
     recap,
+    recap_details,
     violations,
 )
 from sap.toolsets.modules import module_from_path, toolset_from_module
@@ -218,7 +219,7 @@ def test_confirmation_exchanges_split_turns_before_each_write_and_follow_provena
     assert [[c.name for c in t.calls] for t in out.turns] == [["login"], ["get_booking", "get_order"],
                                                               ["cancel_order"]]
     asked = out.turns[1].assistant_message  # the recap: the action and its values in words, then a question
-    assert "#W1" in asked and "order ID" in asked and "order_id" not in asked and answers_recap(out, 2)
+    assert "order #W1" in asked and "order_id" not in asked and answers_recap(out, 2)
     assert out.turns[2].assistant_message == "Cancelled." and out.turns[2].user_message.startswith("Yes")
     moved = out.turns[2].calls[0].args_prov["order_id"]
     assert (moved.turn, moved.call) == (1, 1) and out.turns[2].index == 2
@@ -268,3 +269,14 @@ def test_audit_reports_a_tau2_record_that_breaks_its_policy(tau2_records):
     report = audit_records(broken)
     assert [f.where for f in report.findings["policy_violation"]] == [broken[0]["id"]]
     assert "must_precede" in report.findings["policy_violation"][0].detail
+
+
+def test_a_recap_states_values_as_a_person_does_every_one_verbatim():
+    args = {"order_id": "#W7381650", "address1": "4454 River Road", "address2": "Suite 725", "city": "Jacksonville",
+            "state": "FL", "country": "USA", "zip": "32244"}
+    said = recap_details(args)
+    assert said == "order #W7381650; address 4454 River Road, Suite 725, Jacksonville, FL 32244, USA"
+    said = recap_details({"order_id": "#W1", "item_ids": ["11", "12"], "payment_method_id": "paypal_1",
+                          "reason": "no longer needed"})
+    assert said == 'order #W1; items 11 and 12; payment method paypal_1; reason "no longer needed"'
+    assert "address 1" not in recap_details({**args, "address2": ""}) and "ID" not in said

@@ -7,6 +7,7 @@ a rule does not name otherwise and "writes" for every tool not declared read-onl
 from __future__ import annotations
 
 import random
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -168,10 +169,41 @@ RECAP_LEADS = ("Before I go ahead, let me check the details with you: I'll {task
                "To make sure I have it right: I'll {task}{details}.")
 
 
+ADDRESS_PARTS = ("address1", "address2", "city", "state", "zip", "country")  # a flat postal address, in writing order
+
+
+def recap_details(args: dict[str, Any]) -> str:
+    """A write's arguments as a person states them: a flat address as one address line ("2733 Hillcrest Way,
+    Phoenix, AZ 85008, USA"), ids by what they name ("order #W1", "items 11 and 12"), other values with their names
+    in words and free text in quotes; every value verbatim."""
+    parts, address = [], [k for k in ADDRESS_PARTS if k in args]
+    for name, value in args.items():
+        if name in address:
+            if name == address[0] and len(address) >= 4:
+                said = {k: str(args[k]) for k in address if args[k] not in ("", None)}
+                region = " ".join(said.pop(k) for k in ("state", "zip") if k in said)  # "AZ 85008"
+                lines = [said.get(k) for k in ("address1", "address2", "city")] + [region, said.get("country")]
+                parts.append("address " + ", ".join(x for x in lines if x))
+            elif len(address) < 4:
+                parts.append(f"{field_words(name)} {describe_value(value)}")
+            continue
+        words = field_words(name)
+        if re.search(r" IDs?$", words) and (isinstance(value, (str, int)) or isinstance(value, list) and value and all(
+                isinstance(v, (str, int)) for v in value)):
+            noun = words.rsplit(" ", 1)[0]
+            many = isinstance(value, list) and len(value) > 1
+            said = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+            joined = ", ".join(said[:-1]) + " and " + said[-1] if many else said[0]
+            parts.append(f"{noun}{'s' if many and not noun.endswith('s') else ''} {joined}")
+        else:
+            parts.append(f"{words} {describe_value(value)}")
+    return "; ".join(parts)
+
+
 def recap(call: ToolCall, spec: ToolSpec, rng: random.Random) -> str:
-    """The assistant's recap of a write before it runs, in words: the action and every argument value (parameter
-    names in words), then a question from CONFIRM_QUESTIONS; wording drawn with `rng`."""
-    details = "; ".join(f"{field_words(name)} {describe_value(value)}" for name, value in call.args_exec.items())
+    """The assistant's recap of a write before it runs, in words: the action and every argument value
+    (`recap_details`), then a question from CONFIRM_QUESTIONS; wording drawn with `rng`."""
+    details = recap_details(call.args_exec)
     task = task_phrase(spec).split(";")[0].rstrip(". ")
     lead = rng.choice(RECAP_LEADS).format(task=task, details=f", with {details}" if details else "")
     return f"{lead} {rng.choice(CONFIRM_QUESTIONS)}"
