@@ -9,7 +9,8 @@ MissFunc rewrites are covered (the default --mix is base=1). All three were rege
 withheld value said last after a colon left out with its clause; "please" once a message; travel's destination
 searches for places it serves, a search told from another by the city it found; a login said as what was done),
 and again in the session of 2026-12-07 after ee8f6ca (replies name a flight by its number, a place by its city, a
-profile by its person; a search's reply is not led by what it was asked; an update says the value it set);
+profile by its person; a search's reply is not led by what it was asked; an update says the value it set; the
+same finding of two calls told once);
 rejections as before.
 
 Nothing is normalized: every field of every record and rejection line is compared byte for byte. No field is

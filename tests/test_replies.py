@@ -571,3 +571,17 @@ def test_an_update_says_the_new_value_not_the_state_it_left_as_it_was():
     done = ToolCall(call_id="call_0_0", name=cancel.name, args_exec={"order_id": "#W1"}, args_prov={},
                     result={"order_id": "#W1", "status": "cancelled"}, ok=True)
     assert "rder #W1 is cancelled" in assistant_reply([done], {cancel.name: cancel}, random.Random(0))
+
+
+def test_a_status_that_is_a_message_is_said_as_one_and_the_same_finding_once():
+    spec = ToolSpec(name="withdraw_funds", description="Withdraw funds from the account.",
+                    parameters={"type": "object", "properties": {}}, read_only=False)
+    call = ToolCall(call_id="call_0_0", name=spec.name, args_exec={"amount": 11.0}, args_prov={}, ok=True,
+                    result={"status": "Withdrawal successful", "new_balance": 31989.0})
+    said = assistant_reply([call], {spec.name: spec}, random.Random(0))
+    assert "Withdrawal successful." in said and "the status is" not in said.lower()
+    empty = [ToolCall(call_id=f"call_0_{i}", name="filter_stocks_by_price", args_exec={}, args_prov={},
+                      ok=True, result={"filtered_stocks": []}) for i in range(2)]
+    read = ToolSpec(name="filter_stocks_by_price", description="Filter stocks by price.",
+                    parameters={"type": "object", "properties": {}}, read_only=True)
+    assert assistant_reply(empty, {read.name: read}, random.Random(0)).count("no filtered stocks") == 1

@@ -49,6 +49,7 @@ NARROWED_FIELDS = 6  # a read result with more fields than this says only the on
 FACTS_AFTER_WRITE = 2  # fields stated of a write's result when none holds what it set
 _SUBJECT_ONLY = "that's "  # how `_object_sentence` says an object whose result names it and nothing else
 WRITE_LEADS = ["Done. ", "All set. ", "Okay, that's done. ", "That's taken care of. ", "Finished. ", ""]
+_OUTCOME = re.compile(r"\b(?:success\w*|fail\w*|error|complete[ds]?|done)\b", re.I)  # words of a result message
 _ID_NAME = re.compile(r"(?:_|\b)ids?$|Ids?$")  # a field or parameter naming ids
 COMMON_OPENERS = {"The", "There", "For", "Here's", "That's", "That", "It", "Done:", "All", "Order", "Booking",
                   "Reservation", "Flight"}
@@ -71,6 +72,8 @@ def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: rand
     parts = [call_reply(calls[i], specs.get(calls[i].name), rng, specs, lead=k == 0 and not prepared,
                         keep=referred.get(i, ()), asked=asked)
              for k, i in enumerate(shown)]
+    said = [re.sub(r"^(?:Here's what I found|I checked): ", "", p).lower() for p in parts]
+    parts = [p for k, p in enumerate(parts) if said[k] not in said[:k]]  # two empty filters: told once
     if len(parts) > 1:
         parts = [parts[0]] + [_joined(p, rng) for p in parts[1:]]
     return " ".join(prepared + parts)
@@ -470,7 +473,8 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
                         and (field_words(k).split()[-1:] in (["status"], ["result"], ["message"], ["notification"])
                              or len(obj[k].split()) >= 4 and obj[k][:1].isupper() and "\n" not in obj[k]
                              and not _names_thing(k))
-                        and (k != status_key or obj[k][:1].isupper() and len(obj[k].split()) > 2)), None)
+                        and (k != status_key or obj[k][:1].isupper() and (len(obj[k].split()) > 2 or _OUTCOME.search(
+                            obj[k])))), None)  # "Withdrawal successful" is a message, "In Transit" a status
     message = _message(obj[message_key]) if message_key else ""
     if message_key:  # a message of the result's own ("Navigating to ...", "'a.txt' removed")
         used = used | {message_key}
