@@ -585,3 +585,11 @@ def test_a_status_that_is_a_message_is_said_as_one_and_the_same_finding_once():
     read = ToolSpec(name="filter_stocks_by_price", description="Filter stocks by price.",
                     parameters={"type": "object", "properties": {}}, read_only=True)
     assert assistant_reply(empty, {read.name: read}, random.Random(0)).count("no filtered stocks") == 1
+
+
+def test_a_write_is_said_without_the_docstrings_qualifiers():
+    touch = ToolSpec(name="touch", description="Create a new file of any extension in the current directory.",
+                     parameters={"type": "object", "properties": {}})
+    call = ToolCall(call_id="call_0_0", name="touch", args_exec={"file_name": "v2.txt"}, args_prov={}, result=None)
+    said = assistant_reply([call], {"touch": touch}, random.Random(0))
+    assert "created a new file (file name v2.txt)" in said and "any extension" not in said, said
