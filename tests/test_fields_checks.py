@@ -367,3 +367,9 @@ def test_an_array_takes_an_aliased_listing_whole_and_single_aliased_elements_onl
     found = candidates("new_item_ids", {"type": "array", "items": {"type": "string"}}, variants,
                        ("$.variants.*.item_id",))
     assert {tuple(c.value) for c in found} == {("111",), ("222",)}  # no listing to take whole: one element
+
+
+def test_a_value_with_a_letter_at_an_edge_is_mentioned_only_as_a_word_of_its_own():
+    assert not mentions("Fly me to Amsterdam.", "AMS") and mentions("Fly me to AMS.", "AMS")
+    assert not mentions("Open the reports folder.", "report") and mentions("Open notes.txt", "notes")
+    assert mentions("Pay $87.00", 87.0) and mentions("Flight FL123 then", "FL123")

@@ -536,6 +536,11 @@ def test_things_are_named_as_people_name_them_not_by_system_ids():
     flight = {"flight_id": "FL51893", "flight_number": "KE2245", "seats_left": 23, "price": 87.0}
     said = _read("get_flight_details", {"flight_id": "FL51893"}, flight)
     assert "KE2245" in said and "FL51893" not in said  # a flight by its number
+    asked = assistant_reply([ToolCall(call_id="call_0_0", name="get_flight_details", args_exec={}, args_prov={},
+                                      result={**flight, "airline": "KE", "date": "2025-05-01", "departure_time": "9:05",
+                                              "arrival_time": "10:10", "duration_minutes": 65}, ok=True)],
+                            {}, random.Random(0), asked="Tell me more about the flight from the results.")
+    assert "the price is $87.00" in asked  # "the flight" names the flight: its number is not all that was asked
     routes = {"origin_location_id": "LOC1766", "city": "London",
               "routes": [{"destination_location_id": "LOC4911", "city": "Amsterdam"},
                          {"destination_location_id": "LOC2", "city": "Seoul"}]}

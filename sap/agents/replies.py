@@ -432,7 +432,9 @@ def asked_fields(result: Any, message: str) -> set[str]:
     if not isinstance(result, dict) or not message:
         return set()
     said = {singular(w) for w in re.findall(r"[a-z]+", message.lower())}
+    naming = _subject(result, "")[1]  # "the flight from the results" asks for no flight number: it names the flight
     named = {k for k in result if not k.startswith("_") and not _ID_NAME.search(k) and k not in (*NAME_KEYS, "status")
+             and k not in naming
              and result[k] not in (None, "", [], {})  # an empty field answers nothing
              and (words := {singular(w) for w in field_words(k).split()} - _QUALIFIERS) and words <= said
              and not (isinstance(result[k], (str, int)) and str(result[k]) in message)}  # not what the user said

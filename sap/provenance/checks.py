@@ -36,8 +36,21 @@ def mention_texts(value: Any) -> list[str]:
 
 
 def mentions(message: str, value: Any) -> bool:
-    """Whether `value` appears verbatim (case- and whitespace-insensitive) in `message`."""
-    return all(normalize_text(text) in normalize_text(message) for text in mention_texts(value))
+    """Whether `value` appears verbatim (case- and whitespace-insensitive) in `message`, a value that begins or
+    ends with a letter as a word of its own there ("AMS" is not in "Amsterdam", "report" not in "reports")."""
+    said = normalize_text(message)
+    return all(_within(normalize_text(text), said) for text in mention_texts(value))
+
+
+def _within(text: str, said: str) -> bool:
+    """Whether `text` stands in `said`, not glued to letters at an edge where it has a letter itself."""
+    if text not in said:
+        return False
+    if not (text[:1].isalpha() or text[-1:].isalpha()):
+        return True
+    left = r"(?<![^\W\d_])" if text[:1].isalpha() else ""
+    right = r"(?![^\W\d_])" if text[-1:].isalpha() else ""
+    return re.search(left + re.escape(text) + right, said) is not None
 
 
 def states_value(message: str, tool: str, param: str, value: Any) -> bool:

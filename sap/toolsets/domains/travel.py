@@ -597,10 +597,10 @@ def _distance_km(a: tuple, b: tuple) -> float:
     return 2 * 6371 * math.asin(math.sqrt(h))
 
 
-def _sample_location(rng: random.Random, taken: set[str], city: tuple) -> dict:
+def _sample_location(rng: random.Random, city: tuple) -> dict:
     name, country, code, currency, *_, high, rain = city
     return {
-        "location_id": _unique(rng, taken, lambda r: f"LOC{r.randint(1000, 9999)}"),
+        "location_id": code,  # a place's id is its airport code, as travelers name it ("LHR"), never "LOC1766"
         "city": name, "country": country, "airport_code": code, "currency": currency,
         "climate": {"avg_high_c": high + rng.randint(-4, 4), "rain_chance": max(0, rain + rng.randint(-10, 10))},
     }
@@ -686,7 +686,7 @@ def sample_config(seed: int) -> dict:
     taken: set[str] = set()
     today = date(2025, 1, 1) + timedelta(days=rng.randint(0, 700))
     cities = rng.sample(_CITIES, rng.randint(6, 12))
-    places = [(_sample_location(rng, taken, city), city) for city in cities]
+    places = [(_sample_location(rng, city), city) for city in cities]
     hotels = []
     for location, city in places:
         titles = rng.sample([f"{w} {k}" for w in _HOTEL_WORDS for k in _HOTEL_KINDS], rng.randint(2, 4))
