@@ -267,7 +267,9 @@ def test_a_patch_made_for_a_turn_that_is_cut_off_is_dropped(poor_travel, monkeyp
               producers={"book_flight": {"flight_id": ["get_flight_details"]},
                          "modify_booking_dates": {"booking_id": ["book_flight"]}})
     ctx = SynthesisContext(toolset=poor_travel, fsm_builder=_Fixed(fsm), min_turns=2, max_turns=2, min_keep_turns=1)
-    out = synthesis_graph().invoke({"index": 0, "seed": 4}, context=ctx)
+    # seed 3: a flight the wallet cannot pay (at seed 4 the travel world of flight-number ids picks a full cabin,
+    # whose repair cannot replay the details read before it; 19 of seeds 0-29 fit)
+    out = synthesis_graph().invoke({"index": 0, "seed": 3}, context=ctx)
     assert [(e["tool"], e["outcome"]) for e in out["repair_log"]] == [("book_flight", "ok")]
     assert [t["index"] for t in out["turns"]] == [0]  # a flight booking has no stay dates to move: turn 1 is cut
-    assert out["c0_patch"] == [] and ctx.c0(out) is ctx.initial_config(4)
+    assert out["c0_patch"] == [] and ctx.c0(out) is ctx.initial_config(3)

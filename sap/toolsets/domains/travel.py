@@ -629,9 +629,9 @@ def _sample_flight(rng: random.Random, taken: set[str], origin: tuple, destinati
     fare = (70 + 0.085 * km) * rng.uniform(0.8, 1.3)
     seats = {"economy": rng.choice([0, 2, 5, 9, 14, 23, 40]), "business": rng.choice([0, 1, 3, 6, 8]),
              "first": rng.choice([0, 0, 1, 2, 4])}
-    return {
-        "flight_id": _unique(rng, taken, lambda r: f"FL{r.randint(10000, 99999)}"),
-        "flight_number": f"{code}{rng.randint(10, 2999)}", "airline": airline,
+    number = _unique(rng, taken, lambda r: f"{code}{r.randint(10, 2999)}")
+    return {  # a flight's id is its flight number ("BA2877"), as it stands on a traveler's ticket
+        "flight_id": number, "flight_number": number, "airline": airline,
         "origin_location_id": origin[0]["location_id"], "destination_location_id": destination[0]["location_id"],
         "date": day.isoformat(), "departure_time": departure.isoformat(timespec="minutes"),
         "arrival_time": (departure + timedelta(minutes=minutes)).isoformat(timespec="minutes"),
