@@ -144,6 +144,8 @@ def test_a_message_says_please_once_and_no_word_twice_in_a_row():
         'Echo "please please me" please, for the date you found earlier on file.'
     assert unstuttered("OK, so so you know, fly me there on on the first date.") == \
         "OK, so you know, fly me there on the first date."
+    assert unstuttered('Book a economy seat, a one-way trip, for a user, "a apple".') == \
+        'Book an economy seat, a one-way trip, for a user, "a apple".'  # a value after "a" takes "an" as people say
 
 
 def test_a_request_ending_in_a_clause_takes_no_tail_and_please_is_said_once():

@@ -164,14 +164,17 @@ _SOFTENED = re.compile(r"\b(?:please|for me|if you can|if possible|thanks|when y
                        r"|[,;] (?:I|I'm|I've|I'd|it|it's|it was|that's|we)\b", re.I)  # or a clause of its own
 
 
+_AN = re.compile(r"\b([Aa]) (?=(?!one\b|once\b|eu)[aeio][a-z])")  # "a" before a vowel sound (never "a one-way")
+
+
 def unstuttered(text: str) -> str:
     """The text with words said twice in a row by joined phrases said once ("just just", "on file on file", "earlier
-    on on the date") and "please" said once (joined requests and tails each brought one); quoted values are left as
-    they are."""
+    on on the date"), "please" said once (joined requests and tails each brought one) and "a" before a vowel as "an"
+    ("an economy seat", where a value filled the slot after "a"); quoted values are left as they are."""
     parts = re.split(r'("[^"]*")', text)
     said = False
     for i in range(0, len(parts), 2):
-        part = _STUTTER.sub(r"\1", parts[i])
+        part = _AN.sub(r"\1n ", _STUTTER.sub(r"\1", parts[i]))  # "book an economy seat", not "a economy seat"
         if said:
             part = _LATER_PLEASE.sub(_dropped_please, part)
         else:
