@@ -214,3 +214,21 @@ def test_a_place_id_from_an_earlier_result_is_named_by_its_city_and_other_ids_ar
         message = RuleMessenger().write([first, second], {"get_weather": spec}, random.Random(seed))[1].user_message
         assert "Berlin" in message and "LOC3" not in message, message
         assert not re.search(r"route|city|location", message), message
+
+
+
+def test_values_stated_ahead_never_read_as_a_promise_and_take_a_lead_once():
+    """A note of a value for a later step is no promise to give one ("... set to alice in a bit" read as the MissParam
+    announcement the rewrite refuses), and two notes in one message do not open alike ("Before I forget, ...
+    Before I forget, ...")."""
+    import random as _random
+
+    from sap.agents.composer import _AHEAD, compose_message
+    from sap.provenance.withheld import announces
+
+    assert not [note for note in _AHEAD if announces(note.format(n="username", v="alice"))]
+    notes = ["Before I forget, the username should be alice later.", "Before I forget, the password is x1, in case "
+             "it comes up."]
+    for seed in range(20):
+        said = compose_message(["List my files"], notes, False, [], _random.Random(seed))
+        assert said.count("Before I forget") == 1 and "The password is x1" in said, said

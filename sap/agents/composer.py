@@ -88,9 +88,10 @@ _AHEAD_CORES = expand_all([
     "the {n} I'll want [later|down the line|further on|afterwards] is {v}", "[later on|down the line|further on] I'll "
     "[want|need] {v} for the {n}", "the {n} should be {v} [further on|later|afterwards]", "{v} is the {n} for a later step",
     "use {v} as the {n} when we get [there|to it|that far]", "the {n} for afterwards is {v}",
-    "keep {v} in mind as the {n}", "I'm going to need the {n} set to {v} [down the line|later|in a bit]",
-    "save {v} for the {n} [later|for later]", "we'll need {v} as the {n} [at some point|later|in a bit]",
-    "the {n} will end up being {v}", "make a note of {v} as the {n}[| for later]", "remember {v} for the {n} later"])
+    "keep {v} in mind as the {n}", "I'm going to need the {n} set to {v} [down the line|later]",
+    "the {n} is {v}, [for when we get to it|in case it comes up|you'll need it later]",
+    "we'll need {v} as the {n} [at some point|later]", "the {n} will end up being {v}",
+    "make a note of {v} as the {n}[| for later]"])  # never "in a bit": it reads as a promise to give a value later
 _AHEAD = [lead + (core if lead else core[:1].upper() + core[1:]) + "." for lead in _AHEAD_LEADS for core in _AHEAD_CORES]
 _CLOSERS = [" " + c for c in expand_all([
     "[Thanks|Thank you][!|.| a lot.| so much.| in advance!| kindly.]", "[Many thanks|Cheers|Ta|Thanks heaps|"
@@ -287,6 +288,9 @@ def compose_message(requests: Sequence[str], ahead: Sequence[str], first: bool,
         body = body if re.match(r"I\b|[A-Z]{2}", body) else body[:1].lower() + body[1:]  # "I", "OK" keep their case
     message = lead + body
     for sentence in ahead:
+        opener = next((o for o in _AHEAD_LEADS if o and sentence.startswith(o)), "")
+        if opener and opener.strip(" ,:").lower() in message.lower():  # not "Before I forget, ... Before I forget, ..."
+            sentence = sentence[len(opener):][:1].upper() + sentence[len(opener):][1:]
         message += " " + sentence
     if rng.random() < 0.15:
         message = message.rstrip() + rng.choice(_CLOSERS)
