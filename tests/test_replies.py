@@ -571,6 +571,13 @@ def test_an_update_says_the_new_value_not_the_state_it_left_as_it_was():
     said = assistant_reply([call], {spec.name: spec}, random.Random(0))
     assert said.endswith("The address of order #W1 is now 8260 Oak Street, Boise, ID 83791, USA.")
     assert "pending" not in said  # the order was pending before and after: not what the user asked about
+    user = ToolCall(call_id="call_0_0", name="modify_user_address", args_exec={**args, "order_id": None,
+                                                                                "user_id": "ana_1"}, args_prov={},
+                    result={"user_id": "ana_1", "name": {"first_name": "Ana", "last_name": "Li"},
+                            "address": result["address"]}, ok=True)
+    said = assistant_reply([user], {"modify_user_address": spec.model_copy(update={"name": "modify_user_address"})},
+                           random.Random(0))
+    assert said.endswith("The address of Ana Li (user ana_1) is now 8260 Oak Street, Boise, ID 83791, USA."), said
     cancel = ToolSpec(name="cancel_pending_order", description="Cancel a pending order.",
                       parameters={"type": "object", "properties": {}}, read_only=False)
     done = ToolCall(call_id="call_0_0", name=cancel.name, args_exec={"order_id": "#W1"}, args_prov={},

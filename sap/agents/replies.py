@@ -485,7 +485,7 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
     facts = _facts(obj, skip | echoed, changed, keep, tool) or ([] if focused else _facts(obj, skip, changed, keep,
                                                                                           tool))
     updated = bool(changed) and any(k in obj and obj[k] in changed.values() for k in used)  # a thing the call named
-    if updated and status_key and not _status_of_task(obj[status_key], tool):
+    if updated and not (status_key and _status_of_task(obj[status_key], tool)):
         status_key = None  # an address change: what it set, not the order's unchanged "is pending"
         facts = [_now(f, changed) for f in facts]
         if subject and len(facts) == 1 and (field := re.match(r"the (.+?) (is|are) now ", facts[0])):
