@@ -408,3 +408,15 @@ def test_a_hidden_prerequisite_is_refused_as_the_step_the_request_needs():
     plain_leads = {t.split("{task}")[0] for t in _CANNOT}
     assert any(said["find_box"].startswith(lead) for lead in step_leads), said["find_box"]
     assert any(said["open_box"].startswith(lead) for lead in plain_leads), said["open_box"]
+
+
+def test_a_hidden_tool_is_refused_by_what_it_does_not_every_step_of_its_docstring():
+    from sap.graphs.rewrite import _plan_miss_func
+
+    spec = ToolSpec(name="cancel_booking", description="Cancel a confirmed hotel or flight booking, release the room "
+                    "or seat and refund the wallet in full.", parameters={"type": "object"})
+    call = ToolCall(call_id="call_0_0", name="cancel_booking", args_exec={}, args_prov={}, result={"ok": True})
+    base = Trajectory(id="t", toolset="x", seed=0, c0={}, turns=[
+        Turn(index=0, state="a", transition=0, user_message="Cancel it.", assistant_message="ok", calls=[call])])
+    said = _plan_miss_func(base, {"cancel_booking": spec}, random.Random(0))["assistant_k"]
+    assert "cancel a confirmed hotel or flight booking" in said and "release" not in said, said

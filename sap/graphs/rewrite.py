@@ -126,9 +126,10 @@ def _join(items: list[str]) -> str:
 
 def _task_words(spec: ToolSpec) -> str:
     """The first clause of a tool's description as a lower-case imperative (`cancel a pending order and refund
-    ...`; "Presses the brake pedal" -> "press the brake pedal")."""
+    ...`; "Presses the brake pedal" -> "press the brake pedal"; "Cancel a booking, release the room and refund the
+    wallet" -> "cancel a booking": what cannot be done, not every step of it)."""
     text = (spec.description or "").strip().split("\n")[0]
-    return imperative(re.split(r"\. |; |: | \(", text)[0].strip().rstrip(".,"))
+    return imperative(re.split(r"\. |; |: | \(|, ", text)[0].strip().rstrip(".,"))
 
 
 # ---------------------------------------------------------------------------------------------------------
