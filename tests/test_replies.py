@@ -605,3 +605,15 @@ def test_a_write_is_said_without_the_docstrings_qualifiers():
     call = ToolCall(call_id="call_0_0", name="touch", args_exec={"file_name": "v2.txt"}, args_prov={}, result=None)
     said = assistant_reply([call], {"touch": touch}, random.Random(0))
     assert "created a new file (file name v2.txt)" in said and "any extension" not in said, said
+
+
+def test_a_value_a_later_turn_points_at_is_said_in_words_where_the_thing_has_them():
+    booking = {"booking_id": "BK1", "hotel_id": "HTL5", "hotel_name": "Garden Hotel", "room_id": "HTL5-DLX",
+               "room_type": "Deluxe King", "check_in": "2026-03-08", "check_out": "2026-03-10", "guests": 2,
+               "price_per_night": 127.0, "total_price": 254.0}
+    call = ToolCall(call_id="call_0_0", name="get_booking", args_exec={"booking_id": "BK1"}, args_prov={},
+                    result=booking, ok=True)
+    spec = ToolSpec(name="get_booking", description="Get a booking.", parameters={"type": "object", "properties": {}},
+                    read_only=True)
+    said = assistant_reply([call], {"get_booking": spec}, random.Random(0), referred={0: {"room_id"}})
+    assert "the room type is deluxe king" in said.lower() and "HTL5-DLX" not in said, said

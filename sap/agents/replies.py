@@ -591,8 +591,10 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep
     """The object's salient fields as clauses ("the email is x", "there are three orders: ..."), most salient first;
     a write's changed fields first of all (of several holding what it set, those named like the `tool`: a
     return's `return_items`, not the order's items again), and the `keep` fields (what a later turn refers to)
-    never left out."""
+    never left out; a kept id said by the field that names its thing in words where the object has one (a room id
+    as its `room_type`, "Deluxe King", which is what the user then points at)."""
     out = []
+    keep = {_in_words(k, obj) for k in keep}
     address = {"address1", "city"} <= set(obj) and not {"address1", "city"} <= skip  # unless left unsaid
     if address:
         skip = skip | set(ADDRESS_KEYS)
@@ -648,6 +650,14 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep
         else:
             out.append(_field_clause(_numbered(field_words(key)), _say(value, key), value))
     return out
+
+
+def _in_words(key: str, obj: dict[str, Any]) -> str:
+    """The field of `obj` that names the thing an id field `key` identifies in words (`room_id` -> `room_type`,
+    `hotel_id` -> `hotel_name`), else `key`."""
+    stem = re.sub(r"_id$", "", key)
+    return next((f"{stem}_{kind}" for kind in ("name", "type") if stem != key and isinstance(obj.get(f"{stem}_{kind}"),
+                                                                                          str)), key)
 
 
 def _id_list_clause(words: str, ids: list[Any]) -> str:
