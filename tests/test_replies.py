@@ -577,7 +577,7 @@ def test_an_update_says_the_new_value_not_the_state_it_left_as_it_was():
                             "address": result["address"]}, ok=True)
     said = assistant_reply([user], {"modify_user_address": spec.model_copy(update={"name": "modify_user_address"})},
                            random.Random(0))
-    assert said.endswith("The address of Ana Li (user ana_1) is now 8260 Oak Street, Boise, ID 83791, USA."), said
+    assert said.endswith("Your address is now 8260 Oak Street, Boise, ID 83791, USA."), said  # the user's own
     cancel = ToolSpec(name="cancel_pending_order", description="Cancel a pending order.",
                       parameters={"type": "object", "properties": {}}, read_only=False)
     done = ToolCall(call_id="call_0_0", name=cancel.name, args_exec={"order_id": "#W1"}, args_prov={},
@@ -617,3 +617,17 @@ def test_a_value_a_later_turn_points_at_is_said_in_words_where_the_thing_has_the
                     read_only=True)
     said = assistant_reply([call], {"get_booking": spec}, random.Random(0), referred={0: {"room_id"}})
     assert "the room type is deluxe king" in said.lower() and "HTL5-DLX" not in said, said
+
+
+
+def test_the_customers_own_account_is_told_as_yours():
+    profile = {"user_id": "raj_1", "name": {"first_name": "Raj", "last_name": "Khan"}, "email": "raj@example.com",
+               "orders": ["#W1", "#W2"]}
+    call = ToolCall(call_id="call_0_0", name="get_user_details", args_exec={"user_id": "raj_1"}, args_prov={},
+                    result=profile, ok=True)
+    spec = ToolSpec(name="get_user_details", description="Get the details of a user.",
+                    parameters={"type": "object", "properties": {}}, read_only=True)
+    said = assistant_reply([call], {spec.name: spec}, random.Random(1))
+    assert "your email is raj@example.com" in said.lower() and "Raj Khan (user raj_1)" not in said, said
+    later = assistant_reply([call], {spec.name: spec}, random.Random(1), referred={0: {"user_id"}})
+    assert "your user ID is raj_1" in later.lower().replace("id", "ID"), later  # a later turn points at it

@@ -52,7 +52,7 @@ WRITE_LEADS = ["Done. ", "All set. ", "Okay, that's done. ", "That's taken care 
 _OUTCOME = re.compile(r"\b(?:success\w*|fail\w*|error|complete[ds]?|done)\b", re.I)  # words of a result message
 _ID_NAME = re.compile(r"(?:_|\b)ids?$|Ids?$")  # a field or parameter naming ids
 COMMON_OPENERS = {"The", "There", "For", "Here's", "That's", "That", "It", "Done:", "All", "Order", "Booking",
-                  "Reservation", "Flight"}
+                  "Reservation", "Flight", "You", "Your"}
 
 
 def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: random.Random,
@@ -488,8 +488,14 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
     if updated and not (status_key and _status_of_task(obj[status_key], tool)):
         status_key = None  # an address change: what it set, not the order's unchanged "is pending"
         facts = [_now(f, changed) for f in facts]
-        if subject and len(facts) == 1 and (field := re.match(r"the (.+?) (is|are) now ", facts[0])):
+        if subject and len(facts) == 1 and (field := re.match(r"the (.+?) (is|are) now ", facts[0])) and \
+                not _customer(obj, used):
             return _sentence(f"the {field.group(1)} of {subject} {field.group(2)} now {facts[0][field.end():]}")
+    if subject and facts and not status_key and _customer(obj, used):  # the user's own account: "you", "your"
+        shown = [f"the {field_words(k)} is {obj[k]}" for k in obj if k in used and k in keep and k == "user_id"]
+        yours = [re.sub(r"^there (?:is|are) (?!no )", "you have ", re.sub(r"^the ", "your ", f))
+                 for f in shown + facts]  # a user id a later turn points at is said, as the name said it before
+        return " ".join(t for t in (_sentence(message), _sentence(_clauses(yours))) if t)
     if subject and status_key:
         head = f"{subject} {_state(_say(obj[status_key], status_key))}"
         text = _sentence(head + (f"; {_join(facts)}" if facts else ""))
@@ -502,6 +508,11 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
             facts = [f"the {field_words(status_key)} is {_say(obj[status_key], status_key)}"] + facts
         text = _sentence((f"{about}, " if about and facts else "") + _join(facts))
     return " ".join(t for t in (_sentence(message), text) if t)
+
+
+def _customer(obj: dict[str, Any], used: set[str]) -> bool:
+    """Whether an object is the signed-in customer's own account: named by a person's name and a user id."""
+    return "user_id" in used and bool({"first_name", "name"} & used)
 
 
 def _status_of_task(status: Any, tool: str) -> bool:
