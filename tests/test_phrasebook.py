@@ -352,6 +352,8 @@ def test_a_multi_line_value_is_quoted_on_one_line_and_still_stated():
     text = "Status plan pending.\nReport research plan.\n- [x] Clean up"
     said = said_value(text)
     assert "\n" not in said and said.startswith('"') and mentions(f"Please tweet {said}.", text)
+    assert said_value("Meeting notes are attached") == '"Meeting notes are attached"'  # a sentence, not a name:
+    assert said_value("Salt Lake City") == "Salt Lake City" and said_value("8260 Oak Street") == "8260 Oak Street"
 
 
 def test_a_conditional_wording_is_recognised_when_a_reference_took_the_determiner_and_the_noun():

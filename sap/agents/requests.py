@@ -53,13 +53,19 @@ _EXTRA_LEADS = [", with {x}", ", using {x}", "; use {x}", " - {x}", ", and go wi
                 ", taking {x}", ", going with {x}"]
 
 
+_SENTENCE = re.compile(r"[A-Z][\w']*(?: \S+)* [a-z][\w']*(?: \S+)*")  # "Meeting notes are attached", not "Salt Lake City"
+
+
 def said_value(value: Any) -> str:
-    """A value as the user writes it, verbatim for the code check: short strings bare, longer text quoted (on one
-    line: a user does not paste line breaks into a request), lists
-    as "a, b and c", numbers and booleans as JSON writes them, objects as their fields in words."""
+    """A value as the user writes it, verbatim for the code check: short strings bare, longer text and a short
+    sentence ("Meeting notes are attached": post it, not 'post Meeting notes are attached as a tweet') quoted (on
+    one line: a user does not paste line breaks into a request), lists as "a, b and c", numbers and booleans as JSON
+    writes them, objects as their fields in words."""
     if isinstance(value, str):  # several lines on one line: the check compares text whitespace-insensitively
-        return f'"{" ".join(value.split())}"' if len(value.split()) >= 5 or "\n" in value or not value.strip() \
-            else value
+        words = value.split()
+        quoted = len(words) >= 5 or "\n" in value or not value.strip() or \
+            (len(words) >= 3 and _SENTENCE.fullmatch(" ".join(words)) is not None)
+        return f'"{" ".join(words)}"' if quoted else value
     if isinstance(value, list):
         return join_words([said_value(v) for v in value]) if value else "none"
     if isinstance(value, dict):
