@@ -1,8 +1,8 @@
 """Resuming a run database written by an older sap: tests/data/interrupted_run.sqlite.gz was written on 2026-12-07 by
-the tree of the commit after 70af3fd (the customer's own account told as "you" and "your"; its store records are
-that commit's; sap 0.2.0; regenerated whenever the records change on purpose; the first fixture, of 0d10259, and
-those of c5755ed, 050da20, 6df64f7, 4c3f6ef, e602c79 and 87e8c70 predate it), so a later change that breaks resuming
-old checkpoints fails here.
+the tree of the commit after 90a4f22 (a result a later turn points at still gives its answer; its store records
+are that commit's; sap 0.2.0; regenerated whenever the records change on purpose; the first fixture, of 0d10259, and
+those of c5755ed, 050da20, 6df64f7, 4c3f6ef, e602c79, 87e8c70 and 95ab40f predate it), so a later change that breaks
+resuming old checkpoints fails here.
 
 The fixture holds two `sap synthesize --toolset store -n 12` runs (seeds 11 and 12; exact arguments in
 tests/data/interrupted_run.json), each SIGKILLed once 3 records were accepted and while the next slot's LangGraph

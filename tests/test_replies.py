@@ -631,3 +631,17 @@ def test_the_customers_own_account_is_told_as_yours():
     assert "your email is raj@example.com" in said.lower() and "Raj Khan (user raj_1)" not in said, said
     later = assistant_reply([call], {spec.name: spec}, random.Random(1), referred={0: {"user_id"}})
     assert "your user ID is raj_1" in later.lower().replace("id", "ID"), later  # a later turn points at it
+
+
+def test_a_result_a_later_turn_points_at_still_gives_its_answer():
+    found = {"location_id": "CDG", "city": "Paris", "check_in": "2025-04-08", "check_out": "2025-04-14", "nights": 6,
+             "guests": 1, "hotels": [{"hotel_id": "H1", "name": "Royal Inn Paris", "price_per_night": 123.0},
+                                     {"hotel_id": "H2", "name": "Grand Hotel Paris", "price_per_night": 256.0}]}
+    args = {"location_id": "CDG", "check_in": "2025-04-08", "check_out": "2025-04-14", "guests": 1}
+    call = ToolCall(call_id="call_0_0", name="search_hotels", args_exec=args, args_prov={}, result=found, ok=True)
+    spec = ToolSpec(name="search_hotels", description="Search hotels.", parameters={"type": "object",
+                                                                                    "properties": {}}, read_only=True)
+    said = assistant_reply([call], {spec.name: spec}, random.Random(0), referred={0: {"check_in", "check_out", "guests"}},
+                           asked="See which hotels in Paris have rooms between the check-in date from one of your "
+                                 "earlier replies and the check-out date for 1 guest.")
+    assert "Royal Inn Paris" in said and "2025-04-14" in said, said  # the hotels found, and the dates pointed at

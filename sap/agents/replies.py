@@ -634,7 +634,8 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep
         keys = kept + own + outcome if own or address else keys[:max(FACTS_AFTER_WRITE, len(kept))]  # + its cost
     if address:
         out.append(f"the address is {_address(obj)}")
-    for key in keys[:max(MOST_FACTS - len(out), sum(k in keep for k in keys))]:
+    for key in keys[:max(MOST_FACTS - len(out), 0) + sum(k in keep for k in keys)]:  # what a later turn points
+        # at comes on top of the answer: a hotel search referred to for its dates still says the hotels it found
         value = obj[key]
         if isinstance(value, list) and value and all(isinstance(v, (str, int)) and not isinstance(v, bool)
                                                      for v in value) \
