@@ -15,7 +15,7 @@ ids; a field that names the thing is not what a message about the thing asked fo
 stated ahead never "in a bit", two such notes not opened alike; an update without a status
 says the value it set; a hidden tool refused by what it does, not every step of its docstring; a room a later turn
 points at said by its room type; the customer's own account told as "you"; a result a later turn points at still gives its
-answer); rejections as before.
+answer; "a seat in economy", never "a first seat"); rejections as before.
 
 Nothing is normalized: every field of every record and rejection line is compared byte for byte. No field is
 non-deterministic at --concurrency 1 (the default): two runs, and runs with other PYTHONHASHSEED values and working
