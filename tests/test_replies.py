@@ -641,7 +641,8 @@ def test_a_result_a_later_turn_points_at_still_gives_its_answer():
     call = ToolCall(call_id="call_0_0", name="search_hotels", args_exec=args, args_prov={}, result=found, ok=True)
     spec = ToolSpec(name="search_hotels", description="Search hotels.", parameters={"type": "object",
                                                                                     "properties": {}}, read_only=True)
-    said = assistant_reply([call], {spec.name: spec}, random.Random(0), referred={0: {"check_in", "check_out", "guests"}},
+    pointed = {0: {"check_in", "check_out", "guests"}}
+    said = assistant_reply([call], {spec.name: spec}, random.Random(0), referred=pointed,
                            asked="See which hotels in Paris have rooms between the check-in date from one of your "
                                  "earlier replies and the check-out date for 1 guest.")
     assert "Royal Inn Paris" in said and "2025-04-14" in said, said  # the hotels found, and the dates pointed at

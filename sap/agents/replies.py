@@ -231,7 +231,8 @@ def is_write(task: str, spec: ToolSpec | None) -> bool:
 def short_task(task: str) -> str:
     """The task's action up to its first clause break ("book one seat on a flight, paying ..." -> "book one seat on
     a flight"), verbs in base form."""
-    parts = re.split(r"([,;:(]| - | — | unless | if | so that | by (?!line)| based on | given | with | for the | of any | in the current )", task)
+    parts = re.split(r"([,;:(]| - | — | unless | if | so that | by (?!line)| based on | given | with | for the "
+                     r"| of any | in the current )", task)
     head = parts[0].strip()
     if re.search(r"\b(?:a|an|the|new)$", head) and len(parts) > 2:  # "create a new, empty folder"
         head = (parts[0] + parts[1] + parts[2]).strip()

@@ -53,7 +53,7 @@ _EXTRA_LEADS = [", with {x}", ", using {x}", "; use {x}", " - {x}", ", and go wi
                 ", taking {x}", ", going with {x}"]
 
 
-_SENTENCE = re.compile(r"[A-Z][\w']*(?: \S+)* [a-z][\w']*(?: \S+)*")  # "Meeting notes are attached", not "Salt Lake City"
+_SENTENCE = re.compile(r"[A-Z][\w']*(?: \S+)* [a-z][\w']*(?: \S+)*")  # "Meeting notes are attached", not "New York"
 
 
 def said_value(value: Any) -> str:
