@@ -15,6 +15,7 @@ from sap.jsonutil import leaves
 from sap.model import ToolCall, ToolSpec
 from sap.provenance.fields import singular
 from sap.provenance.generate import is_secret_param
+from sap.provenance.places import ADDRESS_FIELDS, address_line
 from sap.text import article, field_words, plural, task_phrase
 
 SHOWN = 3  # elements a reply names from a listing ("a.txt, b.txt, c.md and twelve more")
@@ -23,7 +24,6 @@ NUMBER_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "ei
 MONEY = re.compile(r"price|amount|(?:^|_)total$|balance|cost|fare|refund|paid|fee|charge|budget|spent", re.I)
 NAME_KEYS = ("name", "title", "hotel_name", "full_name", "city")  # what names an object (in this order)
 AUTHOR_KEYS = ("username", "user_name", "author", "sender")  # who wrote a post or message
-ADDRESS_KEYS = ("address1", "address2", "city", "state", "zip", "country")  # a flat address, in writing order
 LEAD_VERBS = {"get", "gets", "list", "lists", "search", "searches", "find", "finds", "show", "shows", "view", "check",
               "checks", "lookup", "fetch", "read", "query", "describe", "retrieve", "retrieves", "display", "displays",
               "estimate", "estimates", "compute", "calculate", "return", "returns", "count"}
@@ -609,7 +609,7 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep
     keep = {_in_words(k, obj) for k in keep}
     address = {"address1", "city"} <= set(obj) and not {"address1", "city"} <= skip  # unless left unsaid
     if address:
-        skip = skip | set(ADDRESS_KEYS)
+        skip = skip | set(ADDRESS_FIELDS)
     empty = next((k for k, v in obj.items() if v == [] and k not in skip), None)
     if empty and not any(isinstance(v, list) and v for v in obj.values()):  # the one thing found is nothing
         out.append(_list_phrase([], field_words(empty)))
@@ -627,14 +627,14 @@ def _facts(obj: dict[str, Any], skip: set[str], changed: Mapping[str, Any], keep
         overlap = {k: len(set(field_words(k).split()) & topic) for k in own}
         best = max(overlap.values(), default=0)
         own = [k for k in own if k in changed or (best and overlap[k] == best)] or own
-        address = address and bool(changed.keys() & set(ADDRESS_KEYS))
+        address = address and bool(changed.keys() & set(ADDRESS_FIELDS))
         outcome = [k for k in keys if k not in own and MONEY.search(k) and isinstance(obj[k], (int, float))][:1]
         kept = [k for k in keys if k in keep and k not in own]
         if any(not _ID_NAME.search(k) for k in own):  # a booking's hotel and room ids say nothing its names don't
             own = [k for k in own if not _ID_NAME.search(k)]
         keys = kept + own + outcome if own or address else keys[:max(FACTS_AFTER_WRITE, len(kept))]  # + its cost
     if address:
-        out.append(f"the address is {_address(obj)}")
+        out.append(f"the address is {address_line(obj)}")
     for key in keys[:max(MOST_FACTS - len(out), 0) + sum(k in keep for k in keys)]:  # what a later turn points
         # at comes on top of the answer: a hotel search referred to for its dates still says the hotels it found
         value = obj[key]
@@ -687,7 +687,7 @@ def _sets(key: str, value: Any, changed: Mapping[str, Any], given: set[str]) -> 
     or last word (`cancel_reason` for `reason`, `currentACTemperature` for `temperature`), the address object of a
     flat address's parts, or a structure holding one of `given` (the values the write set, as text, but the thing's
     own ids: the payment history holding the new payment method)."""
-    if key in changed or (key == "address" and changed.keys() & set(ADDRESS_KEYS)):
+    if key in changed or (key == "address" and changed.keys() & set(ADDRESS_FIELDS)):
         return True
     last = field_words(key).split()[-1:]
     if any(last == field_words(c).split()[-1:] and not _ID_NAME.search(c) for c in changed):
@@ -750,13 +750,6 @@ def _counted(key: str, obj: dict[str, Any]) -> bool:
     stem = key[:-len("_count")]
     return any(isinstance(v, list) and _singular(k) == stem for k, v in obj.items()) or \
         (stem == "directory" and isinstance(obj.get("directories"), list))
-
-
-def _address(obj: dict[str, Any]) -> str:
-    """A postal address on one line: street lines, city, "state zip", country."""
-    street = [str(obj[k]) for k in ("address1", "address2") if obj.get(k)]
-    region = " ".join(str(obj[k]) for k in ("state", "zip") if obj.get(k))
-    return ", ".join(street + [str(v) for v in (obj.get("city"), region, obj.get("country")) if v])
 
 
 def _rank(key: str, value: Any) -> int:
@@ -858,7 +851,7 @@ def _say(value: Any, key: str) -> str:
         if _person(value):
             return _person(value) or ""
         if {"address1", "city"} <= set(value):
-            return _address(value)
+            return address_line(value)
         if _subject(value, key)[0]:
             return _label(value, field_words(key))
         if all(isinstance(v, list) for v in value.values()):  # lists grouped by a key (messages by receiver)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Mapping
+from typing import Any
 
 # (city, state, three-digit ZIP prefix of the city's main post office area)
 US_PLACES: list[tuple[str, str, str]] = [
@@ -27,6 +29,17 @@ _PARTS = [(re.compile(r"address_?2|address_?line_?2|secondary|apartment|suite", 
           (re.compile(r"address_?1|address_?line_?1|^address$|street", re.I), "address1"),
           (re.compile(r"city|town", re.I), "city"), (re.compile(r"^state$|province|region", re.I), "state"),
           (re.compile(r"zip|postal|postcode", re.I), "zip"), (re.compile(r"country", re.I), "country")]
+
+
+ADDRESS_FIELDS = ("address1", "address2", "city", "state", "zip", "country")  # a flat postal address, in writing order
+
+
+def address_line(parts: Mapping[str, Any]) -> str:
+    """A flat postal address on one line, its empty parts left out: street lines, city, "state zip", country
+    ("2733 Hillcrest Way, Phoenix, AZ 85008, USA")."""
+    street = [str(parts[k]) for k in ("address1", "address2") if parts.get(k)]
+    region = " ".join(str(parts[k]) for k in ("state", "zip") if parts.get(k))
+    return ", ".join(street + [str(v) for v in (parts.get("city"), region, parts.get("country")) if v])
 
 
 def address_part(param: str) -> str | None:

@@ -18,6 +18,7 @@ from sap.errors import ToolsetError
 from sap.model import ToolCall, ToolSpec, Toolset, Trajectory
 from sap.provenance.checks import CONFIRM_QUESTIONS, code_check, is_confirmation, mentions
 from sap.provenance.jsonpath import PathError, resolve
+from sap.provenance.places import ADDRESS_FIELDS, address_line
 from sap.text import describe_value, field_words, task_phrase
 
 ToolList = list[str] | Literal["*", "writes"]
@@ -169,21 +170,15 @@ RECAP_LEADS = ("Before I go ahead, let me check the details with you: I'll {task
                "To make sure I have it right: I'll {task}{details}.")
 
 
-ADDRESS_PARTS = ("address1", "address2", "city", "state", "zip", "country")  # a flat postal address, in writing order
-
-
 def recap_details(args: dict[str, Any]) -> str:
     """A write's arguments as a person states them: a flat address as one address line ("2733 Hillcrest Way,
     Phoenix, AZ 85008, USA"), ids by what they name ("order #W1", "items 11 and 12"), other values with their names
     in words and free text in quotes; every value verbatim."""
-    parts, address = [], [k for k in ADDRESS_PARTS if k in args]
+    parts, address = [], [k for k in ADDRESS_FIELDS if k in args]
     for name, value in args.items():
         if name in address:
             if name == address[0] and len(address) >= 4:
-                said = {k: str(args[k]) for k in address if args[k] not in ("", None)}
-                region = " ".join(said.pop(k) for k in ("state", "zip") if k in said)  # "AZ 85008"
-                lines = [said.get(k) for k in ("address1", "address2", "city")] + [region, said.get("country")]
-                parts.append("address " + ", ".join(x for x in lines if x))
+                parts.append("address " + address_line(args))
             elif len(address) < 4:
                 parts.append(f"{field_words(name)} {describe_value(value)}")
             continue
