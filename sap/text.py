@@ -37,6 +37,11 @@ def names_tool(text: str, tools: list[str]) -> bool:
     return False
 
 
+def join_words(items: list[str]) -> str:
+    """Items as a list in prose: "a", "a and b", "a, b and c"."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def describe_value(value: Any) -> str:
     """A value as it must appear verbatim in text; an object as its fields in words (`first name "Noah", dob
     "1990-04-05"`), never raw JSON."""

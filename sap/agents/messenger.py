@@ -17,7 +17,6 @@ from sap.agents.requests import (
     found_words,
     plan_phrase,
     history_reference,
-    join_words,
     plural,
     request_phrase,
     said_value,
@@ -27,7 +26,7 @@ from sap.model import Selector, Tag, ToolCall, ToolSpec, Turn, key_param
 from sap.provenance.checks import mentions as mentions_value
 from sap.provenance.phrasebook import PLACEHOLDER, phrase_book, placeholders
 from sap.provenance.selectors import ordinal, place_name
-from sap.text import describe_value, humanize, result_noun, words_of
+from sap.text import describe_value, humanize, join_words, result_noun, words_of
 
 _REVEAL_ONE = expand_all([
     "[Oh|Sorry|Ah|Oops|Right|Of course|My bad|Good point], [it's|that's|it should be|that'd be] {v}.", "The {n} is {v}.",

@@ -19,7 +19,7 @@ from sap.provenance.places import address_part
 from sap.provenance.fields import singular
 from sap.provenance.selectors import ordinal
 from sap.provenance.generic_phrases import generic_phrases, parameter_noun
-from sap.text import article, describe_value, plural, words_of
+from sap.text import article, describe_value, join_words, plural, words_of
 
 _STATUS = r"(?:pending|delivered|processed|cancelled|current|existing|active|upcoming)"  # a state word before a noun
 _PREPOSITION = r"(?:on|at|for|to|into|in|from|by|with|until|under|onto|as|of|about|called|named)"
@@ -71,11 +71,6 @@ def said_value(value: Any) -> str:
     if isinstance(value, dict):
         return describe_value(value)
     return json.dumps(value)
-
-
-def join_words(items: list[str]) -> str:
-    """"a", "a and b", "a, b and c"."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 @dataclass(frozen=True)

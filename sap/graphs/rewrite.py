@@ -46,7 +46,7 @@ from sap.model import ArgProvenance, Tag, ToolCall, Toolset, ToolSpec, Trajector
 from sap.provenance.checks import code_check, mentions, states_value
 from sap.provenance.policy import policy_check, policy_of
 from sap.provenance.withheld import announces, miss_param_problems, shown_before
-from sap.text import describe_value, imperative, names_tool
+from sap.text import describe_value, imperative, join_words, names_tool
 
 RewriteOp = Literal["miss_param", "miss_func"]
 
@@ -117,11 +117,6 @@ class RewriteError(SapError, ValueError):
 def _key(value: Any) -> str:
     """A canonical key of a value, for grouping equal values."""
     return json.dumps(value, sort_keys=True, default=str)
-
-
-def _join(items: list[str]) -> str:
-    """`a`, `a and b`, `a, b and c`."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _task_words(spec: ToolSpec) -> str:
@@ -317,7 +312,7 @@ def _ask_text(groups: list[_Group], rng: random.Random) -> str:
     """The assistant's clarification request, asking for exactly the missing values in plain words."""
     if len(groups) == 1:
         return rng.choice(_ASK_ONE).format(n=groups[0].noun)
-    return rng.choice(_ASK_MANY).format(x=_join([f"the {g.noun}" for g in groups]))
+    return rng.choice(_ASK_MANY).format(x=join_words([f"the {g.noun}" for g in groups]))
 
 
 def _needed_at(base: Trajectory, k: int) -> list[Any]:

@@ -19,7 +19,7 @@ from sap.model import ToolCall, ToolSpec, Toolset, Trajectory
 from sap.provenance.checks import CONFIRM_QUESTIONS, code_check, is_confirmation, mentions
 from sap.provenance.jsonpath import PathError, resolve
 from sap.provenance.places import ADDRESS_FIELDS, address_line
-from sap.text import describe_value, field_words, task_phrase
+from sap.text import describe_value, field_words, join_words, task_phrase
 
 ToolList = list[str] | Literal["*", "writes"]
 
@@ -187,9 +187,8 @@ def recap_details(args: dict[str, Any]) -> str:
                 isinstance(v, (str, int)) for v in value)):
             noun = words.rsplit(" ", 1)[0]
             many = isinstance(value, list) and len(value) > 1
-            said = [str(v) for v in value] if isinstance(value, list) else [str(value)]
-            joined = ", ".join(said[:-1]) + " and " + said[-1] if many else said[0]
-            parts.append(f"{noun}{'s' if many and not noun.endswith('s') else ''} {joined}")
+            said = join_words([str(v) for v in value] if isinstance(value, list) else [str(value)])
+            parts.append(f"{noun}{'s' if many and not noun.endswith('s') else ''} {said}")
         else:
             parts.append(f"{words} {describe_value(value)}")
     return "; ".join(parts)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sap.model import Toolset
 from sap.provenance.policy import Policy, policy_of
-from sap.text import field_words, task_phrase
+from sap.text import field_words, join_words, task_phrase
 
 CONDUCT = ("Use the available tools to carry out the user's requests. If a request lacks a detail you need, ask "
            "for it instead of guessing; if no tool can do what is asked, say so. After acting, tell the user plainly "
@@ -41,7 +41,8 @@ def system_prompt(toolset: Toolset) -> str:
     if toolset.name.startswith("tau2/") and toolset.name.split("/", 1)[1] in TAU2_ROLES:
         role = TAU2_ROLES[toolset.name.split("/", 1)[1]]
     elif classes:
-        role = "You are a helpful assistant that can " + _join([ROLES.get(c, field_words(c)) for c in classes]) + "."
+        role = ("You are a helpful assistant that can " + join_words([ROLES.get(c, field_words(c)) for c in classes])
+                + ".")
     elif toolset.name in ROLES:
         role = f"You are a helpful assistant {ROLES[toolset.name]}."
     else:
@@ -78,8 +79,3 @@ def policy_rules(toolset: Toolset) -> str:
     if policy.terminal is not None and policy.terminal.message:
         out.append(f"When you hand the user over, end with: {policy.terminal.message}")
     return " ".join(out)
-
-
-def _join(parts: list[str]) -> str:
-    """Phrases joined as a list in prose."""
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
