@@ -49,6 +49,7 @@ NARROWED_FIELDS = 6  # a read result with more fields than this says only the on
 FACTS_AFTER_WRITE = 2  # fields stated of a write's result when none holds what it set
 _SUBJECT_ONLY = "that's "  # how `_object_sentence` says an object whose result names it and nothing else
 WRITE_LEADS = ["Done. ", "All set. ", "Okay, that's done. ", "That's taken care of. ", "Finished. ", ""]
+READ_LEADS = ["", "", "Here's what I found: ", "I checked: "]  # how a read's reply may open
 _OUTCOME = re.compile(r"\b(?:success\w*|fail\w*|error|complete[ds]?|done)\b", re.I)  # words of a result message
 _ID_NAME = re.compile(r"(?:_|\b)ids?$|Ids?$")  # a field or parameter naming ids
 COMMON_OPENERS = {"The", "There", "For", "Here's", "That's", "That", "It", "Done:", "All", "Order", "Booking",
@@ -72,7 +73,7 @@ def assistant_reply(calls: list[ToolCall], specs: dict[str, ToolSpec], rng: rand
     parts = [call_reply(calls[i], specs.get(calls[i].name), rng, specs, lead=k == 0 and not prepared,
                         keep=referred.get(i, ()), asked=asked)
              for k, i in enumerate(shown)]
-    said = [re.sub(r"^(?:Here's what I found|I checked): ", "", p).lower() for p in parts]
+    said = [next((p.removeprefix(o) for o in READ_LEADS if o and p.startswith(o)), p).lower() for p in parts]
     parts = [p for k, p in enumerate(parts) if said[k] not in said[:k]]  # two empty filters: told once
     if len(parts) > 1:
         parts = [parts[0]] + [_joined(p, rng) for p in parts[1:]]
@@ -144,7 +145,7 @@ def call_reply(call: ToolCall, spec: ToolSpec | None, rng: random.Random,
             d=done, D=done, v=f" ({values})" if values else "")
     if not facts:
         return _nothing(call.result, rng)
-    opener = rng.choice(["", "", "Here's what I found: ", "I checked: "]) if lead and "\n" not in facts else ""
+    opener = rng.choice(READ_LEADS) if lead and "\n" not in facts else ""
     return opener + (_lower_first(facts) if opener else facts)
 
 
@@ -493,9 +494,9 @@ def _object_sentence(obj: dict[str, Any], noun: str, changed: Mapping[str, Any],
                 not _customer(obj, used):
             return _sentence(f"the {field.group(1)} of {subject} {field.group(2)} now {facts[0][field.end():]}")
     if subject and facts and not status_key and _customer(obj, used):  # the user's own account: "you", "your"
-        shown = [f"the {field_words(k)} is {obj[k]}" for k in obj if k in used and k in keep and k == "user_id"]
-        yours = [re.sub(r"^there (?:is|are) (?!no )", "you have ", re.sub(r"^the ", "your ", f))
-                 for f in shown + facts]  # a user id a later turn points at is said, as the name said it before
+        # a user id a later turn points at is said, as the name said it before
+        shown = [f"the user ID is {obj['user_id']}"] if "user_id" in keep else []
+        yours = [re.sub(r"^there (?:is|are) (?!no )", "you have ", re.sub(r"^the ", "your ", f)) for f in shown + facts]
         return " ".join(t for t in (_sentence(message), _sentence(_clauses(yours))) if t)
     if subject and status_key:
         head = f"{subject} {_state(_say(obj[status_key], status_key))}"
